@@ -1,0 +1,1 @@
+"""Pure-Python asyncio Kafka-wire-compatible broker. Never imports Django."""

@@ -1,0 +1,192 @@
+"""Settings for the Millrace control center, registry and REST proxy.
+
+Every setting comes from an environment variable read here, through the typed helpers
+below; the embedded defaults (built-in cluster, SQLite, local Spark, no external server)
+are what a fresh machine gets. Nothing else in the project reads the environment at import
+time.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return default if raw is None or raw == "" else int(raw)
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_prefix(name: str, default: str) -> str:
+    """A URL prefix without a leading slash and with one trailing slash ('' for root)."""
+    value = env_str(name, default).strip("/")
+    return f"{value}/" if value else ""
+
+
+# Where the embedded platform keeps its state: SQLite, broker logs, Celery's queue folder.
+DATA_DIR = Path(env_str("MILLRACE_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "millrace-dev-insecure-key-change-me-in-production")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "django_celery_results",
+    "controlcenter",
+    "registry",
+    "restproxy",
+]
+
+MIDDLEWARE = [
+    "controlcenter.ports.PortRoutingMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "controlcenter.urls"
+ASGI_APPLICATION = "controlcenter.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not :memory:, so that live-server tests share it across processes.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = str(DATA_DIR / "test-db.sqlite3")
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "frontend"]
+
+# --- Kafka: the platform reaches brokers only through a Kafka client ---------------------
+KAFKA_BOOTSTRAP_SERVERS = env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+
+# --- Ports and prefixes: one server, with the registry and proxy also at their own ports ---
+WEB_PORT = env_int("MILLRACE_WEB_PORT", 8000)
+REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)
+RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
+REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
+RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
+
+# --- Redis: when set, Channels, Celery and the cache use it --------------------------------
+REDIS_URL = env_str("REDIS_URL", "")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+        }
+    }
+
+# --- Celery: filesystem queue on one machine, Redis when REDIS_URL is set -------------------
+CELERY_QUEUE_DIR = DATA_DIR / "celery-queue"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {}
+    if not CELERY_BROKER_URL.startswith("filesystem://")
+    else {
+        "data_folder_in": str(CELERY_QUEUE_DIR),
+        "data_folder_out": str(CELERY_QUEUE_DIR),
+        "control_folder": str(CELERY_QUEUE_DIR / "control"),
+    }
+)
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+
+# --- REST framework and OpenAPI (served without a CDN) -------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Millrace",
+    "DESCRIPTION": "Schema registry and REST proxy APIs of the Millrace platform.",
+    "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("MILLRACE_LOG_LEVEL", "INFO")},
+}
+
+DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Confluent-compatible Avro schema registry."""

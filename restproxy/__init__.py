@@ -1,0 +1,1 @@
+"""Confluent REST Proxy API (v2 and v3), over any Kafka cluster."""
