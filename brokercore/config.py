@@ -1,0 +1,307 @@
+"""Broker and topic configuration, with Kafka's key names and defaults.
+
+A broker reads `server.properties` (Kafka's format) and `--override key=value` pairs.
+Topic-level configs fall back to their broker synonym (`retention.ms` ← `log.retention.ms`
+← `log.retention.minutes` ← `log.retention.hours`), then to Kafka's default, and
+DescribeConfigs reports which of these a value came from.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+LONG_MAX = 9223372036854775807
+
+
+class ConfigType(enum.IntEnum):
+    """DescribeConfigs v3+ config types."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs v1+ config sources."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigError(ValueError):
+    """A config value that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str
+    # For topic configs, the broker keys it falls back to, most specific first; each may be
+    # scaled (log.retention.hours → ms).
+    synonyms: tuple[tuple[str, int], ...] = ()
+    read_only: bool = False
+    choices: tuple[str, ...] = ()
+
+
+def _k(name: str, type_: ConfigType, default: str | None, doc: str, **kw: object) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, **kw)  # type: ignore[arg-type]
+
+
+T = ConfigType
+HOUR_MS, MINUTE_MS = 3_600_000, 60_000
+
+BROKER_CONFIGS: dict[str, ConfigKey] = {
+    c.name: c
+    for c in [
+        _k("node.id", T.INT, "1", "The node id of this broker.", read_only=True),
+        _k("broker.id", T.INT, "-1", "Legacy name of node.id.", read_only=True),
+        _k("process.roles", T.LIST, "broker,controller", "Roles of this process.", read_only=True),
+        _k("cluster.id", T.STRING, None, "Cluster id; generated on first start.", read_only=True),
+        _k("listeners", T.STRING, "PLAINTEXT://:9092", "Listener URIs.", read_only=True),
+        _k("advertised.listeners", T.STRING, None, "Listeners given to clients.", read_only=True),
+        _k("log.dirs", T.STRING, "/tmp/kafka-logs", "Directories for log data.", read_only=True),
+        _k("log.dir", T.STRING, "/tmp/kafka-logs", "Log directory if log.dirs is unset.",
+           read_only=True),
+        _k("num.partitions", T.INT, "1", "Default partition count of new topics."),
+        _k("default.replication.factor", T.INT, "1", "Default replication factor."),
+        _k("auto.create.topics.enable", T.BOOLEAN, "true", "Create topics on metadata request."),
+        _k("delete.topic.enable", T.BOOLEAN, "true", "Allow topic deletion."),
+        _k("message.max.bytes", T.INT, "1048588", "Largest record batch size allowed."),
+        _k("socket.request.max.bytes", T.INT, "104857600", "Largest request size allowed."),
+        _k("log.segment.bytes", T.INT, "1073741824", "Size of a single log segment."),
+        _k("log.roll.ms", T.LONG, None, "Time before a new segment is rolled out (ms)."),
+        _k("log.roll.hours", T.INT, "168", "Time before a new segment is rolled out (hours)."),
+        _k("log.retention.ms", T.LONG, None, "Retention time (ms)."),
+        _k("log.retention.minutes", T.INT, None, "Retention time (minutes)."),
+        _k("log.retention.hours", T.INT, "168", "Retention time (hours)."),
+        _k("log.retention.bytes", T.LONG, "-1", "Retention size per partition."),
+        _k("log.retention.check.interval.ms", T.LONG, "300000", "Retention check period."),
+        _k("log.cleanup.policy", T.LIST, "delete", "delete and/or compact.",
+           choices=("delete", "compact")),
+        _k("log.cleaner.enable", T.BOOLEAN, "true", "Run the log cleaner for compaction."),
+        _k("log.cleaner.backoff.ms", T.LONG, "15000", "Cleaner sleep when nothing to clean."),
+        _k("log.cleaner.delete.retention.ms", T.LONG, "86400000", "Tombstone retention."),
+        _k("log.cleaner.min.compaction.lag.ms", T.LONG, "0", "Minimum age before compaction."),
+        _k("log.cleaner.min.cleanable.ratio", T.DOUBLE, "0.5", "Dirty ratio to clean."),
+        _k("log.segment.delete.delay.ms", T.LONG, "60000", "Delay before deleting a file."),
+        _k("log.index.interval.bytes", T.INT, "4096", "Bytes between offset index entries."),
+        _k("log.index.size.max.bytes", T.INT, "10485760", "Maximum offset index size."),
+        _k("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Messages before fsync."),
+        _k("log.flush.interval.ms", T.LONG, None, "Time before fsync (ms)."),
+        _k("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flusher period."),
+        _k("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
+           choices=("CreateTime", "LogAppendTime")),
+        _k("compression.type", T.STRING, "producer", "Final compression; producer keeps it.",
+           choices=("producer",)),
+        _k("min.insync.replicas", T.INT, "1", "Minimum ISR size for acks=all."),
+        _k("unclean.leader.election.enable", T.BOOLEAN, "false", "Elect out-of-sync leaders."),
+        _k("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leaders back to preferred."),
+        _k("leader.imbalance.check.interval.seconds", T.LONG, "300", "Rebalance period."),
+        _k("replica.lag.time.max.ms", T.LONG, "30000", "Time before a follower leaves ISR."),
+        _k("broker.session.timeout.ms", T.INT, "9000", "Broker session with the controller."),
+        _k("broker.heartbeat.interval.ms", T.INT, "2000", "Broker heartbeat period."),
+        _k("offsets.topic.num.partitions", T.INT, "50", "Partitions of __consumer_offsets."),
+        _k("offsets.topic.replication.factor", T.SHORT, "3", "RF of __consumer_offsets."),
+        _k("offsets.topic.segment.bytes", T.INT, "104857600", "Segment size of offsets topic."),
+        _k("offsets.retention.minutes", T.INT, "10080", "Retention of committed offsets."),
+        _k("offsets.retention.check.interval.ms", T.LONG, "600000", "Offset expiry period."),
+        _k("group.initial.rebalance.delay.ms", T.INT, "3000", "Wait for more first joiners."),
+        _k("group.min.session.timeout.ms", T.INT, "6000", "Smallest session timeout."),
+        _k("group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout."),
+        _k("group.max.size", T.INT, "2147483647", "Largest consumer group."),
+    ]
+}
+
+TOPIC_CONFIGS: dict[str, ConfigKey] = {
+    c.name: c
+    for c in [
+        _k("cleanup.policy", T.LIST, "delete", "delete and/or compact.",
+           synonyms=(("log.cleanup.policy", 1),), choices=("delete", "compact")),
+        _k("compression.type", T.STRING, "producer", "Final compression of the topic.",
+           synonyms=(("compression.type", 1),), choices=("producer",)),
+        _k("delete.retention.ms", T.LONG, "86400000", "Tombstone retention.",
+           synonyms=(("log.cleaner.delete.retention.ms", 1),)),
+        _k("file.delete.delay.ms", T.LONG, "60000", "Delay before deleting a file.",
+           synonyms=(("log.segment.delete.delay.ms", 1),)),
+        _k("flush.messages", T.LONG, str(LONG_MAX), "Messages before fsync.",
+           synonyms=(("log.flush.interval.messages", 1),)),
+        _k("flush.ms", T.LONG, str(LONG_MAX), "Time before fsync.",
+           synonyms=(("log.flush.interval.ms", 1),)),
+        _k("index.interval.bytes", T.INT, "4096", "Bytes between index entries.",
+           synonyms=(("log.index.interval.bytes", 1),)),
+        _k("max.message.bytes", T.INT, "1048588", "Largest record batch size allowed.",
+           synonyms=(("message.max.bytes", 1),)),
+        _k("message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
+           synonyms=(("log.message.timestamp.type", 1),),
+           choices=("CreateTime", "LogAppendTime")),
+        _k("min.cleanable.dirty.ratio", T.DOUBLE, "0.5", "Dirty ratio to clean.",
+           synonyms=(("log.cleaner.min.cleanable.ratio", 1),)),
+        _k("min.compaction.lag.ms", T.LONG, "0", "Minimum age before compaction.",
+           synonyms=(("log.cleaner.min.compaction.lag.ms", 1),)),
+        _k("min.insync.replicas", T.INT, "1", "Minimum ISR size for acks=all.",
+           synonyms=(("min.insync.replicas", 1),)),
+        _k("retention.bytes", T.LONG, "-1", "Retention size per partition.",
+           synonyms=(("log.retention.bytes", 1),)),
+        _k("retention.ms", T.LONG, "604800000", "Retention time.",
+           synonyms=(("log.retention.ms", 1), ("log.retention.minutes", MINUTE_MS),
+                     ("log.retention.hours", HOUR_MS))),
+        _k("segment.bytes", T.INT, "1073741824", "Size of a single log segment.",
+           synonyms=(("log.segment.bytes", 1),)),
+        _k("segment.index.bytes", T.INT, "10485760", "Maximum offset index size.",
+           synonyms=(("log.index.size.max.bytes", 1),)),
+        _k("segment.ms", T.LONG, "604800000", "Time before a new segment is rolled out.",
+           synonyms=(("log.roll.ms", 1), ("log.roll.hours", HOUR_MS))),
+        _k("unclean.leader.election.enable", T.BOOLEAN, "false", "Elect out-of-sync leaders.",
+           synonyms=(("unclean.leader.election.enable", 1),)),
+    ]
+}
+
+
+def validate_value(key: ConfigKey, value: str) -> str:
+    """The value in canonical form, or ConfigError naming the key."""
+    try:
+        if key.type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
+            number = int(value.strip())
+            if key.type is ConfigType.INT and not -(2**31) <= number < 2**31:
+                raise ValueError("out of int range")
+            return str(number)
+        if key.type is ConfigType.DOUBLE:
+            return str(float(value))
+        if key.type is ConfigType.BOOLEAN:
+            lowered = value.strip().lower()
+            if lowered not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return lowered
+        if key.type is ConfigType.LIST:
+            items = [item.strip() for item in value.split(",") if item.strip()]
+            if key.choices and any(item not in key.choices for item in items):
+                raise ValueError(f"expected a list of {', '.join(key.choices)}")
+            return ",".join(items)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid value {value} for configuration {key.name}: {exc}") from None
+    if key.choices and value not in key.choices:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {key.name}: "
+            f"String must be one of: {', '.join(key.choices)}"
+        )
+    return value
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java properties, the subset server.properties files use: key=value, # and ! comments."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+        else:
+            props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(value: str) -> list[Listener]:
+    listeners = []
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        if not sep:
+            raise ConfigError(f"Invalid listener {item!r}: expected NAME://host:port")
+        host, _, port = rest.rpartition(":")
+        listeners.append(Listener(name, host.strip("[]"), int(port)))
+    return listeners
+
+
+class BrokerConfig:
+    """The static configuration of one broker: explicit keys over Kafka's defaults."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.explicit: dict[str, str] = {}
+        for name, value in props.items():
+            key = BROKER_CONFIGS.get(name)
+            self.explicit[name] = validate_value(key, value) if key else value
+
+    @classmethod
+    def load(cls, path: Path | None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        props = parse_properties(path.read_text()) if path else {}
+        for override in overrides:
+            name, sep, value = override.partition("=")
+            if not sep:
+                raise ConfigError(f"--override expects key=value, got {override!r}")
+            props[name.strip()] = value.strip()
+        return cls(props)
+
+    def get(self, name: str) -> str | None:
+        if name in self.explicit:
+            return self.explicit[name]
+        key = BROKER_CONFIGS.get(name)
+        return key.default if key else None
+
+    def get_int(self, name: str) -> int:
+        value = self.get(name)
+        if value is None:
+            raise ConfigError(f"Missing required configuration {name}")
+        return int(value)
+
+    def get_bool(self, name: str) -> bool:
+        return self.get(name) == "true"
+
+    @property
+    def node_id(self) -> int:
+        if "node.id" in self.explicit:
+            return self.get_int("node.id")
+        broker_id = self.get_int("broker.id")
+        return broker_id if broker_id >= 0 else self.get_int("node.id")
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        raw = self.explicit.get("log.dirs") or self.explicit.get("log.dir") or "/tmp/kafka-logs"
+        return [Path(item.strip()) for item in raw.split(",") if item.strip()]
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return parse_listeners(self.get("listeners") or "")
+
+    def topic_default(self, name: str) -> tuple[str | None, ConfigSource]:
+        """A topic config's value when the topic does not override it, and where it came from."""
+        key = TOPIC_CONFIGS[name]
+        for synonym, scale in key.synonyms:
+            if synonym in self.explicit:
+                value = self.explicit[synonym]
+                return (str(int(value) * scale) if scale != 1 else value,
+                        ConfigSource.STATIC_BROKER_CONFIG)
+        return key.default, ConfigSource.DEFAULT_CONFIG
+
+    def broker_value(self, name: str) -> tuple[str | None, ConfigSource]:
+        if name in self.explicit:
+            return self.explicit[name], ConfigSource.STATIC_BROKER_CONFIG
+        key = BROKER_CONFIGS[name]
+        if name == "log.retention.ms":
+            return self.topic_default("retention.ms")[0], ConfigSource.DEFAULT_CONFIG
+        return key.default, ConfigSource.DEFAULT_CONFIG

@@ -1,0 +1,1 @@
+"""Cluster metadata: records, the image they build, and the controller that writes them."""

@@ -1,0 +1,95 @@
+"""Fetch (1): whole batches from the log, long-polling for min_bytes up to max_wait_ms.
+
+No fetch sessions (KIP-227): session_id 0 tells clients to send full requests.
+"""
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+from brokercore.log import LogError
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import Partition, PartitionError, TopicPartition
+from brokercore.server import RequestContext
+
+TopicData = FetchResponse.FetchableTopicResponse
+PartitionData = TopicData.PartitionData
+
+
+@dataclass
+class _Read:
+    topic: str
+    index: int
+    partition: Partition | None
+    error: ErrorCode
+    records: Any = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+
+@serves(FetchRequest, FetchResponse, min_version=4, max_version=12)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    reads = _read_all(ctx, request)
+    partitions = [r.partition for r in reads if r.partition is not None]
+    while (
+        sum(len(r.records or b"") for r in reads) < request.min_bytes
+        and partitions
+        and not any(r.error for r in reads)
+        and (remaining := deadline - time.monotonic()) > 0
+    ):
+        await ctx.broker.replica_manager.wait_for_data(partitions, remaining)
+        reads = _read_all(ctx, request)
+    topics: dict[str, list[Any]] = {}
+    for r in reads:
+        topics.setdefault(r.topic, []).append(PartitionData(
+            partition_index=r.index, error_code=r.error, high_watermark=r.high_watermark,
+            last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
+            aborted_transactions=[] if r.error == ErrorCode.NONE else None,
+            preferred_read_replica=-1, records=r.records,
+        ))
+    return FetchResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0,
+        responses=[TopicData(topic=name, partitions=parts) for name, parts in topics.items()],
+    )
+
+
+def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
+    budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+    reads = []
+    for topic in request.topics:
+        for p in topic.partitions:
+            # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
+            nothing_yet = not any(r.records for r in reads)
+            read = _read(ctx, topic.topic, p, budget, first=nothing_yet)
+            budget -= len(read.records or b"")
+            reads.append(read)
+    return reads
+
+
+def _read(ctx: RequestContext, topic: str, p: Any, budget: int, first: bool) -> _Read:
+    tp = TopicPartition(topic, p.partition)
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition.check_leader_epoch(p.current_leader_epoch)
+    except PartitionError as exc:
+        return _Read(topic, p.partition, None, exc.error_code)
+    result = _Read(topic, p.partition, partition, ErrorCode.NONE,
+                   high_watermark=partition.high_watermark,
+                   log_start_offset=partition.log_start_offset)
+    max_bytes = min(p.partition_max_bytes, budget)
+    if max_bytes <= 0 and not first:
+        return result
+    try:
+        data = partition.log.read(
+            p.fetch_offset, max(max_bytes, 0), max_offset=partition.high_watermark,
+            min_one_batch=first,
+        )
+    except LogError as exc:
+        result.error = exc.error_code
+        return result
+    result.records = data.records
+    return result

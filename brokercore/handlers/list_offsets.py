@@ -1,0 +1,55 @@
+"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp."""
+
+from typing import Any
+
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.server import RequestContext
+
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResponse = TopicResponse.ListOffsetsPartitionResponse
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+@serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=7)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return ListOffsetsResponse(
+        throttle_time_ms=0,
+        topics=[
+            TopicResponse(name=t.name, partitions=[_offset(ctx, t.name, p) for p in t.partitions])
+            for t in request.topics
+        ],
+    )
+
+
+def _offset(ctx: RequestContext, topic: str, p: Any) -> Any:
+    def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
+        return PartitionResponse(partition_index=p.partition_index, error_code=code,
+                                 old_style_offsets=[], timestamp=timestamp, offset=offset,
+                                 leader_epoch=epoch)
+
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, p.partition_index))
+        partition.check_leader_epoch(p.current_leader_epoch)
+    except PartitionError as exc:
+        return answer(exc.error_code)
+    epoch = partition.leader_epoch
+    if p.timestamp == LATEST:
+        return answer(ErrorCode.NONE, -1, partition.high_watermark, epoch)
+    if p.timestamp == EARLIEST:
+        return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
+    if p.timestamp == MAX_TIMESTAMP:
+        found = partition.log.max_timestamp()
+        if found is None:
+            return answer(ErrorCode.NONE, -1, -1, epoch)
+        return answer(ErrorCode.NONE, found[0], found[1], epoch)
+    if p.timestamp < 0:
+        return answer(ErrorCode.INVALID_REQUEST)
+    hit = partition.log.offset_for_timestamp(p.timestamp)
+    if hit is None or hit[0] >= partition.high_watermark:
+        return answer(ErrorCode.NONE, -1, -1, epoch)
+    return answer(ErrorCode.NONE, hit[1], max(hit[0], partition.log_start_offset), epoch)

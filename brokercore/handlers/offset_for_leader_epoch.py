@@ -1,0 +1,41 @@
+"""OffsetForLeaderEpoch (23): the end offset of a leader epoch, for KIP-101/KIP-320."""
+
+from typing import Any
+
+from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.server import RequestContext
+
+TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+EpochEndOffset = TopicResult.EpochEndOffset
+
+
+@serves(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, min_version=2, max_version=4)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return OffsetForLeaderEpochResponse(
+        throttle_time_ms=0,
+        topics=[
+            TopicResult(topic=t.topic, partitions=[_end(ctx, t.topic, p) for p in t.partitions])
+            for t in request.topics
+        ],
+    )
+
+
+def _end(ctx: RequestContext, topic: str, p: Any) -> Any:
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, p.partition))
+        partition.check_leader_epoch(p.current_leader_epoch)
+    except PartitionError as exc:
+        return EpochEndOffset(error_code=exc.error_code, partition=p.partition, leader_epoch=-1,
+                              end_offset=-1)
+    if p.leader_epoch == partition.leader_epoch:
+        epoch, end_offset = partition.leader_epoch, partition.log_end_offset
+    elif p.leader_epoch > partition.leader_epoch:
+        epoch, end_offset = -1, -1  # an epoch this leader has never seen
+    else:
+        epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+    return EpochEndOffset(error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=epoch,
+                          end_offset=end_offset)
