@@ -1,0 +1,39 @@
+"""Fixtures shared by every suite: real brokers as child processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One built-in broker for the whole session; tests use their own topic names."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("session-broker")).start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_broker: BrokerProcess) -> str:
+    """bootstrap.servers of the session broker: "127.0.0.1:PORT"."""
+    return kafka_broker.bootstrap
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """Private brokers for tests that stop, kill or reconfigure them."""
+    started: list[BrokerProcess] = []
+
+    def make(overrides: dict[str, str] | None = None, name: str = "broker") -> BrokerProcess:
+        broker = BrokerProcess(tmp_path / name, overrides)
+        started.append(broker)
+        return broker.start()
+
+    yield make
+    for broker in started:
+        broker.kill()
