@@ -1,0 +1,51 @@
+"""Errors raised by the partition log, each carrying the Kafka error code a handler reports.
+
+Handlers turn these into per-partition error codes in their responses; only
+``CorruptLogError`` (on-disk damage recovery could not repair) is a storage fault.
+"""
+
+from brokercore.protocol.errors import ErrorCode
+
+
+class LogError(Exception):
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecordError(LogError):
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class RecordTooLargeError(LogError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class InvalidRecordError(LogError):
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class UnsupportedMessageFormatError(LogError):
+    error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class OffsetOutOfRangeError(LogError):
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class OutOfOrderSequenceError(LogError):
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(LogError):
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class UnknownProducerIdError(LogError):
+    error_code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+class InvalidTimestampError(LogError):
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
+class CorruptLogError(LogError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR

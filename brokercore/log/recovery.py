@@ -1,0 +1,119 @@
+"""Opening a partition directory: finish interrupted swaps, load or rescan segments.
+
+After a clean shutdown (``.kafka_cleanshutdown`` present) segments are trusted and
+only indexes that are missing or fail their sanity check are rebuilt. Otherwise every
+segment that may hold data past the recovery point is rescanned batch by batch with
+CRC checks, its indexes rebuilt and its file cut at the first bad batch; segments
+after a cut are deleted, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
+from brokercore.log.segment import LogSegment
+
+if TYPE_CHECKING:
+    from brokercore.log.partition_log import PartitionLog
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+
+
+def load(log: PartitionLog) -> None:
+    directory = log.directory
+    finish_swaps(directory)
+    marker = directory / CLEAN_SHUTDOWN
+    clean_shutdown = marker.exists()
+    if clean_shutdown:
+        marker.unlink()
+        fsync_directory(directory)
+    log_start = read_offset(directory / LOG_START_CHECKPOINT, 0)
+    recovery_point = read_offset(directory / RECOVERY_POINT_CHECKPOINT, 0)
+    log.segments = _load_segments(log, recovery_point, clean_shutdown)
+    if not log.segments:
+        log.segments = [LogSegment(directory, log_start, log.config, log.clock.time_ms())]
+        log.segments[0].seal()
+    end = log.log_end_offset
+    log.set_log_start_offset(min(max(log_start, log.segments[0].base_offset), end))
+    if not (clean_shutdown and log.producers.load_snapshot(end)):
+        log.producers.rebuild(found.header for _, found in log.batches())
+        log.producers.remove_before(log.log_start_offset)
+    log.producers.delete_snapshot()
+    log.epochs.truncate_from_end(end)
+    if not clean_shutdown:
+        for segment in log.segments:
+            segment.dirty = True
+        log.flush()
+
+
+def _load_segments(
+    log: PartitionLog, recovery_point: int, clean_shutdown: bool
+) -> list[LogSegment]:
+    directory = log.directory
+    bases = segment_bases(directory)
+    _remove_orphan_indexes(directory, set(bases))
+    segments: list[LogSegment] = []
+    for slot, base in enumerate(bases):
+        segment = LogSegment(directory, base, log.config, log.clock.time_ms())
+        following = bases[slot + 1] if slot + 1 < len(bases) else None
+        must_scan = not clean_shutdown and (following is None or following > recovery_point)
+        segments.append(segment)
+        if not must_scan and segment.load():
+            continue
+        cut = segment.recover()
+        if cut and following is not None:
+            logger.warning(
+                "%s: cut %d bad bytes at %s; dropping later segments", directory.name, cut, base
+            )
+            for later in bases[slot + 1 :]:
+                LogSegment(directory, later, log.config, 0).delete()
+            break
+        if cut:
+            logger.warning(
+                "%s: cut %d bytes of torn or corrupt tail at segment %s", directory.name, cut, base
+            )
+    return segments
+
+
+def segment_bases(directory: Path) -> list[int]:
+    return sorted(int(path.stem) for path in directory.glob("*.log") if _is_segment_stem(path.stem))
+
+
+def _is_segment_stem(stem: str) -> bool:
+    return len(stem) == 20 and stem.isdigit()
+
+
+def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
+    for pattern in ("*.index", "*.timeindex"):
+        for path in directory.glob(pattern):
+            if _is_segment_stem(path.stem) and int(path.stem) not in bases:
+                path.unlink()
+
+
+def finish_swaps(directory: Path) -> None:
+    """A ``.swap`` is a finished cleaned segment: install it. A ``.cleaned`` is not: drop it."""
+    for path in directory.glob("*.log.cleaned"):
+        path.unlink()
+    for path in directory.glob("*.tmp"):
+        path.unlink()
+    for path in directory.glob("*.log.swap"):
+        target = path.with_name(path.name.removesuffix(".swap"))
+        os.replace(path, target)
+        target.with_suffix(".index").unlink(missing_ok=True)
+        target.with_suffix(".timeindex").unlink(missing_ok=True)
+        logger.info("%s: completed interrupted swap of %s", directory.name, target.name)
+    fsync_directory(directory)
+
+
+def lower_recovery_point(log: PartitionLog, offset: int) -> None:
+    path = log.directory / RECOVERY_POINT_CHECKPOINT
+    if read_offset(path, 0) > offset:
+        write_offset(path, offset)

@@ -1,0 +1,48 @@
+"""Checks a record set must pass before any of it is written (all or nothing)."""
+
+from __future__ import annotations
+
+from brokercore.log.config import LogConfig
+from brokercore.log.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
+from brokercore.log.records import RecordBatchHeader, crc_ok, read_header, require_keys
+from brokercore.log.segment import FoundBatch
+
+
+def validate_record_set(
+    buf: bytes | bytearray, config: LogConfig, *, from_leader: bool = False
+) -> list[FoundBatch]:
+    """Every batch of a Produce (or replicated) record set, validated, in order.
+
+    Checks only the header and CRC, except on compacted topics where client batches
+    are decoded to reject keyless records. Raises the first ``LogError`` found.
+    """
+    if not buf:
+        raise InvalidRecordError("empty record set")
+    batches = []
+    position, end = 0, len(buf)
+    while position < end:
+        header = read_header(buf, position, end)
+        if not from_leader and header.size > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {header.size} bytes exceeds max.message.bytes {config.max_message_bytes}"
+            )
+        if not crc_ok(buf, position, header):
+            raise CorruptRecordError(f"CRC mismatch in batch at byte {position}")
+        if not from_leader:
+            _check_client_batch(buf, position, header, config)
+        batches.append(FoundBatch(position, header))
+        position += header.size
+    return batches
+
+
+def _check_client_batch(
+    buf: bytes | bytearray, position: int, header: RecordBatchHeader, config: LogConfig
+) -> None:
+    if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
+        raise InvalidRecordError(
+            f"batch has {header.records_count} records, lastOffsetDelta {header.last_offset_delta}"
+        )
+    if header.is_control:
+        raise InvalidRecordError("clients may not produce control batches")
+    if config.compact:
+        require_keys(memoryview(buf)[position : position + header.size], header)
