@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from brokercore.clock import FakeClock
+from brokercore.log import LogConfig, PartitionLog
+
+OpenLog = Callable[..., PartitionLog]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path) -> Path:
+    return tmp_path / "orders-0"
+
+
+@pytest.fixture
+def open_log(log_dir: Path, clock: FakeClock) -> Iterator[OpenLog]:
+    """Open (or reopen) the partition log; ``crash()`` a log by simply dropping it."""
+
+    def _open(**config: object) -> PartitionLog:
+        return PartitionLog.open(log_dir, LogConfig(**config), clock)  # type: ignore[arg-type]
+
+    yield _open
