@@ -171,7 +171,8 @@ class Controller:
         for name, value in configs.items():
             key = TOPIC_CONFIGS.get(name)
             if key is None:
-                raise ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+                raise ControllerError(ErrorCode.INVALID_CONFIG,
+                                      f"Unknown topic config name: {name}")
             try:
                 validated[name] = validate_value(key, value)
             except ConfigError as exc:
@@ -188,7 +189,11 @@ class Controller:
         self._commit([{"type": "remove_topic", "topic_id": topic.topic_id, "name": name}])
         log.info("deleted topic %s", name)
 
-    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
+    async def create_partitions(
+        self, name: str, count: int, *, validate_only: bool,
+        assignments: list[list[int]] | None = None,
+    ) -> None:
+        """Grow a topic to `count` partitions, placed by us or by `assignments` (new ones only)."""
         topic = self.image.topics.get(name)
         if topic is None:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -201,10 +206,63 @@ class Controller:
                 f"{count}." if count < current else f"Topic already has {current} partitions.",
             )
         rf = len(topic.partitions[0].replicas)
-        assignments = self._assign(NewTopic(name, count - current, rf), first_partition=current)
+        if assignments is None:
+            placed = self._assign(NewTopic(name, count - current, rf), first_partition=current)
+        else:
+            placed = self._manual_new_partitions(current, count, assignments, rf)
         if not validate_only:
             self._commit([self._partition_record(topic.topic_id, p, r)
-                          for p, r in sorted(assignments.items())])
+                          for p, r in sorted(placed.items())])
+
+    def _manual_new_partitions(
+        self, current: int, count: int, assignments: list[list[int]], rf: int
+    ) -> dict[int, list[int]]:
+        if len(assignments) != count - current:
+            raise ControllerError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {count - current} additional partition(s), but only "
+                f"{len(assignments)} assignment(s) were specified.",
+            )
+        placed = {current + i: list(replicas) for i, replicas in enumerate(assignments)}
+        self.validate_manual_assignment(placed, first_partition=current, replication_factor=rf)
+        return placed
+
+    def validate_manual_assignment(
+        self, assignments: dict[int, list[int]], *, first_partition: int = 0,
+        replication_factor: int | None = None,
+    ) -> None:
+        """INVALID_REPLICA_ASSIGNMENT unless the partitions follow on from `first_partition`
+        and each names distinct, registered brokers, as many for every partition."""
+        expected = list(range(first_partition, first_partition + len(assignments)))
+        if sorted(assignments) != expected:
+            raise ControllerError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Partitions should be a consecutive sequence starting at {first_partition}, "
+                f"but got {sorted(assignments)}.",
+            )
+        for replicas in assignments.values():
+            self._check_replicas(replicas, replication_factor)
+            replication_factor = len(replicas)
+
+    def _check_replicas(self, replicas: list[int], replication_factor: int | None) -> None:
+        def invalid(message: str) -> ControllerError:
+            return ControllerError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, message)
+
+        if not replicas:
+            raise invalid("The manual partition assignment includes an empty replica list.")
+        for broker in replicas:
+            if replicas.count(broker) > 1:
+                raise invalid(f"The manual partition assignment includes the broker {broker} "
+                              "more than once.")
+            if broker not in self.image.brokers:
+                raise invalid(f"The manual partition assignment includes broker {broker}, "
+                              "but no such broker is registered.")
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise invalid(
+                f"The manual partition assignment includes a partition with {len(replicas)} "
+                f"replica(s), but this is not consistent with previous partitions, which have "
+                f"{replication_factor} replica(s)."
+            )
 
     # -- producer ids ---------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:

@@ -1,0 +1,109 @@
+"""CreateTopics (19): create topics, or with validate_only just say whether we would.
+
+The request's shape (counts against a manual assignment, non-positive counts) is checked
+here in Kafka's order; the controller checks names, existence, configs and placement and
+writes the records. v5+ answers with the partition count, replication factor and every
+config of the new topic with its source.
+"""
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+
+from brokercore.controller.controller import ControllerError, NewTopic, validate_topic_name
+from brokercore.handlers.config_resources import topic_entries_for
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.server import RequestContext
+
+Result = CreateTopicsResponse.CreatableTopicResult
+ResultConfig = Result.CreatableTopicConfigs
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@serves(CreateTopicsRequest, CreateTopicsResponse, min_version=0, max_version=7)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    validate_only = ctx.api_version >= 1 and request.validate_only
+    counts = Counter(t.name for t in request.topics)
+    results: dict[str, Any] = {}
+    to_create = []
+    for topic in request.topics:
+        try:
+            if counts[topic.name] > 1:
+                raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            to_create.append(_new_topic(ctx, topic))
+        except ControllerError as exc:
+            results[topic.name] = _failed(topic.name, exc)
+    created = await ctx.broker.controller.create_topics(to_create, validate_only=validate_only)
+    for new, error in created:
+        results[new.name] = _failed(new.name, error) if error else _created(ctx, new)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
+
+
+def _new_topic(ctx: RequestContext, topic: Any) -> NewTopic:
+    validate_topic_name(topic.name)
+    if topic.name in ctx.broker.image.topics:
+        raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,
+                              f"Topic '{topic.name}' already exists.")
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:
+        raise ControllerError(ErrorCode.INVALID_CONFIG,
+                              f"Null value not supported for topic configs: {', '.join(nulls)}")
+    assignments = _assignments(ctx, topic)
+    if not assignments:
+        _check_counts(topic.num_partitions, topic.replication_factor)
+    return NewTopic(topic.name, topic.num_partitions, topic.replication_factor, assignments,
+                    {c.name: c.value for c in topic.configs})
+
+
+def _assignments(ctx: RequestContext, topic: Any) -> dict[int, list[int]]:
+    assignments: dict[int, list[int]] = {}
+    for a in topic.assignments:
+        if a.partition_index in assignments:
+            raise ControllerError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Found multiple manual partition assignments for partition {a.partition_index}",
+            )
+        assignments[a.partition_index] = list(a.broker_ids)
+    if assignments:
+        if topic.replication_factor != -1:
+            raise ControllerError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
+                                  "specified, but replication factor was not set to -1.")
+        if topic.num_partitions != -1:
+            raise ControllerError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
+                                  "specified, but numPartitions was not set to -1.")
+        ctx.broker.controller.validate_manual_assignment(assignments)
+    return assignments
+
+
+def _check_counts(num_partitions: int, replication_factor: int) -> None:
+    """-1 means the broker default; zero and other negatives are refused."""
+    if replication_factor < -1 or replication_factor == 0:
+        raise ControllerError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                              "Replication factor was set to an invalid non-positive value.")
+    if num_partitions < -1 or num_partitions == 0:
+        raise ControllerError(ErrorCode.INVALID_PARTITIONS,
+                              "Number of partitions was set to an invalid non-positive value.")
+
+
+def _failed(name: str, error: ControllerError) -> Any:
+    return Result(name=name, topic_id=ZERO_UUID, error_code=error.error_code,
+                  error_message=error.message, topic_config_error_code=ErrorCode.NONE,
+                  num_partitions=-1, replication_factor=-1, configs=None)
+
+
+def _created(ctx: RequestContext, topic: NewTopic) -> Any:
+    image_topic = ctx.broker.image.topics.get(topic.name)
+    return Result(
+        name=topic.name,
+        topic_id=uuid.UUID(image_topic.topic_id) if image_topic else ZERO_UUID,
+        error_code=ErrorCode.NONE, error_message=None, topic_config_error_code=ErrorCode.NONE,
+        num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+        configs=[
+            ResultConfig(name=e.name, value=e.value, read_only=e.read_only,
+                         config_source=e.source, is_sensitive=e.sensitive)
+            for e in topic_entries_for(ctx.broker, topic.configs)
+        ],
+    )

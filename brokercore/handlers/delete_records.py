@@ -1,0 +1,51 @@
+"""DeleteRecords (21): move partitions' log start offsets forward, as their leader.
+
+Offset -1 means the high watermark. Offsets past the high watermark are refused with
+OFFSET_OUT_OF_RANGE, since deleting uncommitted records could not be undone on a leader
+change. The answer's low watermark is the partition's log start offset afterwards.
+"""
+
+import logging
+from typing import Any
+
+from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
+
+from brokercore.log import LogError
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.server import RequestContext
+
+log = logging.getLogger(__name__)
+
+TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
+PartitionResult = TopicResult.DeleteRecordsPartitionResult
+HIGH_WATERMARK = -1
+
+
+@serves(DeleteRecordsRequest, DeleteRecordsResponse, min_version=0, max_version=2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return DeleteRecordsResponse(
+        throttle_time_ms=0,
+        topics=[
+            TopicResult(name=t.name, partitions=[_delete(ctx, t.name, p) for p in t.partitions])
+            for t in request.topics
+        ],
+    )
+
+
+def _delete(ctx: RequestContext, topic: str, p: Any) -> Any:
+    tp = TopicPartition(topic, p.partition_index)
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(tp)
+        offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
+        if not 0 <= offset <= partition.high_watermark:
+            raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE)
+        low_watermark = partition.log.delete_records_before(offset)
+    except (PartitionError, LogError) as exc:
+        return PartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                               error_code=exc.error_code)
+    log.info("node %d: %s deleted records of %s before %d; log start is %d",
+             ctx.broker.node_id, ctx.client_id, tp, offset, low_watermark)
+    return PartitionResult(partition_index=p.partition_index, low_watermark=low_watermark,
+                           error_code=ErrorCode.NONE)

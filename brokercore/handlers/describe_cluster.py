@@ -1,0 +1,37 @@
+"""DescribeCluster (60): cluster id, controller and the live brokers."""
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.server import RequestContext
+
+Broker = DescribeClusterResponse.DescribeClusterBroker
+BROKERS_ENDPOINT = 1
+
+
+@serves(DescribeClusterRequest, DescribeClusterResponse, min_version=0, max_version=2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    image = ctx.broker.image
+    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
+        # Kafka serves controller endpoints only on controller listeners.
+        return DescribeClusterResponse(
+            throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="The broker listener only serves the brokers endpoint type (1).",
+            endpoint_type=request.endpoint_type, cluster_id=image.cluster_id or "",
+            controller_id=-1, brokers=[],
+        )
+    with_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+        endpoint_type=BROKERS_ENDPOINT, cluster_id=image.cluster_id or "",
+        controller_id=ctx.broker.controller.node_id,
+        brokers=[
+            Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
+                   is_fenced=b.fenced)
+            for b in sorted(image.brokers.values(), key=lambda b: b.node_id)
+            if with_fenced or not b.fenced
+        ],
+    )

@@ -1,0 +1,48 @@
+"""DescribeProducers (61): the idempotent producers a partition leader remembers."""
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeProducersRequest, DescribeProducersResponse
+
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.server import RequestContext
+
+TopicResponse = DescribeProducersResponse.TopicResponse
+PartitionResponse = TopicResponse.PartitionResponse
+ProducerState = PartitionResponse.ProducerState
+
+
+@serves(DescribeProducersRequest, DescribeProducersResponse, min_version=0, max_version=0)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    return DescribeProducersResponse(
+        throttle_time_ms=0,
+        topics=[
+            TopicResponse(name=t.name,
+                          partitions=[_describe(ctx, t.name, i) for i in t.partition_indexes])
+            for t in request.topics
+        ],
+    )
+
+
+def _describe(ctx: RequestContext, topic: str, index: int) -> Any:
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, index))
+    except PartitionError as exc:
+        return PartitionResponse(partition_index=index, error_code=exc.error_code,
+                                 error_message=None, active_producers=[])
+    producers = partition.log.producers.producers
+    return PartitionResponse(
+        partition_index=index, error_code=ErrorCode.NONE, error_message=None,
+        active_producers=[
+            ProducerState(
+                producer_id=entry.producer_id, producer_epoch=entry.epoch,
+                last_sequence=entry.last_seq,
+                last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
+                # No transactions yet: no coordinator epoch, no open transaction.
+                coordinator_epoch=-1, current_txn_start_offset=-1,
+            )
+            for entry in sorted(producers.values(), key=lambda e: e.producer_id)
+        ],
+    )

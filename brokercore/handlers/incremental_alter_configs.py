@@ -1,0 +1,107 @@
+"""IncrementalAlterConfigs (44): SET, DELETE, APPEND and SUBTRACT single topic configs.
+
+Unlike AlterConfigs, overrides the request does not name are kept. APPEND and SUBTRACT
+apply to list configs only and start from the current value, the default included
+(APPEND compact to cleanup.policy=delete gives "delete,compact").
+"""
+
+import enum
+from collections import Counter
+from typing import Any
+
+from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+
+from brokercore.config import TOPIC_CONFIGS, ConfigType
+from brokercore.controller.controller import ControllerError
+from brokercore.handlers.config_resources import (
+    ResourceType,
+    broker_alter_error,
+    check_broker,
+    check_topic,
+    unsupported_resource,
+)
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.server import RequestContext
+
+Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+
+
+class OpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@serves(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+        min_version=0, max_version=1)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        try:
+            if seen[(resource.resource_type, resource.resource_name)] > 1:
+                raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            await _alter(ctx, resource, request.validate_only)
+        except ControllerError as exc:
+            responses.append(_result(resource, exc.error_code, exc.message))
+        else:
+            responses.append(_result(resource, ErrorCode.NONE, None))
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
+    names = [c.name for c in resource.configs]
+    if resource.resource_type == ResourceType.BROKER:
+        check_broker(ctx.broker, resource.resource_name)
+        raise broker_alter_error(names)
+    if resource.resource_type != ResourceType.TOPIC:
+        raise unsupported_resource(resource.resource_type)
+    check_topic(ctx.broker, resource.resource_name)
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
+    if duplicates:
+        raise ControllerError(ErrorCode.INVALID_REQUEST,
+                              f"Error due to duplicate config keys: {', '.join(duplicates)}")
+    current = ctx.broker.image.topics[resource.resource_name].configs
+    changes = {c.name: _new_value(ctx, current, c) for c in resource.configs}
+    await ctx.broker.controller.alter_topic_configs(
+        resource.resource_name, changes, validate_only=validate_only
+    )
+
+
+def _new_value(ctx: RequestContext, current: dict[str, str], config: Any) -> str | None:
+    """The override after the operation; None removes it."""
+    key = TOPIC_CONFIGS.get(config.name)
+    if key is None:
+        raise ControllerError(ErrorCode.INVALID_CONFIG,
+                              f"Unknown topic config name: {config.name}")
+    op = config.config_operation
+    if op == OpType.DELETE:
+        return None
+    if config.value is None:
+        raise ControllerError(ErrorCode.INVALID_REQUEST,
+                              f"Null value not supported for : {config.name}")
+    if op == OpType.SET:
+        return str(config.value)
+    if op not in (OpType.APPEND, OpType.SUBTRACT):
+        raise ControllerError(ErrorCode.INVALID_REQUEST,
+                              f"Unknown config operation {op} for {config.name}")
+    if key.type is not ConfigType.LIST:
+        verb = "append" if op == OpType.APPEND else "subtract"
+        raise ControllerError(ErrorCode.INVALID_REQUEST,
+                              f"Config value {verb} is not allowed for config key: {config.name}")
+    if config.name in current:
+        base = current[config.name]
+    else:
+        base = ctx.broker.config.topic_default(config.name)[0] or ""
+    items = [item for item in base.split(",") if item]
+    given = [item.strip() for item in config.value.split(",") if item.strip()]
+    if op == OpType.APPEND:
+        return ",".join(items + [item for item in given if item not in items])
+    return ",".join(item for item in items if item not in given)
+
+
+def _result(resource: Any, code: ErrorCode, message: str | None) -> Any:
+    return Result(error_code=code, error_message=message, resource_type=resource.resource_type,
+                  resource_name=resource.resource_name)
