@@ -38,7 +38,9 @@ def recompress(raw: bytes, codec: int) -> bytes:
     records = decode_records(raw, header)
     flagged = bytearray(raw)
     struct.pack_into(">h", flagged, 21, header.attributes | codec)
-    return rebuild_batch(flagged, dataclasses.replace(header, attributes=header.attributes | codec), records)
+    return rebuild_batch(
+        flagged, dataclasses.replace(header, attributes=header.attributes | codec), records
+    )
 
 
 def keyed(pairs: list[tuple[bytes, bytes | None]], **kwargs: object) -> bytes:

@@ -58,7 +58,7 @@ def test_it_returns_one_oversized_batch_only_when_min_one_batch(open_log: OpenLo
     log.append_as_leader(make_batch([b"x" * 5000]), leader_epoch=0)
     log.append_as_leader(make_batch([b"y"]), leader_epoch=0)
     assert offsets_in(log.read(0, 100).records) == [(0, 0)]
-    assert log.read(0, 100, min_one_batch=False) .records == b""
+    assert log.read(0, 100, min_one_batch=False).records == b""
     assert offsets_in(log.read(0, 5200).records) == [(0, 0), (1, 1)]
 
 

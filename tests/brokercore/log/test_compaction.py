@@ -9,8 +9,11 @@ from brokercore.log import PartitionLog, cleaner
 from tests.brokercore.log.builders import CODECS, keyed, values_in
 from tests.brokercore.log.conftest import OpenLog
 
-COMPACT = {"cleanup_policy": frozenset({"compact"}), "segment_bytes": 300,
-           "min_cleanable_dirty_ratio": 0.0}
+COMPACT = {
+    "cleanup_policy": frozenset({"compact"}),
+    "segment_bytes": 300,
+    "min_cleanable_dirty_ratio": 0.0,
+}
 
 
 def everything(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -110,9 +113,7 @@ def test_a_crash_after_the_swap_commit_point_completes_on_open(
     assert log.log_end_offset == 30
 
 
-def test_a_crash_before_the_swap_leaves_the_old_segment(
-    open_log: OpenLog, log_dir: Path
-) -> None:
+def test_a_crash_before_the_swap_leaves_the_old_segment(open_log: OpenLog, log_dir: Path) -> None:
     log = open_log(**COMPACT)
     for n in range(30):
         log.append_as_leader(keyed([(b"k%d" % (n % 3), b"v%d" % n)]), 0)

@@ -23,7 +23,14 @@ def test_the_epoch_cache_is_persisted_and_follows_truncation(open_log: OpenLog, 
     for epoch in (1, 2, 3):
         log.append_as_leader(make_batch([b"x", b"y"]), leader_epoch=epoch)
     assert (log_dir / "leader-epoch-checkpoint").read_text().split() == [
-        "0", "3", "1", "0", "2", "2", "3", "4",
+        "0",
+        "3",
+        "1",
+        "0",
+        "2",
+        "2",
+        "3",
+        "4",
     ]
     log.truncate_to(4)
     del log

@@ -133,7 +133,7 @@ def test_it_recovers_every_acknowledged_record_after_a_kill(
     while len(values) < 25:
         more = log.read(len(values), 1 << 20).records
         values += [value for _, _, value in values_in(more)]
-    assert [v[:2].rstrip(b"x") for v in values] == [b"%d" % n for n in range(25)]
+    assert [(v or b"")[:2].rstrip(b"x") for v in values] == [b"%d" % n for n in range(25)]
 
 
 def test_it_fsyncs_after_flush_messages_and_moves_the_recovery_point(
