@@ -94,6 +94,8 @@ class KafkaServer:
             await self._serve_requests(reader, writer, peer)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away
+        except asyncio.CancelledError:
+            pass  # the broker is stopping; the connection just closes
         except FramingError as exc:
             log.warning("node %d: closing connection from %s: %s", self.broker.node_id, peer, exc)
         except Exception:
