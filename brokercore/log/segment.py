@@ -225,20 +225,21 @@ class LogSegment:
 
     def read_from(
         self, start: FoundBatch, max_bytes: int, max_offset: int, min_one_batch: bool
-    ) -> bytes:
-        end = start.position
-        for found in self.headers_from(start.position):
-            if found.header.base_offset >= max_offset:
+    ) -> bytes | memoryview:
+        """Whole batches from ``start``: one pread of up to ``max_bytes``, cut back to the
+        last whole batch below ``max_offset`` (or widened to one oversized batch)."""
+        if start.header.base_offset >= max_offset:
+            return b""
+        if start.header.size > max_bytes:
+            return self.read_bytes(start.position, start.header.size) if min_one_batch else b""
+        chunk = self.read_bytes(start.position, min(max_bytes, self.size - start.position))
+        end = 0
+        while end + HEADER_SIZE <= len(chunk):
+            header = RecordBatchHeader.unpack(chunk, end)
+            if header.base_offset >= max_offset or end + header.size > len(chunk):
                 break
-            batch_end = found.position + found.header.size
-            if batch_end - start.position > max_bytes:
-                if end == start.position and min_one_batch:
-                    end = batch_end
-                break
-            end = batch_end
-        return (
-            self.read_bytes(start.position, end - start.position) if end > start.position else b""
-        )
+            end += header.size
+        return memoryview(chunk)[:end] if end < len(chunk) else chunk
 
     # -- truncation, durability, removal --------------------------------------
 
