@@ -1,0 +1,54 @@
+"""Confluent's media types: what request bodies may be and what responses are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+
+V1 = "application/vnd.schemaregistry.v1+json"
+VND = "application/vnd.schemaregistry+json"
+JSON = "application/json"
+OCTET_STREAM = "application/octet-stream"
+
+
+class V1Renderer(JSONRenderer):
+    media_type = V1
+
+
+class VendorRenderer(JSONRenderer):
+    media_type = VND
+
+
+class JsonRenderer(JSONRenderer):
+    media_type = JSON
+
+
+class V1Parser(JSONParser):
+    media_type = V1
+
+
+class VendorParser(JSONParser):
+    media_type = VND
+
+
+class OctetStreamParser(JSONParser):
+    media_type = OCTET_STREAM
+
+
+# Confluent's order of preference when the client accepts several.
+RENDERERS = [V1Renderer, VendorRenderer, JsonRenderer]
+PARSERS = [V1Parser, VendorParser, JSONParser, OctetStreamParser]
+
+
+class RegistryNegotiation(DefaultContentNegotiation):
+    """A body without a Content-Type is read as JSON, as Confluent's server reads it."""
+
+    def select_parser(self, request: Request, parsers: Sequence[BaseParser]) -> Any:
+        if not request.content_type:
+            return parsers[0]
+        return super().select_parser(request, parsers)

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.test import Client
+
+from registry.cache import schemas_by_id
+
+V1 = "application/vnd.schemaregistry.v1+json"
+PREFIX = "/schema-registry"
+
+
+class Api:
+    """The registry under its prefix, through Django's test client."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def call(self, method: str, path: str, body: Any = None, **headers: str) -> Any:
+        data = None if body is None else json.dumps(body)
+        kwargs: dict[str, Any] = {"content_type": headers.pop("content_type", V1)}
+        kwargs.update({f"HTTP_{k.upper()}": v for k, v in headers.items()})
+        response = getattr(self.client, method)(PREFIX + path, data, **kwargs)
+        response.body = json.loads(response.content) if response.content else None
+        return response
+
+    def get(self, path: str, **headers: str) -> Any:
+        return self.call("get", path, **headers)
+
+    def post(self, path: str, body: Any = None, **headers: str) -> Any:
+        return self.call("post", path, body, **headers)
+
+    def put(self, path: str, body: Any = None, **headers: str) -> Any:
+        return self.call("put", path, body, **headers)
+
+    def delete(self, path: str, **headers: str) -> Any:
+        return self.call("delete", path, **headers)
+
+    def register(self, subject: str, schema: Any, **extra: Any) -> Any:
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        return self.post(f"/subjects/{quote(subject, safe='')}/versions", {"schema": text, **extra})
+
+
+@pytest.fixture(autouse=True)
+def fresh_reader_cache() -> Iterator[None]:
+    # Each test's database is rolled back, so ids are reused between tests.
+    schemas_by_id.invalidate()
+    yield
+    schemas_by_id.invalidate()
+
+
+@pytest.fixture
+def api(db: None, client: Client) -> Api:
+    return Api(client)
+
+
+def record(name: str, *fields: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": list(fields), **extra}
+
+
+def field(name: str, type_: Any, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "type": type_, **extra}
