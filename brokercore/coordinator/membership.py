@@ -1,0 +1,417 @@
+"""The classic group membership protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+
+A rebalance runs in two phases. PreparingRebalance collects a JoinGroup from every member
+(each waits on a future) until all have rejoined or the rebalance timeout passes; members
+that did not rejoin are dropped, the generation advances, a protocol is chosen and the
+leader gets every member's metadata. CompletingRebalance waits for the leader's SyncGroup,
+whose assignments are persisted and handed to every member; the group is then Stable.
+Heartbeats keep members alive for their session timeout. Time comes from the coordinator's
+clock and deadlines are checked by `expire`, so a fake clock drives all of it in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from brokercore.protocol.errors import ErrorCode
+
+from .state import Group, GroupError, GroupState, JoinResult, Member, SyncResult
+
+if TYPE_CHECKING:
+    from .coordinator import GroupCoordinator
+
+log = logging.getLogger(__name__)
+S = GroupState
+
+
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    # JoinGroup v4+: a member without an id is first given one (MEMBER_ID_REQUIRED).
+    require_known_member: bool = True
+
+
+JoinOutcome = JoinResult | asyncio.Future[JoinResult]
+
+
+class Membership:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.c = coordinator
+
+    @property
+    def now(self) -> float:
+        return self.c.clock.monotonic()
+
+    # -- JoinGroup ------------------------------------------------------------------------
+    async def join(self, req: JoinRequest) -> JoinResult:
+        try:
+            outcome = self._join(req)
+        except GroupError as exc:
+            return JoinResult(exc.error_code, req.member_id)
+        if isinstance(outcome, JoinResult):
+            return outcome
+        return await outcome
+
+    def _join(self, req: JoinRequest) -> JoinOutcome:
+        if not req.group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        self.c.check_coordinator(req.group_id)
+        cfg = self.c.config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            raise GroupError(ErrorCode.INVALID_SESSION_TIMEOUT)
+        group = self.c.groups.get(req.group_id)
+        if group is None:
+            if req.member_id:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.c.create_group(req.group_id)
+        if group.state is S.DEAD:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if not req.member_id:
+            return self._join_new_member(group, req)
+        return self._join_known_member(group, req)
+
+    def _join_new_member(self, group: Group, req: JoinRequest) -> JoinOutcome:
+        member_id = f"{req.client_id}-{uuid.uuid4()}"
+        if req.group_instance_id is not None:
+            old_id = group.static_members.get(req.group_instance_id)
+            if old_id is not None:
+                return self._replace_static_member(group, old_id, member_id, req)
+        elif req.require_known_member:
+            self._check_group_size(group)
+            group.pending_members[member_id] = self.now + req.session_timeout_ms / 1000
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+        return self._add_member(group, member_id, req)
+
+    def _check_group_size(self, group: Group) -> None:
+        if len(group.members) + len(group.pending_members) >= self.c.config.max_size:
+            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED)
+
+    def _add_member(self, group: Group, member_id: str, req: JoinRequest) -> JoinOutcome:
+        if len(group.members) >= self.c.config.max_size:
+            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED)
+        member = Member(
+            member_id, req.group_instance_id, req.client_id, req.client_host,
+            req.session_timeout_ms, req.rebalance_timeout_ms, req.protocol_type,
+            list(req.protocols), heartbeat_deadline=self.now + req.session_timeout_ms / 1000,
+        )
+        waiter = self._await_join(member)
+        group.add_member(member)
+        log.info("group %s: member %s joined (%s)", group.group_id, member_id, req.client_host)
+        if group.state is S.PREPARING_REBALANCE:
+            self._extend_initial_delay(group)
+            self.try_complete_join(group)
+        else:
+            self.prepare_rebalance(group, f"member {member_id} joined")
+        return waiter
+
+    def _join_known_member(self, group: Group, req: JoinRequest) -> JoinOutcome:
+        if group.pending_members.pop(req.member_id, None) is not None:
+            return self._add_member(group, req.member_id, req)
+        member = self._validate_member(group, req.member_id, req.group_instance_id)
+        if group.state is S.PREPARING_REBALANCE:
+            return self._rejoin(group, member, req, rebalance=False)
+        same = member.same_protocols(req.protocols)
+        if group.state is S.COMPLETING_REBALANCE and same:
+            return self.current_join_result(group, member)  # it lost our join response
+        if group.state is S.STABLE and same and member.member_id != group.leader_id:
+            return self.current_join_result(group, member)
+        # A changed subscription, or the leader asking to reassign: a new generation.
+        return self._rejoin(group, member, req, rebalance=True)
+
+    def _rejoin(
+        self, group: Group, member: Member, req: JoinRequest, rebalance: bool
+    ) -> JoinOutcome:
+        member.protocols = list(req.protocols)
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.client_id, member.client_host = req.client_id, req.client_host
+        waiter = self._await_join(member)
+        if rebalance:
+            self.prepare_rebalance(group, f"member {member.member_id} rejoined")
+        else:
+            self.try_complete_join(group)
+        return waiter
+
+    def _replace_static_member(
+        self, group: Group, old_id: str, new_id: str, req: JoinRequest
+    ) -> JoinOutcome:
+        """A static member restarted: it takes its old place under a new member id."""
+        member = group.members[old_id]
+        self.fail_waiters(member, ErrorCode.FENCED_INSTANCE_ID)
+        del group.members[old_id]
+        member.member_id = new_id
+        group.members[new_id] = member
+        group.static_members[req.group_instance_id or ""] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        member.heartbeat_deadline = self.now + req.session_timeout_ms / 1000
+        log.info("group %s: static member %s now %s", group.group_id, req.group_instance_id,
+                 new_id)
+        if group.state is S.STABLE and member.same_protocols(req.protocols):
+            return self.current_join_result(group, member)
+        return self._rejoin(group, member, req, rebalance=group.state is not S.PREPARING_REBALANCE)
+
+    def _await_join(self, member: Member) -> asyncio.Future[JoinResult]:
+        if member.awaiting_join:
+            assert member.join_waiter is not None
+            member.join_waiter.set_result(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS,
+                                                     member.member_id))
+        member.join_waiter = asyncio.get_running_loop().create_future()
+        return member.join_waiter
+
+    def current_join_result(self, group: Group, member: Member) -> JoinResult:
+        is_leader = member.member_id == group.leader_id
+        members = []
+        if is_leader and group.protocol_name is not None:
+            members = [(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
+                       for m in group.members.values()]
+        return JoinResult(
+            ErrorCode.NONE, member.member_id, group.generation_id, group.protocol_type,
+            group.protocol_name, group.leader_id or "", members,
+        )
+
+    # -- rebalancing ----------------------------------------------------------------------
+    def prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.state is S.COMPLETING_REBALANCE:
+            for member in group.members.values():
+                member.assignment = b""
+                self._finish_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        now = self.now
+        timeout = group.max_rebalance_timeout_ms() / 1000
+        if group.state is S.EMPTY:
+            delay = self.c.config.initial_rebalance_delay_ms / 1000
+            group.join_not_before = now + min(delay, timeout)
+        else:
+            group.join_not_before = now
+        group.phase_deadline = now + timeout
+        group.transition_to(S.PREPARING_REBALANCE, self.c.clock.time_ms())
+        log.info("group %s: preparing to rebalance generation %d: %s", group.group_id,
+                 group.generation_id, reason)
+        self.try_complete_join(group)
+
+    def _extend_initial_delay(self, group: Group) -> None:
+        """New members during the initial delay push it back, up to the rebalance timeout."""
+        if group.join_not_before > self.now:
+            delay = self.c.config.initial_rebalance_delay_ms / 1000
+            group.join_not_before = min(self.now + delay, group.phase_deadline)
+
+    def try_complete_join(self, group: Group) -> None:
+        if group.state is not S.PREPARING_REBALANCE:
+            return
+        now = self.now
+        if now >= group.phase_deadline or (
+            now >= group.join_not_before and group.all_members_joined()
+        ):
+            self.complete_join(group)
+
+    def complete_join(self, group: Group) -> None:
+        for member in [m for m in group.members.values() if not m.awaiting_join]:
+            log.info("group %s: member %s did not rejoin in time", group.group_id,
+                     member.member_id)
+            group.remove_member(member.member_id)
+        group.generation_id += 1
+        now_ms = self.c.clock.time_ms()
+        if not group.members:
+            group.protocol_name = None
+            group.transition_to(S.EMPTY, now_ms)
+            self.c.persist_group(group)
+            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            return
+        group.protocol_name = group.select_protocol()
+        group.transition_to(S.COMPLETING_REBALANCE, now_ms)
+        group.phase_deadline = self.now + group.max_rebalance_timeout_ms() / 1000
+        log.info("group %s: generation %d with %d member(s), protocol %s, leader %s",
+                 group.group_id, group.generation_id, len(group.members), group.protocol_name,
+                 group.leader_id)
+        for member in group.members.values():
+            member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000
+            waiter, member.join_waiter = member.join_waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(self.current_join_result(group, member))
+
+    # -- SyncGroup ------------------------------------------------------------------------
+    async def sync(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+        protocol: tuple[str | None, str | None], assignments: dict[str, bytes],
+    ) -> SyncResult:
+        try:
+            outcome = self._sync(group_id, generation_id, member_id, instance_id, protocol,
+                                 assignments)
+        except GroupError as exc:
+            return SyncResult(exc.error_code)
+        if isinstance(outcome, SyncResult):
+            return outcome
+        return await outcome
+
+    def _sync(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+        protocol: tuple[str | None, str | None], assignments: dict[str, bytes],
+    ) -> SyncResult | asyncio.Future[SyncResult]:
+        group = self._live_group(group_id)
+        member = self._validate_member(group, member_id, instance_id)
+        if generation_id != group.generation_id:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        protocol_type, protocol_name = protocol
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if group.state is S.PREPARING_REBALANCE:
+            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+        self._heard_from(member)
+        if group.state is S.STABLE:
+            return self._sync_result(group, member)
+        waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        self._finish_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = waiter
+        if member_id == group.leader_id:
+            self._apply_assignment(group, assignments)
+        return waiter
+
+    def _apply_assignment(self, group: Group, assignments: dict[str, bytes]) -> None:
+        for member in group.members.values():
+            member.assignment = assignments.get(member.member_id, b"")
+        try:
+            self.c.persist_group(group, raise_errors=True)
+        except GroupError as exc:
+            for member in group.members.values():
+                member.assignment = b""
+                self._finish_sync(member, SyncResult(exc.error_code))
+            self.prepare_rebalance(group, f"storing the assignment failed: {exc}")
+            return
+        group.transition_to(S.STABLE, self.c.clock.time_ms())
+        log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
+        for member in group.members.values():
+            self._heard_from(member)
+            self._finish_sync(member, self._sync_result(group, member))
+
+    def _sync_result(self, group: Group, member: Member) -> SyncResult:
+        return SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
+                          member.assignment)
+
+    @staticmethod
+    def _finish_sync(member: Member, result: SyncResult) -> None:
+        waiter, member.sync_waiter = member.sync_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(result)
+
+    # -- Heartbeat and LeaveGroup ---------------------------------------------------------
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode:
+        try:
+            group = self._live_group(group_id)
+            member = self._validate_member(group, member_id, instance_id)
+        except GroupError as exc:
+            return exc.error_code
+        self._heard_from(member)
+        if group.state is S.PREPARING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    def leave(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """Remove members by (member_id, group_instance_id): a top-level and per-member error."""
+        try:
+            self.c.check_coordinator(group_id)
+            group = self.c.groups.get(group_id)
+            if group is None or group.state is S.DEAD:
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        except GroupError as exc:
+            return exc.error_code, [exc.error_code] * len(leaving)
+        errors = [self._leave_one(group, member_id, instance_id)
+                  for member_id, instance_id in leaving]
+        return ErrorCode.NONE, errors
+
+    def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if member_id not in ("", current):
+                return ErrorCode.FENCED_INSTANCE_ID
+            member_id = current
+        if group.pending_members.pop(member_id, None) is not None:
+            self.try_complete_join(group)
+            return ErrorCode.NONE
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self.remove_member(group, member_id, "left the group")
+        return ErrorCode.NONE
+
+    def remove_member(self, group: Group, member_id: str, reason: str) -> None:
+        member = group.remove_member(member_id)
+        if member is None:
+            return
+        log.info("group %s: member %s %s", group.group_id, member_id, reason)
+        self.fail_waiters(member, ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self.prepare_rebalance(group, f"member {member_id} {reason}")
+        else:
+            self.try_complete_join(group)
+
+    def fail_waiters(self, member: Member, code: ErrorCode) -> None:
+        waiter, member.join_waiter = member.join_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(JoinResult(code, member.member_id))
+        self._finish_sync(member, SyncResult(code))
+
+    # -- timeouts -------------------------------------------------------------------------
+    def expire(self, group: Group) -> None:
+        """Act on every deadline that has passed: sessions, pending members, phases."""
+        now = self.now
+        for member_id, deadline in list(group.pending_members.items()):
+            if now >= deadline:
+                del group.pending_members[member_id]
+                self.try_complete_join(group)
+        for member in list(group.members.values()):
+            alive = member.awaiting_join or member.awaiting_sync
+            if now >= member.heartbeat_deadline and not alive:
+                self.remove_member(group, member.member_id, "session timed out")
+        if group.state is S.PREPARING_REBALANCE:
+            self.try_complete_join(group)
+        elif group.state is S.COMPLETING_REBALANCE and now >= group.phase_deadline:
+            for member in list(group.members.values()):
+                if not member.awaiting_sync:
+                    self.remove_member(group, member.member_id, "did not sync in time")
+
+    # -- helpers --------------------------------------------------------------------------
+    def _live_group(self, group_id: str) -> Group:
+        self.c.check_coordinator(group_id)
+        group = self.c.groups.get(group_id)
+        if group is None or group.state is S.EMPTY:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.state is S.DEAD:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return group
+
+    @staticmethod
+    def _validate_member(group: Group, member_id: str, instance_id: str | None) -> Member:
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        return member
+
+    def _heard_from(self, member: Member) -> None:
+        member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000

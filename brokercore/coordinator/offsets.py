@@ -1,0 +1,183 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and expiry.
+
+A commit is checked against the group (generation and member, or a "simple" commit with
+generation -1 into an Empty or unknown group), written to `__consumer_offsets`, and only
+then applied to the in-memory table, so what clients read back is always what a restart
+replays.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import TopicPartition
+
+from .records import group_key, offset_key, offset_value
+from .state import Group, GroupError, GroupState, OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from .coordinator import GroupCoordinator
+
+log = logging.getLogger(__name__)
+S = GroupState
+
+# (offset, leader_epoch, metadata) per partition, as a client commits them.
+Commit = tuple[int, int, str | None]
+
+
+class Offsets:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.c = coordinator
+
+    # -- OffsetCommit ---------------------------------------------------------------------
+    def commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+        commits: dict[TopicPartition, Commit],
+    ) -> dict[TopicPartition, ErrorCode]:
+        try:
+            group = self._group_for_commit(group_id, generation_id, member_id, instance_id)
+        except GroupError as exc:
+            return dict.fromkeys(commits, exc.error_code)
+        errors: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        now_ms = self.c.clock.time_ms()
+        for tp, (offset, leader_epoch, metadata) in commits.items():
+            if metadata is not None and len(metadata.encode()) > self.c.config.metadata_max_bytes:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            elif not self.c.topic_exists(tp):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                accepted[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now_ms)
+        if accepted:
+            try:
+                self.c.write(group.partition, [
+                    (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
+                ])
+            except GroupError as exc:
+                return {**errors, **dict.fromkeys(accepted, exc.error_code)}
+            group.offsets.update(accepted)
+        return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
+
+    def _group_for_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> Group:
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        self.c.check_coordinator(group_id)
+        group = self.c.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+            return self.c.create_group(group_id)  # a group that only stores offsets
+        if group.state is S.DEAD:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id >= 0 or member_id or instance_id is not None:
+            self._check_member(group, generation_id, member_id, instance_id)
+        elif group.state is not S.EMPTY:
+            # A commit from outside a group that has members would undo their progress.
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        return group
+
+    def _check_member(
+        self, group: Group, generation_id: int, member_id: str, instance_id: str | None
+    ) -> None:
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation_id != group.generation_id:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        if group.state is S.COMPLETING_REBALANCE:
+            raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
+        member.heartbeat_deadline = (
+            self.c.clock.monotonic() + member.session_timeout_ms / 1000)
+
+    # -- OffsetFetch ----------------------------------------------------------------------
+    def fetch(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets (None: nothing committed); all of them if partitions is None."""
+        self.c.check_coordinator(group_id)
+        group = self.c.groups.get(group_id)
+        stored = group.offsets if group is not None else {}
+        if partitions is None:
+            return dict(stored)
+        return {tp: stored.get(tp) for tp in partitions}
+
+    # -- OffsetDelete and DeleteGroups ----------------------------------------------------
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Per-partition errors; raises GroupError for the whole request."""
+        self.c.check_coordinator(group_id)
+        group = self.c.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed = set() if group.state is S.EMPTY else group.subscribed_topics()
+        if subscribed is None:
+            raise GroupError(ErrorCode.NON_EMPTY_GROUP)
+        errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                  if tp.topic in subscribed}
+        deletable = [tp for tp in partitions if tp not in errors]
+        self._remove_offsets(group, [tp for tp in deletable if tp in group.offsets])
+        return {**errors, **dict.fromkeys(deletable, ErrorCode.NONE)}
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        try:
+            if not group_id:
+                raise GroupError(ErrorCode.INVALID_GROUP_ID)
+            self.c.check_coordinator(group_id)
+            group = self.c.groups.get(group_id)
+            if group is None or group.state is S.DEAD:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
+            if group.state is not S.EMPTY:
+                raise GroupError(ErrorCode.NON_EMPTY_GROUP)
+            self._remove_group(group)
+        except GroupError as exc:
+            return exc.error_code
+        return ErrorCode.NONE
+
+    def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> None:
+        if partitions:
+            self.c.write(group.partition,
+                         [(offset_key(group.group_id, tp), None) for tp in partitions])
+            for tp in partitions:
+                group.offsets.pop(tp, None)
+
+    def _remove_group(self, group: Group) -> None:
+        """Tombstones for every offset and the group metadata; then the group is Dead."""
+        tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
+        self.c.write(group.partition, [*tombstones, (group_key(group.group_id), None)])
+        group.offsets.clear()
+        group.transition_to(S.DEAD, self.c.clock.time_ms())
+        del self.c.groups[group.group_id]
+        log.info("group %s: deleted", group.group_id)
+
+    # -- expiry ---------------------------------------------------------------------------
+    def expire(self) -> None:
+        """offsets.retention.minutes: drop old offsets of Empty groups, then empty groups.
+
+        A group with a protocol type counts from when it became Empty; a group that only
+        stores offsets counts from each commit.
+        """
+        now_ms = self.c.clock.time_ms()
+        retention = self.c.config.offsets_retention_ms
+        for group in [g for g in self.c.groups.values() if g.state is S.EMPTY]:
+            since = group.state_timestamp_ms if group.protocol_type else None
+            expired = [tp for tp, om in group.offsets.items()
+                       if (om.commit_timestamp_ms if since is None else since) + retention
+                       <= now_ms]
+            try:
+                self._remove_offsets(group, expired)
+                if not group.offsets:
+                    self._remove_group(group)
+            except GroupError as exc:
+                log.warning("group %s: cannot expire offsets: %s", group.group_id, exc)
+            else:
+                if expired:
+                    log.info("group %s: expired %d offset(s)", group.group_id, len(expired))

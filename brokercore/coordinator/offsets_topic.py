@@ -1,0 +1,160 @@
+"""Where the coordinator keeps its state: the compacted `__consumer_offsets` topic.
+
+`BrokerOffsetsTopic` is the real one, on this broker's partition logs. `MemoryOffsetsTopic`
+keeps the same record batches in lists, so the state machine can be tested without a log.
+Both hand back `OffsetsRecord`s in log order for the coordinator to replay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from brokercore.controller.controller import NewTopic
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import PartitionError, TopicPartition
+
+from .records import OffsetsRecord, build_batch, decode_record, read_batches
+from .state import GroupError
+
+if TYPE_CHECKING:
+    from brokercore.broker import Broker
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_READ_CHUNK = 1 << 20
+
+KeyValue = tuple[bytes, bytes | None]
+
+
+class OffsetsStore(Protocol):
+    @property
+    def num_partitions(self) -> int: ...
+
+    def leads(self, partition: int) -> bool: ...
+
+    def leader(self, partition: int) -> int:
+        """The node id leading the partition, -1 if none."""
+
+    async def ensure_exists(self) -> None:
+        """Create the topic on first use; GroupError if that fails."""
+
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
+        """Write records durably, or raise GroupError (NOT_COORDINATOR, ...)."""
+
+    def replay(self, partition: int) -> Iterator[OffsetsRecord]: ...
+
+
+class MemoryOffsetsTopic:
+    """An in-memory `__consumer_offsets` whose partitions this broker all leads."""
+
+    def __init__(self, num_partitions: int = 4, node_id: int = 1) -> None:
+        self.node_id = node_id
+        self._num_partitions = num_partitions
+        self.batches: dict[int, list[bytes]] = {p: [] for p in range(num_partitions)}
+        self.led: set[int] = set(range(num_partitions))
+
+    @property
+    def num_partitions(self) -> int:
+        return self._num_partitions
+
+    def leads(self, partition: int) -> bool:
+        return partition in self.led
+
+    def leader(self, partition: int) -> int:
+        return self.node_id if partition in self.led else -1
+
+    async def ensure_exists(self) -> None:
+        pass
+
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
+        if partition not in self.led:
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
+        self.batches[partition].append(build_batch(records, timestamp_ms))
+
+    def replay(self, partition: int) -> Iterator[OffsetsRecord]:
+        for batch in self.batches[partition]:
+            for _, records in read_batches(batch):
+                yield from _decode_all(records)
+
+
+class BrokerOffsetsTopic:
+    """`__consumer_offsets` on this broker's logs, created through the controller."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    @property
+    def exists(self) -> bool:
+        return OFFSETS_TOPIC in self.broker.image.topics
+
+    @property
+    def num_partitions(self) -> int:
+        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        if topic is not None:
+            return len(topic.partitions)
+        return self.broker.config.get_int("offsets.topic.num.partitions")
+
+    async def ensure_exists(self) -> None:
+        if self.exists:
+            return
+        config = self.broker.config
+        live = sum(1 for b in self.broker.image.brokers.values() if not b.fenced)
+        rf = max(1, min(config.get_int("offsets.topic.replication.factor"), live))
+        topic = NewTopic(
+            OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"), rf,
+            configs={"cleanup.policy": "compact",
+                     "segment.bytes": str(config.get_int("offsets.topic.segment.bytes"))},
+        )
+        [(_, error)] = await self.broker.controller.create_topics([topic])
+        if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("node %d: cannot create %s: %s", self.broker.node_id, OFFSETS_TOPIC,
+                        error.message)
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, error.message)
+
+    def leader(self, partition: int) -> int:
+        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        if topic is None or partition not in topic.partitions:
+            return -1
+        return int(topic.partitions[partition].leader)
+
+    def leads(self, partition: int) -> bool:
+        try:
+            self.broker.replica_manager.leader_partition(TopicPartition(OFFSETS_TOPIC, partition))
+        except PartitionError:
+            return False
+        return True
+
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        try:
+            leader = self.broker.replica_manager.leader_partition(tp)
+            leader.append_as_leader(build_batch(records, timestamp_ms))
+        except PartitionError as exc:
+            raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+        except Exception as exc:  # the log's own errors: the write did not happen
+            log.warning("node %d: cannot write to %s: %r", self.broker.node_id, tp, exc)
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
+
+    def replay(self, partition: int) -> Iterator[OffsetsRecord]:
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        plog = self.broker.replica_manager.partitions[tp].log
+        offset = plog.log_start_offset
+        while offset < plog.log_end_offset:
+            data = plog.read(offset, _READ_CHUNK, min_one_batch=True)
+            next_offset = offset
+            for batch_end, records in read_batches(bytes(data.records)):
+                yield from _decode_all(records)
+                next_offset = batch_end
+            if next_offset <= offset:
+                break  # an empty read: nothing more to replay
+            offset = next_offset
+
+
+def _decode_all(records: list[KeyValue]) -> Iterator[OffsetsRecord]:
+    for key, value in records:
+        record = decode_record(key, value)
+        if record is not None:
+            yield record

@@ -1,0 +1,20 @@
+"""DeleteGroups (42): remove empty groups and their offsets (tombstones)."""
+
+from typing import Any
+
+from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
+
+from brokercore.coordinator import coordinator_of
+from brokercore.protocol.apis import serves
+from brokercore.server import RequestContext
+
+Result = DeleteGroupsResponse.DeletableGroupResult
+
+
+@serves(DeleteGroupsRequest, DeleteGroupsResponse, min_version=0, max_version=2)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    offsets = coordinator_of(ctx).offsets
+    return DeleteGroupsResponse(throttle_time_ms=0, results=[
+        Result(group_id=group_id, error_code=offsets.delete_group(group_id))
+        for group_id in request.groups_names
+    ])

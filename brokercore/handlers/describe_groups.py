@@ -1,0 +1,66 @@
+"""DescribeGroups (15): state, protocol and members of groups this broker coordinates."""
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+
+from brokercore.coordinator import coordinator_of
+from brokercore.coordinator.state import Group, GroupError, GroupState
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.server import RequestContext
+
+Described = DescribeGroupsResponse.DescribedGroup
+DescribedMember = Described.DescribedGroupMember
+# The codec takes the bitfield as a set of bit numbers; None encodes "not requested".
+NOT_REQUESTED = None
+# Kafka's ACL operation codes a group can have: READ 3, DELETE 6, DESCRIBE 8 (no ACLs here).
+GROUP_OPERATIONS = frozenset({3, 6, 8})
+
+
+@serves(DescribeGroupsRequest, DescribeGroupsResponse, min_version=0, max_version=5)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    with_ops = ctx.api_version >= 3 and request.include_authorized_operations
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=[
+        _describe(ctx, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED)
+        for group_id in request.groups
+    ])
+
+
+def _describe(ctx: RequestContext, group_id: str, operations: frozenset[int] | None) -> Any:
+    try:
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        group = coordinator_of(ctx).describe_group(group_id)
+    except GroupError as exc:
+        return _described(group_id, exc.error_code, "", operations)
+    if group is None:
+        return _described(group_id, ErrorCode.NONE, GroupState.DEAD.value, operations)
+    return Described(
+        error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+        group_state=group.state.value, protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if group.state is GroupState.STABLE else "",
+        members=_members(group), authorized_operations=operations,
+    )
+
+
+def _members(group: Group) -> list[Any]:
+    # Metadata and assignments are only consistent, and so only shown, in Stable.
+    stable = group.state is GroupState.STABLE and group.protocol_name is not None
+    return [
+        DescribedMember(
+            member_id=m.member_id, group_instance_id=m.group_instance_id,
+            client_id=m.client_id, client_host=m.client_host,
+            member_metadata=m.metadata_for(group.protocol_name or "") if stable else b"",
+            member_assignment=m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    ]
+
+
+def _described(
+    group_id: str, code: ErrorCode, state: str, operations: frozenset[int] | None
+) -> Any:
+    return Described(error_code=code, error_message=None, group_id=group_id, group_state=state,
+                     protocol_type="", protocol_data="", members=[],
+                     authorized_operations=operations)

@@ -1,0 +1,43 @@
+"""OffsetCommit (8): store consumed positions in `__consumer_offsets` (v8 flexible)."""
+
+from typing import Any
+
+from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+
+from brokercore.coordinator import coordinator_of
+from brokercore.coordinator.offsets import Commit
+from brokercore.protocol.apis import serves
+from brokercore.replication.partition import TopicPartition
+from brokercore.server import RequestContext
+
+TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
+PartitionResponse = TopicResponse.OffsetCommitResponsePartition
+
+
+# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
+@serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=8)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    commits: dict[TopicPartition, Commit] = {
+        TopicPartition(topic.name, p.partition_index): (
+            p.committed_offset, p.committed_leader_epoch if version >= 6 else -1,
+            p.committed_metadata,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    # v0 commits carry no generation: they are the "simple" kind.
+    generation = request.generation_id_or_member_epoch if version >= 1 else -1
+    member_id = request.member_id if version >= 1 else ""
+    errors = coordinator_of(ctx).offsets.commit(
+        request.group_id, generation, member_id,
+        request.group_instance_id if version >= 7 else None, commits,
+    )
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        TopicResponse(name=topic.name, partitions=[
+            PartitionResponse(partition_index=p.partition_index,
+                              error_code=errors[TopicPartition(topic.name, p.partition_index)])
+            for p in topic.partitions
+        ])
+        for topic in request.topics
+    ])

@@ -1,0 +1,77 @@
+"""OffsetFetch (9): committed offsets of a group, or of several groups at once from v8."""
+
+from collections import defaultdict
+from typing import Any
+
+from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
+
+from brokercore.coordinator import coordinator_of
+from brokercore.coordinator.state import GroupError, OffsetAndMetadata
+from brokercore.protocol.apis import serves
+from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import TopicPartition
+from brokercore.server import RequestContext
+
+R = OffsetFetchResponse
+Fetched = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
+@serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=8)
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 8:
+        return R(throttle_time_ms=0, groups=[_fetch_group(ctx, g) for g in request.groups])
+    wanted = _partitions(request.topics)
+    try:
+        fetched = coordinator_of(ctx).offsets.fetch(request.group_id, wanted)
+    except GroupError as exc:
+        if ctx.api_version >= 2:
+            return R(throttle_time_ms=0, error_code=exc.error_code, topics=[])
+        fetched, error = dict.fromkeys(wanted or []), exc.error_code  # v0-1: per partition
+    else:
+        error = ErrorCode.NONE
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
+        R.OffsetFetchResponseTopic(name=topic, partitions=[
+            R.OffsetFetchResponseTopic.OffsetFetchResponsePartition(**_partition(p, om, error))
+            for p, om in partitions
+        ])
+        for topic, partitions in _by_topic(fetched).items()
+    ])
+
+
+def _fetch_group(ctx: RequestContext, group: Any) -> Any:
+    Group = R.OffsetFetchResponseGroup
+    Topic = Group.OffsetFetchResponseTopics
+    try:
+        fetched = coordinator_of(ctx).offsets.fetch(group.group_id, _partitions(group.topics))
+    except GroupError as exc:
+        return Group(group_id=group.group_id, topics=[], error_code=exc.error_code)
+    return Group(group_id=group.group_id, error_code=ErrorCode.NONE, topics=[
+        Topic(name=topic, partitions=[
+            Topic.OffsetFetchResponsePartitions(**_partition(p, om, ErrorCode.NONE))
+            for p, om in partitions
+        ])
+        for topic, partitions in _by_topic(fetched).items()
+    ])
+
+
+def _partitions(topics: Any) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+def _by_topic(fetched: Fetched) -> dict[str, list[tuple[int, OffsetAndMetadata | None]]]:
+    topics: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = defaultdict(list)
+    for tp, om in fetched.items():
+        topics[tp.topic].append((tp.partition, om))
+    return topics
+
+
+def _partition(index: int, om: OffsetAndMetadata | None, error: ErrorCode) -> dict[str, Any]:
+    if om is None:
+        return {"partition_index": index, "committed_offset": -1,
+                "committed_leader_epoch": -1, "metadata": "", "error_code": error}
+    return {"partition_index": index, "committed_offset": om.offset,
+            "committed_leader_epoch": om.leader_epoch, "metadata": om.metadata,
+            "error_code": error}
