@@ -1,0 +1,132 @@
+"""Every state change the proxy makes: produce, topics and configs, consumer instances.
+
+Views parse and negotiate; these functions validate against the cluster, change it through
+the Kafka client wrapper, and return Confluent's response bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from . import errors, records
+from .client import DeliveryReport, PendingBatch, gateway
+from .consumers import ConsumerInstance, InstanceConfig
+from .content_types import EmbeddedFormat
+from .manager import manager
+
+
+def _check_partitions(topic: str, chosen: list[int | None]) -> None:
+    partitions = gateway().topic(topic).partitions
+    for partition in chosen:
+        if partition is not None and partition not in partitions:
+            raise errors.partition_not_found(partition)
+
+
+def v2_offset(report: DeliveryReport) -> dict[str, Any]:
+    if report.error is None:
+        return {"partition": report.partition, "offset": report.offset,
+                "error_code": None, "error": None}
+    # Confluent's v2 codes: 2 may succeed if retried, 1 will not.
+    code = 2 if report.error.retriable() else 1
+    return {"partition": report.partition, "offset": None, "error_code": code,
+            "error": report.error.str()}
+
+
+def produce_v2(topic: str, partition: int | None, fmt: EmbeddedFormat,
+               body: dict[str, Any]) -> dict[str, Any]:
+    gateway().topic(topic)
+    batch = records.v2_batch(topic, partition, fmt, body)
+    _check_partitions(topic, [r.partition for r in batch.records])
+    reports = gateway().produce_and_wait(topic, batch.records)
+    return {
+        "key_schema_id": batch.key_schema_id,
+        "value_schema_id": batch.value_schema_id,
+        "offsets": [v2_offset(r) for r in reports],
+    }
+
+
+def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
+              report: DeliveryReport) -> dict[str, Any]:
+    if report.error is not None:
+        failure = errors.from_kafka(report.error, topic)
+        return {"error_code": failure.status, "message": failure.message}
+    record = entry.record
+    body: dict[str, Any] = {
+        "error_code": 200, "cluster_id": cluster_id, "topic_name": topic,
+        "partition_id": report.partition, "offset": report.offset,
+        "timestamp": records.iso_timestamp(report.timestamp),
+    }
+    for role, data, kind in (("key", record.key, entry.key_type),
+                             ("value", record.value, entry.value_type)):
+        body[role] = None if kind is None else {
+            "type": kind, "size": 0 if data is None else len(data)
+        }
+    return body
+
+
+def produce_v3(topic: str, entries: list[records.V3Entry]) -> PendingBatch:
+    """Start producing v3 entries; the caller collects reports from the batch, in order."""
+    known = gateway().topic(topic).partitions
+    batch = PendingBatch(len(entries))
+    for index, entry in enumerate(entries):
+        partition = entry.record.partition
+        if partition is not None and partition not in known:
+            batch.fail(index, KafkaError(KafkaError.UNKNOWN_PARTITION))
+            continue
+        gateway().produce_one(topic, entry.record, batch, index)
+    return batch
+
+
+# --- consumer instances -----------------------------------------------------------------
+
+_RESETS = {"earliest": "earliest", "smallest": "earliest", "latest": "latest",
+           "largest": "latest", "none": "error"}
+
+
+def _config_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    raise errors.invalid_consumer_config(f"{name} must be true or false")
+
+
+def _config_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise errors.invalid_consumer_config(f"{name} must be an integer") from exc
+
+
+def instance_config(body: dict[str, Any], default_timeout_ms: int) -> InstanceConfig:
+    try:
+        fmt = EmbeddedFormat(str(body.get("format") or "binary").lower())
+    except ValueError as exc:
+        raise errors.invalid_consumer_config(f"Invalid format type {body.get('format')}") from exc
+    reset = _RESETS.get(str(body.get("auto.offset.reset") or "latest").lower())
+    if reset is None:
+        raise errors.invalid_consumer_config("auto.offset.reset must be earliest or latest")
+    timeout = _config_int(body.get("consumer.request.timeout.ms"), "consumer.request.timeout.ms")
+    return InstanceConfig(
+        format=fmt,
+        auto_offset_reset=reset,
+        auto_commit_enable=_config_bool(body.get("auto.commit.enable", True), "auto.commit.enable"),
+        fetch_min_bytes=_config_int(body.get("fetch.min.bytes"), "fetch.min.bytes"),
+        request_timeout_ms=default_timeout_ms if timeout is None else timeout,
+    )
+
+
+def create_consumer_instance(group: str, body: dict[str, Any], default_timeout_ms: int
+                             ) -> ConsumerInstance:
+    name = body.get("name") or body.get("id")
+    if name is not None and not isinstance(name, str):
+        raise errors.invalid_consumer_config("name must be a string")
+    return manager().create(group, name, instance_config(body, default_timeout_ms))
+
+
+def delete_consumer_instance(group: str, name: str) -> None:
+    manager().delete(group, name)

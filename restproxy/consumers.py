@@ -1,0 +1,196 @@
+"""The consumer-instance manager: REST consumer instances, each owned by one thread.
+
+librdkafka consumers are not thread-safe, so every `ConsumerInstance` runs a worker thread
+that alone touches its `Consumer`; requests hand it functions through a queue and wait
+for the result. While no request is running, the worker keeps polling a subscribed
+consumer so that group rebalances never wait on an idle REST client; what it reads is kept
+in `pending` and served by the next fetch. A reaper thread closes instances that stayed
+idle longer than `consumer.instance.timeout.ms`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from . import errors
+from .client import base_config
+from .content_types import EmbeddedFormat
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+IDLE_BUFFER_LIMIT = 2000
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class InstanceConfig:
+    format: EmbeddedFormat = EmbeddedFormat.BINARY
+    auto_offset_reset: str = "latest"
+    auto_commit_enable: bool = True
+    fetch_min_bytes: int | None = None
+    request_timeout_ms: int = 1000
+
+    def consumer_config(self, group: str, name: str) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            **base_config(), "group.id": group, "client.id": name,
+            "auto.offset.reset": self.auto_offset_reset,
+            "enable.auto.commit": self.auto_commit_enable,
+            # Only records handed to the REST client count as consumed.
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+        }
+        if self.fetch_min_bytes is not None and self.fetch_min_bytes > 0:
+            config["fetch.min.bytes"] = self.fetch_min_bytes
+        return config
+
+
+def message_size(message: Message) -> int:
+    return len(message.key() or b"") + len(message.value() or b"")
+
+
+class ConsumerInstance:
+    def __init__(self, group: str, name: str, config: InstanceConfig) -> None:
+        self.group, self.name, self.config = group, name, config
+        self.consumer: Consumer | None = None
+        self.pending: deque[Message] = deque()
+        self.returned: dict[tuple[str, int], int] = {}
+        self.subscribed_topics: list[str] = []
+        self.pattern: str | None = None
+        self.manual = False
+        self.last_used = time.monotonic()
+        self.busy = 0
+        self.closed = False
+        self._commands: queue.Queue[Any] = queue.Queue()
+        self._ready: Future[None] = Future()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"restproxy-consumer-{group}-{name}")
+        self._thread.start()
+        self._ready.result(30)
+
+    # --- the owner thread -----------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.consumer = Consumer(self.config.consumer_config(self.group, self.name))
+        except KafkaException as exc:
+            self._ready.set_exception(errors.invalid_consumer_config(str(exc.args[0])))
+            return
+        self._ready.set_result(None)
+        while True:
+            try:
+                item = self._commands.get(timeout=0.1)
+            except queue.Empty:
+                self._idle_poll()
+                continue
+            if item is _STOP:
+                break
+            function, future = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(function(self))
+                except BaseException as exc:
+                    future.set_exception(exc)
+        self._close_consumer()
+
+    def _idle_poll(self) -> None:
+        if self.consumer is None or self.manual or not (self.subscribed_topics or self.pattern):
+            return
+        if len(self.pending) >= IDLE_BUFFER_LIMIT:
+            return
+        message = self.consumer.poll(0)
+        if message is not None and message.error() is None:
+            self.pending.append(message)
+
+    def _close_consumer(self) -> None:
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                logger.warning("closing consumer %s/%s: %s", self.group, self.name, exc)
+
+    # --- the request side -----------------------------------------------------------------
+    def call(self, function: Callable[[ConsumerInstance], T], timeout: float = 60.0) -> T:
+        """Run `function` on the owner thread and return its result."""
+        if self.closed:
+            raise errors.consumer_instance_not_found(self.group, self.name)
+        future: Future[T] = Future()
+        self.busy += 1
+        self.last_used = time.monotonic()
+        try:
+            self._commands.put((function, future))
+            return future.result(timeout)
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
+
+    def stop(self) -> None:
+        self.closed = True
+        self._commands.put(_STOP)
+
+    def join(self, timeout: float = 10.0) -> None:
+        self._thread.join(timeout)
+
+    # --- owner-thread operations (called through `call`) ---------------------------------
+    def kafka(self) -> Consumer:
+        assert self.consumer is not None
+        return self.consumer
+
+    def drop_pending(self, partitions: set[tuple[str, int]] | None = None) -> None:
+        if partitions is None:
+            self.pending.clear()
+            return
+        self.pending = deque(m for m in self.pending
+                             if (m.topic(), m.partition()) not in partitions)
+
+    def fetch(self, timeout: float, max_bytes: int) -> list[Message]:
+        """Records for one REST fetch: whatever is ready, else wait up to `timeout`."""
+        deadline = time.monotonic() + timeout
+        while not self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            self._read(self.kafka().poll(min(left, 0.1)))
+        for message in self.kafka().consume(500, 0):
+            self._read(message)
+        return self._take(max_bytes)
+
+    def _read(self, message: Message | None) -> None:
+        if message is None:
+            return
+        error = message.error()
+        if error is None:
+            self.pending.append(message)
+        elif error.code() != KafkaError._PARTITION_EOF:
+            logger.info("consumer %s/%s: %s", self.group, self.name, error.str())
+            if error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise errors.from_kafka(error, str(message.topic() or ""))
+
+    def _take(self, max_bytes: int) -> list[Message]:
+        taken: list[Message] = []
+        size = 0
+        while self.pending:
+            message = self.pending[0]
+            if taken and size + message_size(message) > max_bytes:
+                break
+            size += message_size(self.pending.popleft())
+            taken.append(message)
+        for message in taken:
+            self.returned[(message.topic(), message.partition())] = message.offset() + 1
+        if taken and self.config.auto_commit_enable:
+            self.kafka().store_offsets(offsets=self.fetched_offsets(taken))
+        return taken
+
+    def fetched_offsets(self, messages: list[Message] | None = None) -> list[TopicPartition]:
+        if messages is None:
+            return [TopicPartition(t, p, o) for (t, p), o in self.returned.items()]
+        latest = {(m.topic(), m.partition()): m.offset() + 1 for m in messages}
+        return [TopicPartition(t, p, o) for (t, p), o in latest.items()]

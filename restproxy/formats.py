@@ -1,0 +1,65 @@
+"""Embedded formats: REST JSON values to Kafka bytes (produce) and back (fetch).
+
+binary is base64 in JSON; json is any JSON value, stored as its UTF-8 text; avro is JSON
+checked against an Avro schema and stored in the Confluent wire format.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from . import errors, schemas
+from .content_types import EmbeddedFormat
+
+
+def b64decode(value: Any, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise errors.invalid_payload(f"{what} must be a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise errors.invalid_payload(f"{what} is not valid base64: {exc}") from exc
+
+
+def b64encode(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode("ascii")
+
+
+def json_bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def jsonable(datum: Any) -> Any:
+    """An Avro datum as JSON (bytes as ISO-8859-1 text, as Avro's JSON encoding does)."""
+    if isinstance(datum, dict):
+        return {key: jsonable(value) for key, value in datum.items()}
+    if isinstance(datum, list):
+        return [jsonable(value) for value in datum]
+    if isinstance(datum, bytes):
+        return datum.decode("latin-1")
+    return datum
+
+
+def decode_for(fmt: EmbeddedFormat, data: bytes | None) -> Any:
+    """A fetched key or value as the consumer's embedded format presents it."""
+    if data is None:
+        return None
+    if fmt is EmbeddedFormat.BINARY:
+        return b64encode(data)
+    if fmt is EmbeddedFormat.JSON:
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise errors.serialization_failed(f"record is not JSON: {exc}") from exc
+    return jsonable(schemas.decode(schemas.registry(), data))
+
+
+def b64decode_value(value: Any) -> bytes | None:
+    return b64decode(value, "binary data")

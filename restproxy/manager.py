@@ -1,0 +1,162 @@
+"""The process's registry of consumer instances: create, find, delete, expire.
+
+With RESTPROXY_INTERNAL_URL set, every instance is also recorded in the database with the
+URL of its owning process (`ConsumerInstanceOwner`); `locate` then tells a view whether to
+serve a request here or forward it to the owner, so no sticky load balancer is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections
+
+from . import errors
+from .consumers import ConsumerInstance, InstanceConfig
+from .models import ConsumerInstanceOwner
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an instance lives: here (`instance`) or at another process (`owner_url`)."""
+
+    instance: ConsumerInstance | None = None
+    owner_url: str | None = None
+
+
+def internal_url() -> str:
+    return settings.RESTPROXY_INTERNAL_URL.rstrip("/")
+
+
+class ConsumerManager:
+    def __init__(self) -> None:
+        self._instances: dict[tuple[str, str], ConsumerInstance] = {}
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+
+    def create(self, group: str, name: str | None, config: InstanceConfig) -> ConsumerInstance:
+        name = name or f"rest-consumer-{uuid.uuid4()}"
+        key = (group, name)
+        with self._lock:
+            if key in self._instances:
+                raise errors.consumer_already_exists(group, name)
+            self._instances[key] = placeholder = _Reserved(group, name)  # type: ignore[assignment]
+        try:
+            self._record_owner(group, name, config)
+            instance = ConsumerInstance(group, name, config)
+        except BaseException:
+            with self._lock:
+                self._instances.pop(key, None)
+            raise
+        with self._lock:
+            assert self._instances[key] is placeholder
+            self._instances[key] = instance
+        self._start_reaper()
+        return instance
+
+    def _record_owner(self, group: str, name: str, config: InstanceConfig) -> None:
+        if not internal_url():
+            return
+        try:
+            ConsumerInstanceOwner.objects.create(
+                group=group, name=name, owner_url=internal_url(), format=config.format.value
+            )
+        except IntegrityError as exc:
+            raise errors.consumer_already_exists(group, name) from exc
+        finally:
+            close_old_connections()
+
+    def locate(self, group: str, name: str, forwarded: bool) -> Location:
+        with self._lock:
+            instance = self._instances.get((group, name))
+        if isinstance(instance, ConsumerInstance):
+            return Location(instance=instance)
+        if not internal_url() or forwarded:
+            raise errors.consumer_instance_not_found(group, name)
+        try:
+            row = ConsumerInstanceOwner.objects.filter(group=group, name=name).first()
+        finally:
+            close_old_connections()
+        if row is None or row.owner_url == internal_url():
+            raise errors.consumer_instance_not_found(group, name)
+        return Location(owner_url=row.owner_url)
+
+    def delete(self, group: str, name: str) -> None:
+        with self._lock:
+            instance = self._instances.pop((group, name), None)
+        if not isinstance(instance, ConsumerInstance):
+            raise errors.consumer_instance_not_found(group, name)
+        self._forget(instance)
+
+    def _forget(self, instance: ConsumerInstance) -> None:
+        instance.stop()
+        if internal_url():
+            try:
+                ConsumerInstanceOwner.objects.filter(
+                    group=instance.group, name=instance.name, owner_url=internal_url()
+                ).delete()
+            finally:
+                close_old_connections()
+
+    def expire_idle(self, now: float | None = None) -> list[ConsumerInstance]:
+        """Close instances idle for longer than consumer.instance.timeout.ms."""
+        now = time.monotonic() if now is None else now
+        limit = settings.RESTPROXY_CONSUMER_INSTANCE_TIMEOUT_MS / 1000
+        with self._lock:
+            expired = [
+                i for i in self._instances.values()
+                if isinstance(i, ConsumerInstance) and not i.busy and now - i.last_used > limit
+            ]
+            for instance in expired:
+                del self._instances[(instance.group, instance.name)]
+        for instance in expired:
+            logger.info("consumer instance %s/%s expired", instance.group, instance.name)
+            self._forget(instance)
+        return expired
+
+    def _start_reaper(self) -> None:
+        with self._lock:
+            if self._reaper is not None:
+                return
+            self._reaper = threading.Thread(target=self._reap, daemon=True,
+                                            name="restproxy-consumer-reaper")
+        self._reaper.start()
+
+    def _reap(self) -> None:
+        while True:
+            interval = settings.RESTPROXY_CONSUMER_INSTANCE_TIMEOUT_MS / 4000
+            time.sleep(min(max(interval, 0.05), 5.0))
+            try:
+                self.expire_idle()
+            except Exception:
+                logger.exception("expiring consumer instances")
+
+    def close_all(self) -> None:
+        with self._lock:
+            instances = [i for i in self._instances.values() if isinstance(i, ConsumerInstance)]
+            self._instances.clear()
+        for instance in instances:
+            self._forget(instance)
+        for instance in instances:
+            instance.join()
+
+
+class _Reserved:
+    """Holds a name while its instance is being created (creation talks to the cluster)."""
+
+    def __init__(self, group: str, name: str) -> None:
+        self.group, self.name = group, name
+
+
+_manager = ConsumerManager()
+
+
+def manager() -> ConsumerManager:
+    return _manager

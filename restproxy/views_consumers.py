@@ -1,0 +1,201 @@
+"""v2 consumer instances: create, subscribe, assign, seek, fetch, commit, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponseBase
+from django.urls import reverse
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from . import actions, consumer_ops, content_types, errors, formats
+from .api import ProxyView, json_object, read_json
+from .consumers import ConsumerInstance
+from .forwarding import forward, is_forwarded
+from .manager import manager
+
+
+def instance_url(request: Request, group: str, name: str) -> str:
+    path = reverse("restproxy:v2-instance", kwargs={"group": group, "instance": name})
+    advertised = settings.RESTPROXY_ADVERTISED_URL.rstrip("/")
+    if advertised:
+        root = reverse("restproxy:root")
+        return f"{advertised}/{path[len(root):]}"
+    return request.build_absolute_uri(path)
+
+
+class CreateConsumerView(ProxyView):
+    def post(self, request: Request, group: str) -> Response:
+        body = json_object(read_json(request, allow_empty=True) or {})
+        instance = actions.create_consumer_instance(
+            group, body, settings.RESTPROXY_CONSUMER_REQUEST_TIMEOUT_MS
+        )
+        return Response({"instance_id": instance.name,
+                         "base_uri": instance_url(request, group, instance.name)})
+
+
+class InstanceView(ProxyView):
+    """Base: find the instance here, or answer by forwarding to the process owning it."""
+
+    def dispatch_to_owner(self, request: Request, group: str, instance: str
+                          ) -> ConsumerInstance | HttpResponseBase:
+        location = manager().locate(group, instance, is_forwarded(request))
+        if location.owner_url is not None:
+            return forward(request, location.owner_url)
+        assert location.instance is not None
+        return location.instance
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        found = self.dispatch_to_owner(request, kwargs["group"], kwargs["instance"])
+        if isinstance(found, HttpResponseBase):
+            raise _Forwarded(found)
+        self.instance = found
+
+    def handle_exception(self, exc: Exception) -> HttpResponseBase:
+        if isinstance(exc, _Forwarded):
+            return exc.response
+        return super().handle_exception(exc)
+
+
+class _Forwarded(Exception):  # noqa: N818  (a control-flow signal, not an error)
+    def __init__(self, response: HttpResponseBase) -> None:
+        self.response = response
+
+
+def _partitions(body: dict[str, Any], key: str = "partitions") -> list[tuple[str, int]]:
+    items = body.get(key)
+    if not isinstance(items, list):
+        raise errors.invalid_payload(f"{key} must be a list")
+    try:
+        return [(str(item["topic"]), int(item["partition"])) for item in items]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.invalid_payload("each partition needs a topic and a partition") from exc
+
+
+def _positions(body: dict[str, Any], key: str, field: str) -> list[tuple[str, int, int]]:
+    items = body.get(key)
+    if not isinstance(items, list):
+        raise errors.invalid_payload(f"{key} must be a list")
+    try:
+        return [(str(i["topic"]), int(i["partition"]), int(i[field])) for i in items]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.invalid_payload(f"each entry needs topic, partition and {field}") from exc
+
+
+class InstanceDeleteView(InstanceView):
+    def delete(self, request: Request, group: str, instance: str) -> Response:
+        actions.delete_consumer_instance(group, instance)
+        return Response(status=204)
+
+
+class SubscriptionView(InstanceView):
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        body = json_object(read_json(request))
+        topics, pattern = body.get("topics"), body.get("topic_pattern")
+        if topics and pattern:
+            raise errors.illegal_state("topics and topic_pattern are mutually exclusive")
+        if not topics and not pattern:
+            raise errors.invalid_payload("Subscription needs topics or topic_pattern")
+        if topics is not None and not (
+            isinstance(topics, list) and all(isinstance(t, str) for t in topics)
+        ):
+            raise errors.invalid_payload("topics must be a list of topic names")
+        self.instance.call(consumer_ops.subscribe(topics, pattern))
+        return Response(status=204)
+
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        return Response({"topics": self.instance.call(consumer_ops.subscription)})
+
+    def delete(self, request: Request, group: str, instance: str) -> Response:
+        self.instance.call(consumer_ops.unsubscribe)
+        return Response(status=204)
+
+
+class AssignmentsView(InstanceView):
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(json_object(read_json(request)))
+        self.instance.call(consumer_ops.assign(partitions))
+        return Response(status=204)
+
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        assigned = self.instance.call(consumer_ops.assignment)
+        return Response({"partitions": [{"topic": t, "partition": p} for t, p in assigned]})
+
+
+class PositionsView(InstanceView):
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        body = json_object(read_json(request))
+        if "timestamps" in body:
+            stamps = _positions(body, "timestamps", "timestamp")
+            self.instance.call(consumer_ops.seek_timestamps(stamps))
+        else:
+            self.instance.call(consumer_ops.seek(_positions(body, "offsets", "offset")))
+        return Response(status=204)
+
+
+class PositionsEdgeView(InstanceView):
+    beginning = True
+
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        partitions = _partitions(json_object(read_json(request)))
+        self.instance.call(consumer_ops.seek_edge(partitions, self.beginning))
+        return Response(status=204)
+
+
+class OffsetsView(InstanceView):
+    def post(self, request: Request, group: str, instance: str) -> Response:
+        body = read_json(request, allow_empty=True)
+        offsets = None
+        if body and json_object(body).get("offsets") is not None:
+            offsets = _positions(body, "offsets", "offset")
+        self.instance.call(consumer_ops.commit(offsets))
+        return Response(status=204)
+
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        body = read_json(request, allow_empty=True)
+        if not body:
+            raise errors.partition_not_found()
+        found = self.instance.call(consumer_ops.committed(_partitions(json_object(body))))
+        return Response({"offsets": [
+            {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset,
+             "metadata": tp.metadata or ""} for tp in found
+        ]})
+
+
+def record_json(message: Any, fmt: content_types.EmbeddedFormat) -> dict[str, Any]:
+    headers = message.headers() or []
+    return {
+        "topic": message.topic(),
+        "key": formats.decode_for(fmt, message.key()),
+        "value": formats.decode_for(fmt, message.value()),
+        "partition": message.partition(),
+        "offset": message.offset(),
+        # Beyond Confluent: timestamps and headers travel with every record.
+        "timestamp": message.timestamp()[1],
+        "headers": [{"name": k, "value": formats.b64encode(v)} for k, v in headers],
+    }
+
+
+def fetch_args(request: Request, instance: ConsumerInstance) -> tuple[float, int]:
+    try:
+        timeout_ms = int(request.query_params.get("timeout", instance.config.request_timeout_ms))
+        max_bytes = int(request.query_params.get("max_bytes", settings.RESTPROXY_CONSUMER_MAX_BYTES))
+    except ValueError as exc:
+        raise errors.invalid_payload("timeout and max_bytes must be integers") from exc
+    max_bytes = max(1, min(max_bytes, settings.RESTPROXY_CONSUMER_MAX_BYTES))
+    return max(0, timeout_ms) / 1000, max_bytes
+
+
+class RecordsView(InstanceView):
+    check_accept = False
+
+    def get(self, request: Request, group: str, instance: str) -> Response:
+        fmt = content_types.fetch_format(request.META.get("HTTP_ACCEPT"), self.instance.config.format)
+        timeout, max_bytes = fetch_args(request, self.instance)
+        messages = self.instance.call(lambda i: i.fetch(timeout, max_bytes), timeout + 60)
+        response = Response([record_json(m, fmt) for m in messages])
+        response.content_type = fmt.v2_media_type
+        return response
