@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
 
 from . import errors
 from .consumers import ConsumerInstance
@@ -83,8 +83,17 @@ def _seek_one(instance: ConsumerInstance, target: TopicPartition) -> None:
 
 
 def seek_edge(partitions: list[tuple[str, int]], beginning: bool) -> Any:
-    offset = OFFSET_BEGINNING if beginning else OFFSET_END
-    return seek([(t, p, offset) for t, p in partitions])
+    """Seek to the log start or end as it is now (librdkafka resolves logical offsets
+    later, which would let records produced right after the request slip by)."""
+    def run(instance: ConsumerInstance) -> None:
+        targets = []
+        for topic, partition in partitions:
+            low, high = instance.kafka().get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=10
+            )
+            targets.append((topic, partition, low if beginning else high))
+        seek(targets)(instance)
+    return run
 
 
 def seek_timestamps(stamps: list[tuple[str, int, int]]) -> Any:

@@ -52,7 +52,7 @@ def parse_media_ranges(header: str) -> list[tuple[str, float]]:
     return sorted(ranges, key=lambda item: -item[1])
 
 
-def _format_of(media_type: str) -> EmbeddedFormat | None | str:
+def _format_of(media_type: str) -> EmbeddedFormat | str | None:
     """The embedded format a vnd.kafka media type names; None for plain; 'bad' otherwise."""
     match = _VND.match(media_type)
     if match is None:

@@ -60,7 +60,7 @@ class InstanceView(ProxyView):
         return super().handle_exception(exc)
 
 
-class _Forwarded(Exception):  # noqa: N818  (a control-flow signal, not an error)
+class _Forwarded(Exception):
     def __init__(self, response: HttpResponseBase) -> None:
         self.response = response
 
