@@ -27,7 +27,7 @@ ZERO_UUID = uuid.UUID(int=0)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     validate_only = ctx.api_version >= 1 and request.validate_only
     counts = Counter(t.name for t in request.topics)
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = dict.fromkeys(counts)  # answers in request order
     to_create = []
     for topic in request.topics:
         try:
@@ -47,6 +47,12 @@ def _new_topic(ctx: RequestContext, topic: Any) -> NewTopic:
     if topic.name in ctx.broker.image.topics:
         raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,
                               f"Topic '{topic.name}' already exists.")
+    colliding = _colliding(ctx, topic.name)
+    if colliding:
+        raise ControllerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic '{topic.name}' collides with existing topics: {', '.join(colliding)}",
+        )
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:
         raise ControllerError(ErrorCode.INVALID_CONFIG,
@@ -56,6 +62,14 @@ def _new_topic(ctx: RequestContext, topic: Any) -> NewTopic:
         _check_counts(topic.num_partitions, topic.replication_factor)
     return NewTopic(topic.name, topic.num_partitions, topic.replication_factor, assignments,
                     {c.name: c.value for c in topic.configs})
+
+
+def _colliding(ctx: RequestContext, name: str) -> list[str]:
+    """Existing topics that differ only in '.' versus '_': their metric names would clash."""
+    if "." not in name and "_" not in name:
+        return []
+    key = name.replace(".", "_")
+    return sorted(t for t in ctx.broker.image.topics if t.replace(".", "_") == key)
 
 
 def _assignments(ctx: RequestContext, topic: Any) -> dict[int, list[int]]:

@@ -117,6 +117,26 @@ def test_it_creates_a_topic_from_a_manual_assignment(client: WireClient) -> None
     assert (result.error_code, result.num_partitions, result.replication_factor) == (0, 2, 1)
 
 
+def test_names_differing_only_in_dot_or_underscore_collide(client: WireClient) -> None:
+    name = new_topic("clash") + ".a_b"
+    create(client, topic(name))
+    other = name.replace(".", "_")
+
+    result = create(client, topic(other))[other]
+
+    assert (result.error_code, result.error_message) == (
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        f"Topic '{other}' collides with existing topics: {name}")
+
+
+def test_results_follow_the_request_order(client: WireClient) -> None:
+    names = [new_topic("order"), "bad name", new_topic("order")]
+
+    results = create(client, *(topic(n) for n in names))
+
+    assert list(results) == names
+
+
 def test_duplicate_names_in_one_request_are_refused(client: WireClient) -> None:
     name = new_topic("dup")
 
