@@ -1,12 +1,17 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="openapi-schema"), name="redoc"),
     path(settings.REGISTRY_PREFIX, include("registry.urls")),
     path(settings.RESTPROXY_PREFIX, include("restproxy.urls")),
 ]

@@ -13,3 +13,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     except ClusterUnavailable as exc:
         context["error"] = str(exc)
     return render(request, "controlcenter/overview.html", context, status=200)
+
+
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness: the web server answers. (Cluster health is on the overview.)"""
+    return HttpResponse("ok", content_type="text/plain")

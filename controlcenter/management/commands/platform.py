@@ -1,0 +1,129 @@
+"""`python manage.py platform`: the built-in broker and the web server, as one command.
+
+Starts the built-in broker (unless KAFKA_BOOTSTRAP_SERVERS points at an external cluster),
+then Daphne serving the control center, the schema registry and the REST proxy, waits for
+each to be ready, prints the endpoints, and on Ctrl-C stops everything in reverse order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from controlcenter.supervisor import Child, free_port, http_ok, port_open
+
+
+class Command(BaseCommand):
+    help = "Run the Millrace platform: built-in broker, control center, registry, REST proxy."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
+        parser.add_argument("--kafka-port", type=int, default=9092)
+        parser.add_argument("--web-port", type=int, default=settings.WEB_PORT)
+        parser.add_argument("--registry-port", type=int, default=settings.REGISTRY_PORT)
+        parser.add_argument("--restproxy-port", type=int, default=settings.RESTPROXY_PORT)
+        parser.add_argument("--any-port", action="store_true",
+                            help="pick free ports instead of the conventional ones")
+        parser.add_argument("--data-dir", type=Path, default=settings.DATA_DIR)
+        parser.add_argument("--external", action="store_true",
+                            help="use KAFKA_BOOTSTRAP_SERVERS instead of the built-in broker")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        host: str = opts["host"]
+        ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port")}
+        if opts["any_port"]:
+            ports = {k: free_port(host) for k in ports}
+        data_dir: Path = opts["data_dir"].resolve()
+        external = opts["external"] or "KAFKA_BOOTSTRAP_SERVERS" in os.environ
+        bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external
+                     else f"{host}:{ports['kafka_port']}")
+        children = [] if external else [self._broker(host, ports["kafka_port"], data_dir)]
+        children.append(self._web(host, ports, bootstrap, data_dir))
+        self._run(children, host, ports, bootstrap, data_dir, external)
+
+    def _broker(self, host: str, port: int, data_dir: Path) -> Child:
+        broker_dir = data_dir / "broker-1"
+        log_path = data_dir / "logs" / "broker-1.log"
+        overrides = {"node.id": "1", "listeners": f"PLAINTEXT://{host}:{port}",
+                     "log.dirs": str(broker_dir / "data")}
+        args = [sys.executable, "-m", "brokercore"]
+        for key, value in overrides.items():
+            args += ["--override", f"{key}={value}"]
+
+        def ready() -> bool:
+            return port_open(host, port) and "ready on" in child.tail(20000)
+
+        child = Child("broker 1", args, log_path, ready)
+        return child
+
+    def _web(self, host: str, ports: dict[str, int], bootstrap: str, data_dir: Path) -> Child:
+        endpoints = []
+        for key in ("web_port", "registry_port", "restproxy_port"):
+            endpoints += ["-e", f"tcp:port={ports[key]}:interface={host}"]
+        env = {
+            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "MILLRACE_DATA_DIR": str(data_dir),
+            "MILLRACE_WEB_PORT": str(ports["web_port"]),
+            "MILLRACE_REGISTRY_PORT": str(ports["registry_port"]),
+            "MILLRACE_RESTPROXY_PORT": str(ports["restproxy_port"]),
+            "SCHEMA_REGISTRY_URL": f"http://{host}:{ports['registry_port']}",
+            "RESTPROXY_ADVERTISED_URL": f"http://{host}:{ports['restproxy_port']}",
+        }
+        args = [sys.executable, "-m", "daphne", *endpoints, "controlcenter.asgi:application"]
+        url = f"http://{host}:{ports['web_port']}/healthz"
+        return Child("web", args, data_dir / "logs" / "web.log", lambda: http_ok(url), env)
+
+    def _run(self, children: list[Child], host: str, ports: dict[str, int], bootstrap: str,
+             data_dir: Path, external: bool) -> None:
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        started: list[Child] = []
+        try:
+            for child in children:
+                self.stdout.write(f"Starting {child.name} ...")
+                child.start(Path(settings.BASE_DIR))
+                started.append(child)
+                child.wait_ready(60)
+                self.stdout.write(f"{child.name} is [UP]")
+            self._print_endpoints(host, ports, bootstrap, data_dir, external)
+            while not stop.wait(0.5):
+                for child in started:
+                    if not child.running:
+                        self.stderr.write(f"{child.name} exited; stopping. Its log:\n"
+                                          f"{child.tail()}")
+                        stop.set()
+        finally:
+            for child in reversed(started):
+                child.stop()
+                self.stdout.write(f"{child.name} is [DOWN]")
+
+    def _print_endpoints(self, host: str, ports: dict[str, int], bootstrap: str,
+                         data_dir: Path, external: bool) -> None:
+        web = f"http://{host}:{ports['web_port']}"
+        rows = [
+            ("Kafka bootstrap", bootstrap + ("  (external)" if external else "")),
+            ("Control center", f"{web}/"),
+            ("Schema registry", f"http://{host}:{ports['registry_port']}  "
+                                f"(also {web}/{settings.REGISTRY_PREFIX})"),
+            ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
+                           f"(also {web}/{settings.RESTPROXY_PREFIX})"),
+            ("OpenAPI", f"{web}/api/docs/"),
+            ("Data directory", str(data_dir)),
+        ]
+        width = max(len(name) for name, _ in rows)
+        self.stdout.write("\nMillrace is running. Endpoints:\n")
+        for name, value in rows:
+            self.stdout.write(f"  {name.ljust(width)}  {value}")
+        self.stdout.write(
+            f"\n  export KAFKA_BOOTSTRAP_SERVERS={bootstrap} "
+            f"SCHEMA_REGISTRY_URL=http://{host}:{ports['registry_port']}\n"
+            "\nPress Ctrl-C to stop.", )
+        self.stdout.flush()
