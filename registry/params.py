@@ -62,17 +62,35 @@ def context_of(subject: str) -> str:
     return DEFAULT_CONTEXT
 
 
-def raw_subject(request: HttpRequest, decoded: str, segments_after: int) -> str:
-    """The subject as sent, even when it contains an encoded `/`.
+SLASH = "\x00"  # stands for an encoded "/" while routing; cannot occur in a URL
 
-    Django routes on the decoded path, where `a%2Fb` has become two segments; the ASGI
-    scope keeps the raw path, in which the subject is the one segment that sits
-    `segments_after` segments before the end.
+
+def raw_tail(request: HttpRequest, decoded_tail: str) -> str:
+    """The end of the path as sent, decoded except that `%2F` becomes SLASH.
+
+    Django routes on the decoded path, where the subject `a%2Fb` has become two segments.
+    The ASGI scope (or a WSGI server's RAW_URI) keeps the raw path; the registry routes
+    subject paths on it, as Confluent's server does.
     """
     scope = getattr(request, "scope", None)
-    raw = scope.get("raw_path") if isinstance(scope, dict) else None
-    if not raw:
-        return decoded
-    parts = raw.decode("latin-1").rstrip("/").split("/")
-    index = len(parts) - 1 - segments_after
-    return unquote(parts[index]) if index > 0 else decoded
+    raw: str | None = None
+    if isinstance(scope, dict) and scope.get("raw_path"):
+        raw = scope["raw_path"].decode("latin-1")
+    elif request.META.get("RAW_URI"):
+        raw = str(request.META["RAW_URI"]).split("?", 1)[0]
+    if raw is None or len(raw) < len(decoded_tail):
+        return decoded_tail
+    tail = raw[len(raw) - _raw_length(raw, decoded_tail) :]
+    return unquote(tail.replace("%2F", SLASH).replace("%2f", SLASH))
+
+
+def _raw_length(raw: str, decoded_tail: str) -> int:
+    """How many characters at the end of `raw` decode to `decoded_tail`."""
+    for start in range(len(raw), -1, -1):
+        if unquote(raw[start:]) == decoded_tail:
+            return len(raw) - start
+    return len(raw)
+
+
+def path_value(value: str) -> str:
+    return value.replace(SLASH, "/")

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from django.urls import Resolver404
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,8 +30,6 @@ class RegistryView(APIView):
     content_negotiation_class = RegistryNegotiation
     authentication_classes: ClassVar[list[Any]] = []
     permission_classes: ClassVar[list[Any]] = []
-    # How many path segments follow the subject in this view's route.
-    subject_tail: ClassVar[int] = 0
 
     def get_exception_handler(self) -> Any:
         return errors.exception_handler
@@ -35,9 +37,7 @@ class RegistryView(APIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if "subject" in self.kwargs:
-            subject = params.raw_subject(
-                request._request, self.kwargs["subject"], self.subject_tail
-            )
+            subject = params.path_value(self.kwargs["subject"])
             self.kwargs["subject"] = params.qualified_subject(subject)
 
     @staticmethod
@@ -89,8 +89,6 @@ class SubjectView(RegistryView):
 
 
 class VersionListView(RegistryView):
-    subject_tail = 1
-
     def get(self, request: Request, subject: str) -> Response:
         rows = lookups.subject_versions(subject, deleted=True)
         if self.flag(request, "deletedOnly"):
@@ -110,8 +108,6 @@ class VersionListView(RegistryView):
 
 
 class VersionView(RegistryView):
-    subject_tail = 2
-
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
@@ -123,8 +119,6 @@ class VersionView(RegistryView):
 
 
 class VersionSchemaView(RegistryView):
-    subject_tail = 3
-
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
@@ -132,8 +126,6 @@ class VersionSchemaView(RegistryView):
 
 
 class ReferencedByView(RegistryView):
-    subject_tail = 3
-
     def get(self, request: Request, subject: str, version: str) -> Response:
         row = lookups.subject_version(subject, params.version(version), deleted=True)
         ids = lookups.referenced_by(subject, row.version)
@@ -202,8 +194,6 @@ class SchemaTypesView(RegistryView):
 class CompatibilityView(RegistryView):
     """Test a schema against one version (`version` given) or all versions of a subject."""
 
-    subject_tail = 1
-
     def post(self, request: Request, subject: str, version: str | None = None) -> Response:
         schema_request = _schema_request(request)
         normalize = self.flag(request, "normalize") or lookups.normalize_configured(subject)
@@ -223,7 +213,7 @@ class CompatibilityView(RegistryView):
 
 
 class CompatibilityVersionView(CompatibilityView):
-    subject_tail = 2
+    """Test a schema against one version of a subject."""
 
 
 def _level_body(level: str, normalize: bool) -> dict[str, Any]:
@@ -286,6 +276,18 @@ class ContextListView(RegistryView):
         names = Subject.objects.filter(versions__isnull=False).values_list("name", flat=True)
         contexts = {params.context_of(name) for name in names} | {params.DEFAULT_CONTEXT}
         return Response(params.page(request.query_params, sorted(contexts)))
+
+
+@csrf_exempt
+def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
+    """Route paths that hold a subject on the raw path (see `params.raw_tail`)."""
+    from .urls import subject_resolver
+
+    try:
+        match = subject_resolver.resolve(params.raw_tail(request, tail))
+    except Resolver404:
+        return NotFoundView.as_view()(request)
+    return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
 
 
 @extend_schema(exclude=True)

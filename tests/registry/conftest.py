@@ -23,6 +23,10 @@ class Api:
     def call(self, method: str, path: str, body: Any = None, **headers: str) -> Any:
         data = None if body is None else json.dumps(body)
         kwargs: dict[str, Any] = {"content_type": headers.pop("content_type", V1)}
+        # What a server passes on as the raw path; "" leaves it out.
+        raw_uri = headers.pop("RAW_URI", PREFIX + path)
+        if raw_uri:
+            kwargs["RAW_URI"] = raw_uri
         kwargs.update({f"HTTP_{k.upper()}": v for k, v in headers.items()})
         response = getattr(self.client, method)(PREFIX + path, data, **kwargs)
         response.body = json.loads(response.content) if response.content else None
@@ -64,3 +68,13 @@ def record(name: str, *fields: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 def field(name: str, type_: Any, **extra: Any) -> dict[str, Any]:
     return {"name": name, "type": type_, **extra}
+
+
+@pytest.fixture(scope="session")
+def live_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """Two registry processes on SQLite sharing one data directory."""
+    from .live import registry_servers
+
+    data_dir = tmp_path_factory.mktemp("registry-live")
+    with registry_servers(f"sqlite:///{data_dir / 'db.sqlite3'}", data_dir, processes=2) as urls:
+        yield urls

@@ -281,6 +281,10 @@ def test_contexts_and_subjects_with_slashes(api: Api) -> None:
     assert api.get("/contexts").body == [".", ".ctx"]
     assert api.get("/subjects").body == [":.ctx:orders", "plain", "team/orders"]
     assert api.get("/subjects/team%2Forders/versions/1").body["subject"] == "team/orders"
+    assert api.get("/subjects/team%2Forders/versions").body == [1]
+    # A server that does not pass the raw path on cannot tell the "/" in the subject.
+    without_raw_path = api.get("/subjects/team%2Forders/versions/1", RAW_URI="")
+    error(without_raw_path, 404, 404)
     assert api.get("/subjects?subjectPrefix=:.ctx:").body == [":.ctx:orders"]
 
 

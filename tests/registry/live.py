@@ -1,0 +1,80 @@
+"""Real registry servers for tests: Daphne subprocesses over a database of their own.
+
+Each process listens on its own port and is told that port is the registry's, so the API
+is at the root as Confluent clients expect; all share one data directory (database file
+or URL, and the shared cache) like processes of one deployment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def registry_servers(database_url: str, data_dir: Path, processes: int = 1) -> Iterator[list[str]]:
+    env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir)}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT, env=env, check=True,
+    )  # fmt: skip
+    ports = [free_port() for _ in range(processes)]
+    servers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "controlcenter.asgi:application",
+            ],
+            cwd=ROOT,
+            env={**env, "MILLRACE_REGISTRY_PORT": str(port)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for port in ports
+    ]
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    try:
+        for url, server in zip(urls, servers, strict=True):
+            _wait_ready(url, server)
+        yield urls
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            with suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=10)
+
+
+def _wait_ready(url: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"registry server at {url} exited with {server.returncode}")
+        with suppress(httpx.HTTPError):
+            if httpx.get(url + "/", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"registry server at {url} did not start")
