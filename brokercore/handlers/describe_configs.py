@@ -44,9 +44,10 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> Any:
         return Result(error_code=exc.error_code, error_message=exc.message,
                       resource_type=resource.resource_type,
                       resource_name=resource.resource_name, configs=[])
-    wanted = resource.configuration_keys
-    if wanted is not None:
-        entries = [e for e in entries if e.name in set(wanted)]
+    # Kafka reads an empty key list like a null one: every key.
+    if resource.configuration_keys:
+        wanted = set(resource.configuration_keys)
+        entries = [e for e in entries if e.name in wanted]
     synonyms = ctx.api_version >= 1 and request.include_synonyms
     docs = ctx.api_version >= 3 and request.include_documentation
     return Result(

@@ -102,6 +102,11 @@ def test_types_documentation_and_key_filter(client: WireClient, topic: str) -> N
     assert config.documentation
 
 
+def test_an_empty_key_list_means_every_key(client: WireClient, topic: str) -> None:
+    assert {c.name for c in describe(client, TOPIC, topic, keys=[]).configs} == \
+        set(TOPIC_CONFIGS)
+
+
 def test_broker_configs_are_all_there_and_read_only(client: WireClient) -> None:
     result = describe(client, BROKER, "1", synonyms=True)
 
