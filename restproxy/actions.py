@@ -9,11 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from confluent_kafka import KafkaError
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 
 from . import errors, records
 from .client import DeliveryReport, PendingBatch, gateway
 from .consumers import ConsumerInstance, InstanceConfig
 from .content_types import EmbeddedFormat
+from .kafka_admin import result
 from .manager import manager
 
 
@@ -66,14 +74,19 @@ def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
     return body
 
 
-def produce_v3(topic: str, entries: list[records.V3Entry]) -> PendingBatch:
-    """Start producing v3 entries; the caller collects reports from the batch, in order."""
+def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError]
+               ) -> PendingBatch:
+    """Start producing v3 entries (ones that failed to parse are already final); the
+    caller collects reports from the batch in order."""
     known = gateway().topic(topic).partitions
     batch = PendingBatch(len(entries))
     for index, entry in enumerate(entries):
+        if isinstance(entry, errors.RestProxyError):
+            batch.complete(index)
+            continue
         partition = entry.record.partition
         if partition is not None and partition not in known:
-            batch.fail(index, KafkaError(KafkaError.UNKNOWN_PARTITION))
+            batch.fail(index, KafkaError(KafkaError._UNKNOWN_PARTITION))
             continue
         gateway().produce_one(topic, entry.record, batch, index)
     return batch
@@ -130,3 +143,64 @@ def create_consumer_instance(group: str, body: dict[str, Any], default_timeout_m
 
 def delete_consumer_instance(group: str, name: str) -> None:
     manager().delete(group, name)
+
+
+# --- topics and configs (v3) ------------------------------------------------------------
+
+def create_topic(body: dict[str, Any]) -> str:
+    name = body.get("topic_name")
+    if not isinstance(name, str) or not name:
+        raise errors.bad_request("topic_name is required")
+    configs = body.get("configs") or []
+    if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
+        raise errors.bad_request("configs must be a list of {name, value}")
+    try:
+        partitions = int(body.get("partitions_count", -1))
+        replication = int(body.get("replication_factor", -1))
+    except (TypeError, ValueError) as exc:
+        raise errors.bad_request("partitions_count and replication_factor are integers") from exc
+    new = NewTopic(name, partitions, replication,
+                   config={str(c["name"]): str(c.get("value")) for c in configs})
+    futures = gateway().admin.create_topics(
+        [new], validate_only=bool(body.get("validate_only")), request_timeout=15)
+    result(futures[name], name)
+    gateway().invalidate_metadata()
+    return name
+
+
+def delete_topic(name: str) -> None:
+    gateway().topic(name)
+    result(gateway().admin.delete_topics([name], request_timeout=15)[name], name)
+    gateway().invalidate_metadata()
+
+
+def set_partition_count(name: str, count: int) -> None:
+    gateway().topic(name)
+    futures = gateway().admin.create_partitions([NewPartitions(name, count)],
+                                                request_timeout=15)
+    result(futures[name], name)
+    gateway().invalidate_metadata()
+
+
+_OPERATIONS = {"SET": AlterConfigOpType.SET, "DELETE": AlterConfigOpType.DELETE,
+               "APPEND": AlterConfigOpType.APPEND, "SUBTRACT": AlterConfigOpType.SUBTRACT}
+
+
+def alter_topic_configs(name: str, changes: list[dict[str, Any]],
+                        validate_only: bool = False) -> None:
+    """Incrementally SET or DELETE (reset to default) topic configs in one request."""
+    gateway().topic(name)
+    entries = []
+    for change in changes:
+        if not isinstance(change, dict) or not isinstance(change.get("name"), str):
+            raise errors.bad_request("each config change needs a name")
+        operation = _OPERATIONS.get(str(change.get("operation") or "SET").upper())
+        if operation is None:
+            raise errors.bad_request(f"Unknown operation {change.get('operation')}")
+        value = change.get("value")
+        entries.append(ConfigEntry(change["name"], None if value is None else str(value),
+                                   incremental_operation=operation))
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+    futures = gateway().admin.incremental_alter_configs(
+        [resource], validate_only=validate_only, request_timeout=15)
+    result(futures[resource], name)

@@ -1,0 +1,187 @@
+"""v3 clusters, brokers, topics, topic configs and partitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from . import actions, errors, resources
+from . import kafka_admin as admin
+from .api import V3View, json_object, parse_json, read_body
+from .client import gateway
+from .resources import Links
+
+
+def read_v3_json(request: Request) -> Any:
+    return parse_json(read_body(request))
+
+
+class ClusterView(V3View):
+    """Base of every view under /v3/clusters/{cluster_id}: 404 for another cluster."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        cluster_id = gateway().metadata().cluster_id or "millrace"
+        wanted = kwargs.get("cluster_id")
+        if wanted is not None and wanted != cluster_id:
+            raise errors.cluster_not_found(wanted)
+        self.links = Links(request, cluster_id)
+
+
+class ClusterListView(ClusterView):
+    def get(self, request: Request) -> Response:
+        metadata = gateway().metadata(refresh=True)
+        data = [resources.cluster(self.links, metadata.controller_id)]
+        return Response({"kind": "KafkaClusterList",
+                         "metadata": {"self": self.links.base, "next": None}, "data": data})
+
+
+class ClusterDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str) -> Response:
+        metadata = gateway().metadata(refresh=True)
+        return Response(resources.cluster(self.links, metadata.controller_id))
+
+
+class BrokerListView(ClusterView):
+    def get(self, request: Request, cluster_id: str) -> Response:
+        brokers = sorted(gateway().metadata(refresh=True).brokers.values(), key=lambda b: b.id)
+        data = [resources.broker(self.links, b.id, b.host, b.port) for b in brokers]
+        return Response(self.links.collection("KafkaBrokerList", ("brokers",), data))
+
+
+def _broker_id(raw: str) -> int:
+    broker = gateway().metadata().brokers.get(int(raw)) if raw.isdigit() else None
+    if broker is None:
+        raise errors.broker_not_found(raw)
+    return int(raw)
+
+
+class BrokerDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
+        b = gateway().metadata().brokers[_broker_id(broker_id)]
+        return Response(resources.broker(self.links, b.id, b.host, b.port))
+
+
+class BrokerConfigListView(ClusterView):
+    def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
+        number = _broker_id(broker_id)
+        data = [resources.config(self.links, e, ("broker", number))
+                for e in admin.broker_configs(number)]
+        return Response(self.links.collection(
+            "KafkaBrokerConfigList", ("brokers", number, "configs"), data))
+
+
+class BrokerConfigDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
+        number = _broker_id(broker_id)
+        for entry in admin.broker_configs(number):
+            if entry.name == name:
+                return Response(resources.config(self.links, entry, ("broker", number)))
+        raise errors.config_not_found(name)
+
+
+class TopicListView(ClusterView):
+    def get(self, request: Request, cluster_id: str) -> Response:
+        topics = gateway().metadata(refresh=True).topics
+        data = [resources.topic(self.links, topics[n]) for n in sorted(topics)]
+        return Response(self.links.collection("KafkaTopicList", ("topics",), data))
+
+    def post(self, request: Request, cluster_id: str) -> Response:
+        body = json_object(read_v3_json(request))
+        name = actions.create_topic(body)
+        if body.get("validate_only"):
+            partitions = int(body.get("partitions_count", 1))
+            return Response(self.links.resource(
+                "KafkaTopic", ("topics", name), (("topic", name),), topic_name=name,
+                is_internal=False, replication_factor=int(body.get("replication_factor", 1)),
+                partitions_count=partitions, configs=self.links.related("topics", name, "configs"),
+                partitions=self.links.related("topics", name, "partitions"),
+                authorized_operations=[]), status=201)
+        return Response(resources.topic(self.links, gateway().topic(name)), status=201)
+
+
+class TopicDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str) -> Response:
+        return Response(resources.topic(self.links, gateway().topic(topic)))
+
+    def delete(self, request: Request, cluster_id: str, topic: str) -> Response:
+        actions.delete_topic(topic)
+        return Response(status=204)
+
+    def patch(self, request: Request, cluster_id: str, topic: str) -> Response:
+        body = json_object(read_v3_json(request))
+        count = body.get("partitions_count")
+        if not isinstance(count, int):
+            raise errors.bad_request("partitions_count must be an integer")
+        actions.set_partition_count(topic, count)
+        return Response(resources.topic(self.links, gateway().topic(topic)))
+
+
+class TopicConfigListView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str) -> Response:
+        gateway().topic(topic)
+        data = [resources.config(self.links, e, ("topic", topic))
+                for e in admin.topic_configs(topic)]
+        return Response(self.links.collection(
+            "KafkaTopicConfigList", ("topics", topic, "configs"), data))
+
+
+class TopicConfigAlterView(ClusterView):
+    def post(self, request: Request, cluster_id: str, topic: str) -> Response:
+        body = json_object(read_v3_json(request))
+        changes = body.get("data")
+        if not isinstance(changes, list):
+            raise errors.bad_request("data must be a list of config changes")
+        actions.alter_topic_configs(topic, changes, bool(body.get("validate_only")))
+        return Response(status=204)
+
+
+class TopicConfigDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str, name: str) -> Response:
+        gateway().topic(topic)
+        for entry in admin.topic_configs(topic):
+            if entry.name == name:
+                return Response(resources.config(self.links, entry, ("topic", topic)))
+        raise errors.config_not_found(name)
+
+    def put(self, request: Request, cluster_id: str, topic: str, name: str) -> Response:
+        body = json_object(read_v3_json(request))
+        actions.alter_topic_configs(topic, [{"name": name, "value": body.get("value")}])
+        return Response(status=204)
+
+    def delete(self, request: Request, cluster_id: str, topic: str, name: str) -> Response:
+        actions.alter_topic_configs(topic, [{"name": name, "operation": "DELETE"}])
+        return Response(status=204)
+
+
+def _partition(topic: str, raw: str) -> Any:
+    metadata = gateway().topic(topic)
+    number = int(raw) if raw.lstrip("-").isdigit() else None
+    if number is None or number not in metadata.partitions:
+        raise errors.partition_not_found(raw)
+    return metadata.partitions[number]
+
+
+class PartitionListView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str) -> Response:
+        partitions = gateway().topic(topic).partitions
+        data = [resources.partition(self.links, topic, partitions[p]) for p in sorted(partitions)]
+        return Response(self.links.collection(
+            "KafkaPartitionList", ("topics", topic, "partitions"), data))
+
+
+class PartitionDetailView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str, partition: str) -> Response:
+        return Response(resources.partition(self.links, topic, _partition(topic, partition)))
+
+
+class ReplicaListView(ClusterView):
+    def get(self, request: Request, cluster_id: str, topic: str, partition: str) -> Response:
+        p = _partition(topic, partition)
+        data = [resources.replica(self.links, topic, p, b) for b in p.replicas]
+        return Response(self.links.collection(
+            "KafkaReplicaList", ("topics", topic, "partitions", p.id, "replicas"), data))
+
+
