@@ -6,6 +6,7 @@ import pytest
 
 from brokercore.coordinator.state import GroupState, IllegalStateTransition
 from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import TopicPartition
 
 from .harness import REBALANCE_MS, SESSION_MS, Harness, settle, subscription
 
@@ -189,7 +190,5 @@ def test_illegal_transitions_are_bugs() -> None:
         group.transition_to(S.STABLE, 0)
 
 
-def _tp():  # type: ignore[no-untyped-def]
-    from brokercore.replication.partition import TopicPartition
-
+def _tp() -> TopicPartition:
     return TopicPartition("t", 0)

@@ -21,8 +21,9 @@ def test_a_simple_commit_creates_an_empty_group_that_only_stores_offsets() -> No
     assert (group.state, group.protocol_type) == (GroupState.EMPTY, None)
     fetched = offsets.fetch("simple", [T0, T1])
     assert fetched[T1] is None
-    assert fetched[T0] is not None
-    assert (fetched[T0].offset, fetched[T0].leader_epoch, fetched[T0].metadata) == (42, 3, "meta")
+    om = fetched[T0]
+    assert om is not None
+    assert (om.offset, om.leader_epoch, om.metadata) == (42, 3, "meta")
 
 
 def test_a_commit_with_a_generation_into_an_unknown_group_is_refused() -> None:

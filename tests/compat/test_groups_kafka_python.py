@@ -1,0 +1,133 @@
+"""Consumer groups through kafka-python 3 (defaults) against the built-in broker."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import kafka
+from kafka import KafkaAdminClient, TopicPartition
+
+from tests.brokerproc import BrokerProcess
+from tests.compat.groups import (
+    BROKER_OVERRIDES,
+    HEARTBEAT_MS,
+    PARTITIONS,
+    SESSION_MS,
+    PollingMember,
+    Record,
+    create_topic,
+    partitioned,
+    produce,
+    start_victim,
+    values,
+    wait_until,
+    wait_victim_assigned,
+)
+
+Member = tuple[kafka.KafkaConsumer, PollingMember]
+
+
+def _consumer(bootstrap: str, topic: str, group: str) -> kafka.KafkaConsumer:
+    return kafka.KafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+        auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+    )
+
+
+def _member(bootstrap: str, topic: str, group: str) -> Member:
+    consumer = _consumer(bootstrap, topic, group)
+
+    def poll() -> list[Record]:
+        batches = consumer.poll(timeout_ms=100)
+        return [(r.partition, r.offset, r.value) for rs in batches.values() for r in rs]
+
+    def owned() -> set[int]:
+        return {tp.partition for tp in consumer.assignment()}
+
+    return consumer, PollingMember(poll, owned).start()
+
+
+def _drain(consumer: kafka.KafkaConsumer, end: int) -> None:
+    def at_end() -> bool:
+        consumer.poll(timeout_ms=50)
+        return all(consumer.position(tp) == end for tp in consumer.assignment())
+
+    wait_until(at_end, "the member to reach the end of its partitions")
+
+
+def _committed(admin: KafkaAdminClient, group: str) -> dict[int, int]:
+    offsets = admin.list_group_offsets(group)[group]
+    return {tp.partition: om.offset for tp, om in offsets.items()}
+
+
+def _listed(admin: KafkaAdminClient) -> dict[str, str]:
+    return {g["group_id"]: g["group_state"] for g in admin.list_groups()}
+
+
+def test_three_members_share_partitions_commit_and_resume_after_a_restart(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(BROKER_OVERRIDES)
+    topic = create_topic(broker.bootstrap, "grp-kafka-python")
+    produce(broker.bootstrap, topic, 5, "first")
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    members: list[Member] = []
+    for size in (1, 2, 3):
+        members.append(_member(broker.bootstrap, topic, group))
+        wait_until(lambda n=size: partitioned([m.assignment for _, m in members], n),
+                   f"{size} member(s) to own every partition once")
+    leaver, leaving = members.pop(0)
+    leaving.stop()
+    leaver.close()
+    wait_until(lambda: partitioned([m.assignment for _, m in members], 2),
+               "the two remaining members to take over")
+    for consumer, member in members:
+        member.stop()
+        _drain(consumer, 5)
+    for consumer, _ in members:
+        consumer.commit()
+    for consumer, _ in members:
+        consumer.close()
+
+    broker.restart()
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    assert _listed(admin)[group] == "Empty"
+    assert _committed(admin, group) == dict.fromkeys(range(PARTITIONS), 5)
+    second = produce(broker.bootstrap, topic, 1, "second")
+    consumer, member = _member(broker.bootstrap, topic, group)
+    wait_until(lambda: len(member.consumed) >= len(second), "the messages after the commit")
+    time.sleep(0.5)
+    member.stop()
+    assert sorted(values(member.consumed)) == sorted(second)
+    assert consumer.committed(TopicPartition(topic, 0)) == 5
+    consumer.close()
+
+    admin.delete_groups([group])
+    assert group not in _listed(admin)
+    admin.close()
+
+
+def test_a_member_that_stops_heartbeating_is_evicted(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(BROKER_OVERRIDES)
+    topic = create_topic(broker.bootstrap, "grp-kafka-python-dead")
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    victim = start_victim("kafka-python", broker.bootstrap, topic, group)
+    wait_victim_assigned(victim)
+    consumer, survivor = _member(broker.bootstrap, topic, group)
+    wait_until(lambda: 0 < len(survivor.assignment) < PARTITIONS, "the partitions to be shared")
+
+    victim.kill()
+    victim.wait()
+
+    killed_at = time.monotonic()
+    wait_until(lambda: len(survivor.assignment) == PARTITIONS, "the survivor to own everything")
+    assert time.monotonic() - killed_at > SESSION_MS / 1000 / 2
+    survivor.stop()
+    consumer.close()
