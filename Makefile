@@ -6,7 +6,6 @@ STAMP := $(VENV)/.installed
 .PHONY: run test setup system-packages lint
 
 run: setup
-	$(PY) manage.py migrate --noinput
 	$(PY) manage.py platform
 
 test: setup lint

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -45,8 +46,16 @@ class Command(BaseCommand):
         bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external
                      else f"{host}:{ports['kafka_port']}")
         children = [] if external else [self._broker(host, ports["kafka_port"], data_dir)]
-        children.append(self._web(host, ports, bootstrap, data_dir))
+        web = self._web(host, ports, bootstrap, data_dir)
+        self._migrate(web.env)
+        children.append(web)
         self._run(children, host, ports, bootstrap, data_dir, external)
+
+    def _migrate(self, env: dict[str, str]) -> None:
+        """Bring the database of this data directory up to date before serving it."""
+        self.stdout.write("Migrating the database ...")
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+                       cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True)
 
     def _broker(self, host: str, port: int, data_dir: Path) -> Child:
         broker_dir = data_dir / "broker-1"
