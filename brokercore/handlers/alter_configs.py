@@ -45,7 +45,9 @@ async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> Non
     names = [c.name for c in resource.configs]
     if resource.resource_type == ResourceType.BROKER:
         check_broker(ctx.broker, resource.resource_name)
-        raise broker_alter_error(names)
+        if names:  # an empty change of no dynamic configs is a no-op
+            raise broker_alter_error(names)
+        return
     if resource.resource_type != ResourceType.TOPIC:
         raise unsupported_resource(resource.resource_type)
     check_topic(ctx.broker, resource.resource_name)

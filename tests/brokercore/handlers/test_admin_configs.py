@@ -172,6 +172,8 @@ def test_broker_configs_cannot_be_altered(client: WireClient) -> None:
 
     assert response.error_code == ErrorCode.INVALID_CONFIG
     assert response.error_message == "Cannot update these configs dynamically: listeners"
+    assert alter(client, BROKER, "1", {}).error_code == ErrorCode.NONE
+    assert alter(client, BROKER, "7", {}).error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_incremental_list_operations(client: WireClient, topic: str) -> None:
