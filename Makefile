@@ -3,20 +3,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup system-packages lint
+.PHONY: run test lint system-packages
 
-run: setup
+run: $(STAMP)
 	$(PY) manage.py platform
 
-test: setup lint
+test: $(STAMP) system-packages lint
 	$(PY) -m pytest
 
-lint:
+lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy .
 	$(VENV)/bin/lint-imports
-
-setup: $(STAMP) system-packages
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,7 +22,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# kcat is a conformance peer; chromium drives the browser tests. Debian packages, as root.
+# Test peers from Debian, installed as root: kcat (a librdkafka CLI for conformance) and
+# chromium (driven by Playwright in the browser tests; never `playwright install`).
 system-packages:
 	@command -v kcat >/dev/null && command -v chromium >/dev/null || { \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat chromium; }
