@@ -33,7 +33,8 @@ def _offset(ctx: RequestContext, topic: str, p: Any) -> Any:
                                  leader_epoch=epoch)
 
     try:
-        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, p.partition_index))
+        tp = TopicPartition(topic, p.partition_index)
+        partition = ctx.broker.replica_manager.leader_partition(tp)
         partition.check_leader_epoch(p.current_leader_epoch)
     except PartitionError as exc:
         return answer(exc.error_code)

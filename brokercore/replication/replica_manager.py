@@ -67,7 +67,8 @@ class ReplicaManager:
             return
         partition = self.partitions.get(tp)
         if partition is None:
-            plog = PartitionLog.open(self.log_dir / str(tp), self.log_config(topic_name), self.clock)
+            config = self.log_config(topic_name)
+            plog = PartitionLog.open(self.log_dir / str(tp), config, self.clock)
             partition = Partition(tp, topic.topic_id, plog)
             self.partitions[tp] = partition
         partition.leader = registration.leader
@@ -80,10 +81,10 @@ class ReplicaManager:
         """Partition directories of topics deleted while this broker was down."""
         wanted = {str(tp) for tp in self.partitions}
         for path in self.log_dir.iterdir():
-            if path.is_dir() and "-" in path.name and not path.name.startswith("__cluster"):
-                if path.name not in wanted:
-                    log.info("deleting stray log directory %s", path)
-                    shutil.rmtree(path, ignore_errors=True)
+            partition_dir = path.is_dir() and "-" in path.name
+            if partition_dir and not path.name.startswith("__cluster") and path.name not in wanted:
+                log.info("deleting stray log directory %s", path)
+                shutil.rmtree(path, ignore_errors=True)
 
     # -- configs --------------------------------------------------------------------------
     def topic_config(self, topic_name: str) -> dict[str, tuple[str | None, ConfigSource]]:
@@ -133,15 +134,15 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return partition
 
-    async def wait_for_data(self, partitions: Iterable[Partition], timeout: float) -> None:
-        """Return when any of the partitions gets new data, or after timeout seconds."""
+    async def wait_for_data(self, partitions: Iterable[Partition], max_wait: float) -> None:
+        """Return when any of the partitions gets new data, or after max_wait seconds."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         parts = list(partitions)
         for partition in parts:
             partition.add_waiter(waiter)
         try:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, timeout)
+                await asyncio.wait_for(waiter, max_wait)
         finally:
             for partition in parts:
                 partition.discard_waiter(waiter)

@@ -108,7 +108,8 @@ def test_invalid_topic_names_are_invalid_topic_exception(kafka_bootstrap: str) -
         assert created.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(frame=st.binary(min_size=0, max_size=300), sized=st.booleans())
 def test_fuzzed_frames_never_stop_the_broker(kafka_bootstrap: str, frame: bytes,
                                              sized: bool) -> None:
