@@ -39,7 +39,7 @@ class Broker:
 
     @property
     def cluster_id(self) -> str | None:
-        return self.controller.image.cluster_id  # type: ignore[no-any-return]
+        return self.controller.image.cluster_id
 
     async def start(self) -> None:
         self.replica_manager.load()

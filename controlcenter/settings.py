@@ -127,6 +127,18 @@ RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
 REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
 RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
 
+# --- REST proxy: where clients reach it, where the registry is, consumer-instance limits ---
+SCHEMA_REGISTRY_URL = env_str("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:{REGISTRY_PORT}")
+# base_uri of consumer instances; empty: built from the request's host
+RESTPROXY_ADVERTISED_URL = env_str("RESTPROXY_ADVERTISED_URL", "")
+# How other proxy processes reach this one (consumer-instance forwarding); empty: advertised
+RESTPROXY_INTERNAL_URL = env_str("RESTPROXY_INTERNAL_URL", "")
+RESTPROXY_CONSUMER_INSTANCE_TIMEOUT_MS = env_int("RESTPROXY_CONSUMER_INSTANCE_TIMEOUT_MS", 300000)
+RESTPROXY_CONSUMER_REQUEST_TIMEOUT_MS = env_int("RESTPROXY_CONSUMER_REQUEST_TIMEOUT_MS", 1000)
+RESTPROXY_CONSUMER_MAX_BYTES = env_int("RESTPROXY_CONSUMER_MAX_BYTES", 64 * 1024 * 1024)
+RESTPROXY_MAX_REQUEST_BYTES = env_int("RESTPROXY_MAX_REQUEST_BYTES", 64 * 1024 * 1024)
+RESTPROXY_V3_BATCH_MAX_ENTRIES = env_int("RESTPROXY_V3_BATCH_MAX_ENTRIES", 10)
+
 # --- Redis: when set, Channels, Celery and the cache use it --------------------------------
 REDIS_URL = env_str("REDIS_URL", "")
 
@@ -165,7 +177,7 @@ CELERY_RESULT_BACKEND = "django-db"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
 # --- REST framework and OpenAPI (served without a CDN) -------------------------------------
-REST_FRAMEWORK = {
+REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],

@@ -59,7 +59,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
-    reads = []
+    reads: list[_Read] = []
     for topic in request.topics:
         for p in topic.partitions:
             # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,7 @@ def api_versions_works(bootstrap: str) -> bool:
         return bool(response.error_code == 0 and response.api_keys)
 
 
-def produce(bootstrap: str, topic: str, records: bytes, acks: int = 1) -> object:
+def produce(bootstrap: str, topic: str, records: bytes, acks: int = 1) -> Any:
     with WireClient(bootstrap) as client:
         client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
                                        allow_auto_topic_creation=True), version=8)

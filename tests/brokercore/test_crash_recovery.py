@@ -23,9 +23,10 @@ def produce_until_killed(broker: BrokerProcess, topic: str, kill_after: int,
     })
 
     def delivered(err: object, msg: confluent_kafka.Message) -> None:
-        if err is None:
+        value = msg.value()
+        if err is None and value is not None:
             with lock:
-                acked.append(msg.value())
+                acked.append(value)
 
     i = 0
     killed = False

@@ -54,10 +54,15 @@ def confluent_produce(bootstrap: str, topic: str, messages: list[Message], codec
         "bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5, **config,
     })
     errors: list[object] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+
     for m in messages:
         producer.produce(topic, value=m.value, key=m.key, headers=list(m.headers),
                          timestamp=m.timestamp or 0, partition=m.partition,
-                         on_delivery=lambda err, _msg: err and errors.append(err))
+                         on_delivery=delivered)
     assert producer.flush(30) == 0, "messages still in flight after 30s"
     assert not errors, errors
 
