@@ -1,0 +1,157 @@
+"""The proxy behind real Daphne processes: Avro through the registry, forwarding between
+processes, chunked streaming produce, long polls that do not block other requests."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.restproxy.conftest import AVRO, BINARY, JSON, V2
+from tests.restproxy.live import proxy_servers
+
+
+@pytest.fixture(scope="module")
+def servers(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[list[str]]:
+    data_dir: Path = tmp_path_factory.mktemp("restproxy-live")
+    with proxy_servers(kafka_bootstrap, data_dir, processes=2) as urls:
+        yield urls
+
+
+@pytest.fixture
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=60) as client:
+        yield client
+
+
+def create_consumer(http: httpx.Client, url: str, group: str, fmt: str) -> str:
+    response = http.post(f"{url}/consumers/{group}", headers={"Content-Type": V2},
+                         json={"format": fmt, "auto.offset.reset": "earliest"})
+    assert response.status_code == 200, response.text
+    base_uri = response.json()["base_uri"]
+    assert base_uri.startswith(url)
+    return str(base_uri)
+
+
+def fetch(http: httpx.Client, base_uri: str, accept: str, count: int) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 20
+    while len(records) < count and time.monotonic() < deadline:
+        response = http.get(f"{base_uri}/records", params={"timeout": 500},
+                            headers={"Accept": accept})
+        assert response.status_code == 200, response.text
+        records += response.json()
+    return records
+
+
+def test_avro_round_trip_through_the_registry(
+        servers: list[str], http: httpx.Client, new_topic: Callable[..., str]) -> None:
+    url, topic = servers[0], new_topic()
+    schema = {"type": "record", "name": "Reading",
+              "fields": [{"name": "id", "type": "int"}, {"name": "label", "type": "string"}]}
+    values = [{"id": i, "label": f"r{i}"} for i in range(5)]
+    response = http.post(f"{url}/topics/{topic}", headers={"Content-Type": AVRO}, json={
+        "value_schema": json.dumps(schema), "records": [{"value": v} for v in values[:3]]})
+    assert response.status_code == 200, response.text
+    schema_id = response.json()["value_schema_id"]
+    assert isinstance(schema_id, int)
+    again = http.post(f"{url}/topics/{topic}", headers={"Content-Type": AVRO}, json={
+        "value_schema_id": schema_id, "records": [{"value": v} for v in values[3:]]})
+    assert again.status_code == 200, again.text
+    registered = http.get(f"{servers[2]}/subjects/{topic}-value/versions/1").json()
+    assert registered["id"] == schema_id
+    base_uri = create_consumer(http, url, f"avro-{uuid.uuid4().hex[:6]}", "avro")
+    http.post(f"{base_uri}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    records = fetch(http, base_uri, AVRO, 5)
+    assert [r["value"] for r in records] == values
+    bad = http.post(f"{url}/topics/{topic}", headers={"Content-Type": AVRO},
+                    json={"records": [{"value": {"id": 1}}]})
+    assert bad.json()["error_code"] == 42202
+    mismatch = http.post(f"{url}/topics/{topic}", headers={"Content-Type": AVRO}, json={
+        "value_schema_id": schema_id, "records": [{"value": {"id": "nope"}}]})
+    assert mismatch.status_code == 422
+    http.delete(base_uri)
+
+
+def test_v3_avro_by_schema_id(servers: list[str], http: httpx.Client,
+                              new_topic: Callable[..., str]) -> None:
+    url, topic = servers[0], new_topic()
+    schema = json.dumps({"type": "string"})
+    registered = http.post(f"{servers[2]}/subjects/{topic}-value/versions",
+                           json={"schema": schema},
+                           headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    schema_id = registered.json()["id"]
+    cluster_id = http.get(f"{url}/v3/clusters").json()["data"][0]["cluster_id"]
+    response = http.post(f"{url}/v3/clusters/{cluster_id}/topics/{topic}/records",
+                         json={"value": {"schema_id": schema_id, "data": "hello"}})
+    assert response.status_code == 200, response.text
+    assert response.json()["value"]["type"] == "AVRO"
+    base_uri = create_consumer(http, url, f"v3avro-{uuid.uuid4().hex[:6]}", "avro")
+    http.post(f"{base_uri}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    assert [r["value"] for r in fetch(http, base_uri, AVRO, 1)] == ["hello"]
+
+
+def test_an_instance_answers_through_any_process(
+        servers: list[str], http: httpx.Client, new_topic: Callable[..., str]) -> None:
+    first, second = servers[:2]
+    topic = new_topic()
+    http.post(f"{first}/topics/{topic}", headers={"Content-Type": JSON},
+              json={"records": [{"value": i} for i in range(3)]})
+    base_uri = create_consumer(http, first, f"fwd-{uuid.uuid4().hex[:6]}", "json")
+    elsewhere = base_uri.replace(first, second)
+    assert http.post(f"{elsewhere}/subscription", headers={"Content-Type": V2},
+                     json={"topics": [topic]}).status_code == 204
+    assert [r["value"] for r in fetch(http, elsewhere, JSON, 3)] == [0, 1, 2]
+    assert http.delete(elsewhere).status_code == 204
+    gone = http.get(f"{base_uri}/subscription")
+    assert (gone.status_code, gone.json()["error_code"]) == (404, 40403)
+
+
+def test_a_long_poll_does_not_block_other_requests(
+        servers: list[str], http: httpx.Client, new_topic: Callable[..., str]) -> None:
+    url, topic = servers[0], new_topic()
+    base_uri = create_consumer(http, url, f"poll-{uuid.uuid4().hex[:6]}", "binary")
+    http.post(f"{base_uri}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    fetch(http, base_uri, BINARY, 0)
+    done: list[float] = []
+
+    def long_poll() -> None:
+        with httpx.Client(timeout=30) as other:
+            other.get(f"{base_uri}/records", params={"timeout": 3000},
+                      headers={"Accept": BINARY})
+            done.append(time.monotonic())
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert http.get(f"{url}/topics").status_code == 200
+    assert time.monotonic() - started < 1.5
+    poller.join()
+    http.delete(base_uri)
+
+
+def test_chunked_streaming_produce(servers: list[str], http: httpx.Client,
+                                   new_topic: Callable[..., str]) -> None:
+    url, topic = servers[1], new_topic()
+    cluster_id = http.get(f"{url}/v3/clusters").json()["data"][0]["cluster_id"]
+
+    def body() -> Iterator[bytes]:
+        for i in range(500):
+            data = base64.b64encode(b"%d" % i).decode()
+            yield json.dumps({"value": {"type": "BINARY", "data": data}}).encode()
+
+    with http.stream("POST", f"{url}/v3/clusters/{cluster_id}/topics/{topic}/records",
+                     content=body(), headers={"Content-Type": "application/json"}) as response:
+        assert response.status_code == 200
+        reports = [json.loads(line) for line in response.iter_lines() if line]
+    assert [r["offset"] for r in reports] == list(range(500))
