@@ -1,8 +1,10 @@
 """FindCoordinator (10): which broker coordinates a group; batched keys from v4.
 
-Transaction coordinators (key_type 1) are refused with INVALID_REQUEST and a message: this
-broker has no transactions, and a non-retriable error makes clients fail at once and say
-why, where COORDINATOR_NOT_AVAILABLE would have them retry until their timeout.
+This broker has no transactions. Transaction coordinator lookups (key_type 1) get
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions are not supported by
+this broker": librdkafka and kafka-python treat that code as fatal and fail
+init_transactions() at once (librdkafka shows the message), whereas
+COORDINATOR_NOT_AVAILABLE or INVALID_REQUEST make librdkafka retry until its timeout.
 """
 
 from typing import Any
@@ -35,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 async def _find(ctx: RequestContext, key: str, key_type: int) -> Any:
     if key_type == TRANSACTION_KEY_TYPE:
-        return _error(key, ErrorCode.INVALID_REQUEST,
+        return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                       "transactions are not supported by this broker")
     if key_type != GROUP_KEY_TYPE:
         return _error(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
