@@ -420,6 +420,18 @@ class PartitionLog:
         segment.seal()
         return segment
 
+    def flush_if_due(self) -> bool:
+        """fsync if writes are pending and flush.ms has passed since the last flush.
+
+        The broker's periodic flusher calls this, so a partition that stops receiving
+        appends is still flushed on time.
+        """
+        due = self.clock.time_ms() - self._last_flush_ms >= self.config.flush_ms
+        if self._unflushed_messages and due:
+            self.flush()
+            return True
+        return False
+
     def flush(self) -> None:
         """fsync every segment with unflushed writes, then move the recovery point."""
         for segment in self.segments:

@@ -178,8 +178,7 @@ class ReplicaManager:
 
     def _flush_due(self) -> None:
         for partition in list(self.partitions.values()):
-            if partition.log.config.flush_ms < 2**62:
-                partition.log.flush()
+            partition.log.flush_if_due()
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -154,3 +154,16 @@ def test_headers_of_stored_batches_carry_assigned_offsets(
     data = bytes(log.read(0, 1 << 20).records)
     second = RecordBatchHeader.unpack(data, RecordBatchHeader.unpack(data).size)
     assert second.base_offset == 1
+
+
+def test_the_periodic_flusher_fsyncs_only_once_flush_ms_has_passed(
+    open_log: OpenLog, clock: FakeClock
+) -> None:
+    log = open_log(flush_ms=1000)
+    log.append_as_leader(make_batch([b"a"]), 0)
+    assert not log.flush_if_due()  # written just now: not due yet
+    assert log.active_segment.dirty
+    clock.advance(1.5)
+    assert log.flush_if_due()
+    assert not log.active_segment.dirty
+    assert not log.flush_if_due()  # nothing pending
