@@ -8,7 +8,7 @@ so one long poll would stall every other request.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -38,9 +38,9 @@ class ProxyNegotiation(BaseContentNegotiation):
     def select_parser(self, request: Request, parsers: Any) -> Any:
         return None
 
-    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
+    def select_renderer(self, request: Request, renderers: Iterable[BaseRenderer],
                         format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
-        renderer = renderers[0]
+        renderer = next(iter(renderers))
         return renderer, str(renderer.media_type)
 
 
@@ -48,7 +48,7 @@ class ProxyView(APIView):
     authentication_classes = ()
     permission_classes = ()
     parser_classes = ()
-    renderer_classes = (V2Renderer,)
+    renderer_classes: Sequence[type[BaseRenderer]] = (V2Renderer,)
     content_negotiation_class = ProxyNegotiation
     check_accept = True
 

@@ -159,7 +159,7 @@ class ConsumerInstance:
             if left <= 0:
                 return []
             self._read(self.kafka().poll(min(left, 0.1)))
-        for message in self.kafka().consume(500, 0):
+        for message in self.kafka().consume(2000, 0):
             self._read(message)
         return self._take(max_bytes)
 

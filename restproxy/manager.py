@@ -56,7 +56,7 @@ class ConsumerManager:
                 self._instances.pop(key, None)
             raise
         with self._lock:
-            assert self._instances[key] is placeholder
+            assert self._instances[key] is placeholder  # type: ignore[comparison-overlap]
             self._instances[key] = instance
         self._start_reaper()
         return instance

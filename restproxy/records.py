@@ -26,8 +26,7 @@ def _avro_schema(topic: str, role: str, body: dict[str, Any]) -> tuple[int, Any]
     inline, by_id = body.get(f"{role}_schema"), body.get(f"{role}_schema_id")
     registry = schemas.registry()
     if inline is not None:
-        text = inline if isinstance(inline, str) else formats.json_bytes(inline)
-        text = text.decode() if isinstance(text, bytes) else text
+        text = inline if isinstance(inline, str) else (formats.json_bytes(inline) or b"").decode()
         return registry.register(f"{topic}-{role}", text), None
     if by_id is not None:
         if not isinstance(by_id, int):

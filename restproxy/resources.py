@@ -83,7 +83,7 @@ def topic(links: Links, metadata: Any) -> dict[str, Any]:
 
 def _source(entry: Any) -> str:
     try:
-        return ConfigSource(entry.source).name
+        return str(ConfigSource(entry.source).name)
     except ValueError:
         return "UNKNOWN"
 

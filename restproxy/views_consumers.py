@@ -54,9 +54,9 @@ class InstanceView(ProxyView):
             raise _Forwarded(found)
         self.instance = found
 
-    def handle_exception(self, exc: Exception) -> HttpResponseBase:
+    def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, _Forwarded):
-            return exc.response
+            return exc.response  # type: ignore[return-value]  # a plain HttpResponse
         return super().handle_exception(exc)
 
 
@@ -181,8 +181,9 @@ def record_json(message: Any, fmt: content_types.EmbeddedFormat) -> dict[str, An
 
 def fetch_args(request: Request, instance: ConsumerInstance) -> tuple[float, int]:
     try:
-        timeout_ms = int(request.query_params.get("timeout", instance.config.request_timeout_ms))
-        max_bytes = int(request.query_params.get("max_bytes", settings.RESTPROXY_CONSUMER_MAX_BYTES))
+        params = request.query_params
+        timeout_ms = int(params.get("timeout", instance.config.request_timeout_ms))
+        max_bytes = int(params.get("max_bytes", settings.RESTPROXY_CONSUMER_MAX_BYTES))
     except ValueError as exc:
         raise errors.invalid_payload("timeout and max_bytes must be integers") from exc
     max_bytes = max(1, min(max_bytes, settings.RESTPROXY_CONSUMER_MAX_BYTES))
@@ -193,7 +194,8 @@ class RecordsView(InstanceView):
     check_accept = False
 
     def get(self, request: Request, group: str, instance: str) -> Response:
-        fmt = content_types.fetch_format(request.META.get("HTTP_ACCEPT"), self.instance.config.format)
+        fmt = content_types.fetch_format(request.META.get("HTTP_ACCEPT"),
+                                         self.instance.config.format)
         timeout, max_bytes = fetch_args(request, self.instance)
         messages = self.instance.call(lambda i: i.fetch(timeout, max_bytes), timeout + 60)
         response = Response([record_json(m, fmt) for m in messages])

@@ -115,7 +115,8 @@ class RecordsBatchView(ClusterView):
         entries = [parse_entry(topic, e) for e in entries_in]
         batch = actions.produce_v3(topic, entries)
         batch.wait_all(REPORT_TIMEOUT)
-        successes, failures = [], []
+        successes: list[dict[str, Any]] = []
+        failures: list[dict[str, Any]] = []
         for index, (entry_id, entry) in enumerate(zip(ids, entries, strict=True)):
             result = report(self.links.cluster_id, topic, entry, batch, index)
             (successes if result["error_code"] == 200 else failures).append(
