@@ -147,3 +147,51 @@ def test_single_record_mistakes(proxy: Proxy, new_topic: Callable[..., str]) -> 
     big = {"value": {"type": "BINARY", "data": base64.b64encode(b"x" * 2_000_000).decode()}}
     too_big = proxy.post(url, big, content_type=APP)
     assert (too_big.status_code, too_big.json()["error_code"]) == (400, 400)
+
+
+def test_consumer_groups_consumers_and_lags(
+        proxy: Proxy, new_topic: Callable[..., str], proxy_cluster: str) -> None:
+    base, topic = cluster_path(proxy), new_topic(partitions=2)
+    for partition in (0, 1):
+        proxy.post(f"{base}/topics/{topic}/records:batch", {"entries": [
+            {"id": str(i), "partition_id": partition, "value": {"type": "STRING", "data": "v"}}
+            for i in range(5)]}, content_type=APP)
+    group = f"lag-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": proxy_cluster, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 20
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    consumer.commit(offsets=[TopicPartition(topic, 0, 2), TopicPartition(topic, 1, 5)],
+                    asynchronous=False)
+    try:
+        groups = proxy.get(f"{base}/consumer-groups").json()
+        assert group in [g["consumer_group_id"] for g in groups["data"]]
+        detail = proxy.get(f"{base}/consumer-groups/{group}").json()
+        assert detail["kind"] == "KafkaConsumerGroup" and detail["state"] == "STABLE"
+        consumers = proxy.get(f"{base}/consumer-groups/{group}/consumers").json()["data"]
+        assert len(consumers) == 1
+        consumer_id = consumers[0]["consumer_id"]
+        assignments = proxy.get(
+            f"{base}/consumer-groups/{group}/consumers/{consumer_id}/assignments").json()
+        assert sorted(a["partition_id"] for a in assignments["data"]) == [0, 1]
+        lags = proxy.get(f"{base}/consumer-groups/{group}/lags").json()["data"]
+        assert [(r["partition_id"], r["lag"]) for r in lags] == [(0, 3), (1, 0)]
+        assert lags[0]["consumer_id"] == consumer_id
+        one = proxy.get(f"{base}/consumer-groups/{group}/lags/{topic}/partitions/0").json()
+        assert one["current_offset"] == 2 and one["log_end_offset"] == 5
+        summary = proxy.get(f"{base}/consumer-groups/{group}/lag-summary").json()
+        assert (summary["max_lag"], summary["total_lag"]) == (3, 3)
+        assert summary["max_lag_partition_id"] == 0
+    finally:
+        consumer.close()
+
+
+def test_openapi_describes_both_versions(proxy: Proxy) -> None:
+    response = proxy.get("openapi.json", accept="application/json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    assert any(p.startswith("/kafka/topics") or p.startswith("/topics") for p in paths)
+    assert any("/v3/clusters/" in p for p in paths)
+    assert proxy.get("docs/").status_code == 200
