@@ -7,7 +7,7 @@ import brokercore.handlers  # noqa: F401  (registers the handlers)
 from brokercore.protocol.apis import REGISTRY
 
 COMPAT = Path(__file__).resolve().parents[2] / "brokercore" / "COMPAT.md"
-ROW = re.compile(r"^\| (\w+) \| (\d+) \| (\d+)–(\d+) \|", re.MULTILINE)
+ROW = re.compile(r"^\| (\w+) \| (\d+) \| (\d+)\u2013(\d+) \|", re.MULTILINE)
 
 
 def test_compat_md_matches_the_registered_handlers() -> None:
