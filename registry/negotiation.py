@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -48,7 +48,7 @@ PARSERS = [V1Parser, VendorParser, JSONParser, OctetStreamParser]
 class RegistryNegotiation(DefaultContentNegotiation):
     """A body without a Content-Type is read as JSON, as Confluent's server reads it."""
 
-    def select_parser(self, request: Request, parsers: Sequence[BaseParser]) -> Any:
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> Any:
         if not request.content_type:
-            return parsers[0]
+            return next(iter(parsers))
         return super().select_parser(request, parsers)

@@ -7,7 +7,7 @@ error is a `RegistryError` (or a DRF error) rendered by `errors.exception_handle
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
@@ -28,8 +28,8 @@ class RegistryView(APIView):
     renderer_classes = RENDERERS
     parser_classes = PARSERS
     content_negotiation_class = RegistryNegotiation
-    authentication_classes: ClassVar[list[Any]] = []
-    permission_classes: ClassVar[list[Any]] = []
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
 
     def get_exception_handler(self) -> Any:
         return errors.exception_handler

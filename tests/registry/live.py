@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
+PREFIX = "/schema-registry"  # the default MILLRACE_REGISTRY_PREFIX
 
 
 def free_port() -> int:
@@ -28,7 +29,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def registry_servers(database_url: str, data_dir: Path, processes: int = 1) -> Iterator[list[str]]:
+def registry_servers(
+    database_url: str, data_dir: Path, processes: int = 1, at_root: bool = True
+) -> Iterator[list[str]]:
+    """Server URLs; the API is at their root, or under the prefix if not `at_root`."""
     env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir)}
     env.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
     subprocess.run(
@@ -49,7 +53,7 @@ def registry_servers(database_url: str, data_dir: Path, processes: int = 1) -> I
                 "controlcenter.asgi:application",
             ],
             cwd=ROOT,
-            env={**env, "MILLRACE_REGISTRY_PORT": str(port)},
+            env={**env, "MILLRACE_REGISTRY_PORT": str(port if at_root else 0)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -58,7 +62,7 @@ def registry_servers(database_url: str, data_dir: Path, processes: int = 1) -> I
     urls = [f"http://127.0.0.1:{port}" for port in ports]
     try:
         for url, server in zip(urls, servers, strict=True):
-            _wait_ready(url, server)
+            _wait_ready(url if at_root else url + PREFIX, server)
         yield urls
     finally:
         for server in servers:

@@ -17,7 +17,7 @@ from .live import registry_servers
 
 ADMIN_URL = os.environ.get(
     "REGISTRY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)  # noqa: E501
+)
 DATABASE = "millrace_registry_test"
 
 
@@ -32,9 +32,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
         yield urls
 
 
-def _post_all(
-    urls: list[str], requests: list[tuple[str, dict[str, object]]]
-) -> list[httpx.Response]:  # noqa: E501
+def _post_all(urls: list[str], requests: list[tuple[str, dict[str, str]]]) -> list[httpx.Response]:
     def send(index: int) -> httpx.Response:
         path, body = requests[index]
         return httpx.post(urls[index % len(urls)] + path, json=body, timeout=30)

@@ -316,7 +316,7 @@ def test_unknown_routes_methods_and_bodies_get_confluent_errors(api: Api) -> Non
     response = api.client.post(
         "/schema-registry/subjects/s/versions", "{not json", content_type="application/json"
     )
-    response.body = json.loads(response.content)
+    response.body = json.loads(response.content)  # type: ignore[attr-defined]
     error(response, 400, 400)
 
 

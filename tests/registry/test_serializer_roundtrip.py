@@ -35,7 +35,7 @@ def test_records_round_trip_through_the_broker_across_schema_versions(
     for schema, value in (
         (V1, {"sensor": "a", "value": 1}),
         (V2, {"sensor": "b", "value": 2**40, "unit": "K"}),
-    ):  # noqa: E501
+    ):
         serialize = AvroSerializer(registry, json.dumps(schema))
         producer.produce(topic, value=serialize(value, context))
     producer.flush(30)
