@@ -104,7 +104,11 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not :memory:, so that live-server tests share it across processes.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = str(DATA_DIR / "test-db.sqlite3")
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # IMMEDIATE: a write transaction takes the lock when it begins, so concurrent writers
+    # wait (up to the timeout) instead of failing on a lock upgrade.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
