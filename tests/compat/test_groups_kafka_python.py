@@ -30,11 +30,18 @@ Member = tuple[kafka.KafkaConsumer, PollingMember]
 
 
 def _consumer(bootstrap: str, topic: str, group: str) -> kafka.KafkaConsumer:
-    return kafka.KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
         auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
         heartbeat_interval_ms=HEARTBEAT_MS,
     )
+    # Know the topic's partitions before joining. kafka-python 3.0.12 otherwise joins
+    # with no partition metadata, rejoins when it arrives, and now and then stalls after
+    # that second join without sending another heartbeat (a client-side race: the broker
+    # has answered its SyncGroup).
+    assert topic in consumer.topics()
+    consumer.subscribe([topic])
+    return consumer
 
 
 def _member(bootstrap: str, topic: str, group: str) -> Member:
