@@ -9,8 +9,10 @@ broker config. Dynamic broker configs are not supported, so BROKER resources are
 from __future__ import annotations
 
 import enum
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from brokercore.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
 from brokercore.controller.controller import ControllerError, validate_topic_name
@@ -154,3 +156,47 @@ def unsupported_resource(resource_type: int) -> ControllerError:
     except ValueError:
         label = str(resource_type)
     return ControllerError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {label}")
+
+
+AlterOne = Callable[[Any], Awaitable[None]]
+
+
+AlterResult = tuple[Any, ErrorCode, str | None]
+
+
+async def alter_each(resources: list[Any], alter: AlterOne) -> list[AlterResult]:
+    """Alter every resource on its own; a resource named twice in one request is refused."""
+    seen = Counter((r.resource_type, r.resource_name) for r in resources)
+    results: list[AlterResult] = []
+    for resource in resources:
+        try:
+            if seen[(resource.resource_type, resource.resource_name)] > 1:
+                raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            await alter(resource)
+        except ControllerError as exc:
+            results.append((resource, exc.error_code, exc.message))
+        else:
+            results.append((resource, ErrorCode.NONE, None))
+    return results
+
+
+def alterable_topic(broker: Broker, resource: Any) -> bool:
+    """Checks shared by both alter APIs; False when there is nothing to change.
+
+    Broker resources accept only an empty change (there are no dynamic broker configs);
+    a topic must exist and name each config at most once.
+    """
+    names = [c.name for c in resource.configs]
+    if resource.resource_type == ResourceType.BROKER:
+        check_broker(broker, resource.resource_name)
+        if names:
+            raise broker_alter_error(names)
+        return False
+    if resource.resource_type != ResourceType.TOPIC:
+        raise unsupported_resource(resource.resource_type)
+    check_topic(broker, resource.resource_name)
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
+    if duplicates:
+        raise ControllerError(ErrorCode.INVALID_REQUEST,
+                              f"Error due to duplicate config keys: {', '.join(duplicates)}")
+    return True

@@ -6,20 +6,13 @@ apply to list configs only and start from the current value, the default include
 """
 
 import enum
-from collections import Counter
 from typing import Any
 
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 from brokercore.config import TOPIC_CONFIGS, ConfigType
 from brokercore.controller.controller import ControllerError
-from brokercore.handlers.config_resources import (
-    ResourceType,
-    broker_alter_error,
-    check_broker,
-    check_topic,
-    unsupported_resource,
-)
+from brokercore.handlers.config_resources import alter_each, alterable_topic
 from brokercore.protocol.apis import serves
 from brokercore.protocol.errors import ErrorCode
 from brokercore.server import RequestContext
@@ -37,34 +30,20 @@ class OpType(enum.IntEnum):
 @serves(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
         min_version=0, max_version=1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
-    responses = []
-    for resource in request.resources:
-        try:
-            if seen[(resource.resource_type, resource.resource_name)] > 1:
-                raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            await _alter(ctx, resource, request.validate_only)
-        except ControllerError as exc:
-            responses.append(_result(resource, exc.error_code, exc.message))
-        else:
-            responses.append(_result(resource, ErrorCode.NONE, None))
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+    async def alter(resource: Any) -> None:
+        await _alter(ctx, resource, request.validate_only)
+
+    results = await alter_each(request.resources, alter)
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
+        Result(error_code=code, error_message=message, resource_type=r.resource_type,
+               resource_name=r.resource_name)
+        for r, code, message in results
+    ])
 
 
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
-    names = [c.name for c in resource.configs]
-    if resource.resource_type == ResourceType.BROKER:
-        check_broker(ctx.broker, resource.resource_name)
-        if names:  # an empty change of no dynamic configs is a no-op
-            raise broker_alter_error(names)
+    if not alterable_topic(ctx.broker, resource):
         return
-    if resource.resource_type != ResourceType.TOPIC:
-        raise unsupported_resource(resource.resource_type)
-    check_topic(ctx.broker, resource.resource_name)
-    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
-    if duplicates:
-        raise ControllerError(ErrorCode.INVALID_REQUEST,
-                              f"Error due to duplicate config keys: {', '.join(duplicates)}")
     current = ctx.broker.image.topics[resource.resource_name].configs
     changes = {c.name: _new_value(ctx, current, c) for c in resource.configs}
     await ctx.broker.controller.alter_topic_configs(
@@ -103,7 +82,3 @@ def _new_value(ctx: RequestContext, current: dict[str, str], config: Any) -> str
         return ",".join(items + [item for item in given if item not in items])
     return ",".join(item for item in items if item not in given)
 
-
-def _result(resource: Any, code: ErrorCode, message: str | None) -> Any:
-    return Result(error_code=code, error_message=message, resource_type=resource.resource_type,
-                  resource_name=resource.resource_name)
