@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -87,8 +88,9 @@ async def test_three_members_share_partitions_commit_and_resume_after_a_restart(
     members: list[Member] = []
     for size in (1, 2, 3):
         members.append(await Member(broker.bootstrap, topic, group).start())
-        await async_wait_until(lambda n=size: partitioned([m.assignment for m in members], n),
-                               f"{size} member(s) to own every partition once")
+        await async_wait_until(
+            functools.partial(lambda n: partitioned([m.assignment for m in members], n), size),
+            f"{size} member(s) to own every partition once")
     leaver = members.pop(0)
     await leaver.stop_polling()
     await leaver.consumer.stop()

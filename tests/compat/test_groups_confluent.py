@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -83,8 +84,9 @@ def test_three_members_share_partitions_commit_and_resume_after_a_restart(
     members: list[Member] = []
     for size in (1, 2, 3):
         members.append(_member(broker.bootstrap, topic, group))
-        wait_until(lambda n=size: partitioned([m.assignment for _, m in members], n),
-                   f"{size} member(s) to own every partition once")
+        wait_until(
+            functools.partial(lambda n: partitioned([m.assignment for _, m in members], n), size),
+            f"{size} member(s) to own every partition once")
     leaver, leaving = members.pop(0)  # the first leader leaves
     leaving.stop()
     leaver.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kafka.protocol.admin import (
     DeleteGroupsRequest,
@@ -48,7 +49,7 @@ def test_find_coordinator_answers_batched_keys_and_refuses_transactions(
     assert "not supported" in txn.error_message
 
 
-def _join(wire: WireClient, group: str, member_id: str = "") -> object:
+def _join(wire: WireClient, group: str, member_id: str = "") -> Any:
     return wire.request(JoinGroupRequest(
         group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
         member_id=member_id, group_instance_id=None, protocol_type="consumer",

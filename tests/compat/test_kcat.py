@@ -6,6 +6,7 @@ import json
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
 
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -14,7 +15,7 @@ from tests.brokerproc import BrokerProcess
 from tests.compat.clients import Message, confluent_produce, new_topic, sample_messages
 
 
-def kcat(*args: str, timeout: float = 60) -> list[dict[str, object]]:
+def kcat(*args: str, timeout: float = 60) -> list[dict[str, Any]]:
     result = subprocess.run(["kcat", *args, "-J"], check=True, timeout=timeout,
                             capture_output=True)
     return [json.loads(line) for line in result.stdout.splitlines()]
