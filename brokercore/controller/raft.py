@@ -1,0 +1,337 @@
+"""A Raft quorum member that replicates the metadata log (the quorum under KRaft's controller).
+
+One `RaftNode` per controller. It is driven entirely by callbacks from its `Scheduler`
+(timeouts) and `Transport` (messages), runs on one thread (the asyncio loop), and never
+blocks except to fsync its storage. Offsets are 0-based, as in Kafka's metadata log.
+
+Roles move FOLLOWER → CANDIDATE (election timeout) → LEADER (a majority of votes), and any
+role → FOLLOWER on seeing a higher term. A leader that has not heard from a majority within
+an election timeout steps down, so a leader cut off from the quorum stops taking proposals.
+Each new leader first appends a control entry; committing it commits every earlier entry
+(Raft §5.4.2: a leader only counts replicas for entries of its own term).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .image import Record
+from .raft_storage import Entry, RaftStorage
+from .raft_transport import (
+    AppendRequest,
+    AppendResponse,
+    Message,
+    Scheduler,
+    TimerHandle,
+    Transport,
+    VoteRequest,
+    VoteResponse,
+)
+
+log = logging.getLogger(__name__)
+
+ApplyHook = Callable[[int, Record], None]  # (offset, record), committed and in order
+
+
+class Role(enum.Enum):
+    FOLLOWER = "follower"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+class NotLeaderError(Exception):
+    """This node cannot take the proposal; `leader_id` is the leader it knows, if any."""
+
+    def __init__(self, leader_id: int | None, term: int, message: str = "not the leader") -> None:
+        super().__init__(f"{message} (term {term}, known leader {leader_id})")
+        self.leader_id = leader_id
+        self.term = term
+
+
+@dataclass(frozen=True)
+class RaftConfig:
+    election_timeout: float = 1.0  # a follower waits between 1 and 2 times this
+    heartbeat_interval: float = 0.1
+    max_entries_per_append: int = 256
+
+
+class RaftNode:
+    def __init__(
+        self, node_id: int, voters: set[int], storage: RaftStorage, transport: Transport,
+        scheduler: Scheduler, *, apply: ApplyHook | None = None,
+        config: RaftConfig | None = None, rng: random.Random | None = None,
+    ) -> None:
+        if node_id not in voters:
+            raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.storage = storage
+        self.transport = transport
+        self.scheduler = scheduler
+        self.apply_hook = apply
+        self.config = config or RaftConfig()
+        self.rng = rng or random.Random()
+        self.role = Role.FOLLOWER
+        self.leader_id: int | None = None
+        self.commit_offset = -1  # highest offset known committed
+        self.applied_offset = -1
+        self._votes: set[int] = set()
+        self._next_offset: dict[int, int] = {}
+        self._match_offset: dict[int, int] = {}
+        self._last_ack: dict[int, float] = {}
+        self._waiters: list[tuple[int, asyncio.Future[int]]] = []
+        self._timer: TimerHandle | None = None
+        self._stopped = False
+        transport.bind(self._receive)
+        self._reset_election_timer()
+
+    # -- public API -------------------------------------------------------------------------
+    @property
+    def term(self) -> int:
+        return self.storage.term
+
+    @property
+    def log(self) -> list[Entry]:
+        return self.storage.entries
+
+    @property
+    def end_offset(self) -> int:
+        return len(self.storage.entries)
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def append_nowait(self, records: list[Record]) -> int:
+        """Append `records` to the leader's log; the offset of the first (not yet committed)."""
+        if self.role is not Role.LEADER:
+            raise NotLeaderError(self.leader_id, self.term)
+        first = self.end_offset
+        self._append_local([Entry(self.term, r) for r in records])
+        return first
+
+    async def propose(self, records: list[Record]) -> int:
+        """Append `records` and wait until they commit; the offset of the first one.
+
+        NotLeaderError if this node is not the leader, or loses leadership first (the
+        records may then still be committed by a later leader, or be lost).
+        """
+        first = self.append_nowait(records)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append((first + len(records) - 1, future))
+        self._resolve_waiters()
+        await future
+        return first
+
+    def stop(self) -> None:
+        """Stop taking part (a crash, as far as the quorum can tell)."""
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        self._fail_waiters("node stopped")
+
+    # -- timers ---------------------------------------------------------------------------
+    def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+        def fire() -> None:
+            if not self._stopped:
+                callback()
+
+        self._timer = self.scheduler.call_later(delay, fire)
+
+    def _reset_election_timer(self) -> None:
+        timeout = self.config.election_timeout * (1 + self.rng.random())
+        self._set_timer(timeout, self._start_election)
+
+    # -- elections ------------------------------------------------------------------------
+    def _start_election(self) -> None:
+        self._set_role(Role.CANDIDATE, None)
+        self.storage.save_vote(self.term + 1, self.node_id)
+        self._votes = {self.node_id}
+        log.info("node %d standing for election in term %d", self.node_id, self.term)
+        last_term = self.log[-1].term if self.log else 0
+        request = VoteRequest(self.term, self.node_id, self.end_offset - 1, last_term)
+        for voter in self.voters - {self.node_id}:
+            self.transport.send(voter, request)
+        self._reset_election_timer()
+        self._count_votes()
+
+    def _on_vote_request(self, sender: int, req: VoteRequest) -> None:
+        last_term = self.log[-1].term if self.log else 0
+        up_to_date = (req.last_log_term, req.last_log_offset) >= (last_term, self.end_offset - 1)
+        granted = (req.term == self.term and up_to_date
+                   and self.storage.voted_for in (None, req.candidate_id))
+        if granted:
+            if self.storage.voted_for is None:
+                self.storage.save_vote(self.term, req.candidate_id)
+            self._reset_election_timer()
+        self.transport.send(sender, VoteResponse(self.term, self.node_id, granted))
+
+    def _on_vote_response(self, resp: VoteResponse) -> None:
+        if self.role is Role.CANDIDATE and resp.term == self.term and resp.granted:
+            self._votes.add(resp.voter_id)
+            self._count_votes()
+
+    def _count_votes(self) -> None:
+        if self.role is Role.CANDIDATE and len(self._votes & self.voters) >= self.majority:
+            self._become_leader()
+
+    def _become_leader(self) -> None:
+        self._set_role(Role.LEADER, self.node_id)
+        log.info("node %d is the leader of term %d", self.node_id, self.term)
+        now = self.scheduler.now()
+        for voter in self.voters - {self.node_id}:
+            self._next_offset[voter] = self.end_offset
+            self._match_offset[voter] = -1
+            self._last_ack[voter] = now
+        marker = {"type": "leader_change", "leader_id": self.node_id, "term": self.term}
+        self._append_local([Entry(self.term, marker, control=True)])
+        self._heartbeat()
+
+    def _set_role(self, role: Role, leader_id: int | None) -> None:
+        if self.role is Role.LEADER and role is not Role.LEADER:
+            self._fail_waiters("leadership lost")
+        self.role = role
+        self.leader_id = leader_id
+
+    # -- replication (leader) -------------------------------------------------------------
+    def _append_local(self, entries: list[Entry]) -> None:
+        self.storage.append(entries)
+        self._advance_commit()
+        for voter in self.voters - {self.node_id}:
+            self._send_append(voter)
+
+    def _heartbeat(self) -> None:
+        if self.role is not Role.LEADER:
+            return
+        now = self.scheduler.now()
+        recent = sum(1 for v in self._last_ack.values()
+                     if now - v < self.config.election_timeout)
+        if recent + 1 < self.majority:
+            log.warning("node %d lost contact with the quorum; stepping down in term %d",
+                        self.node_id, self.term)
+            self._set_role(Role.FOLLOWER, None)
+            self._reset_election_timer()
+            return
+        for voter in self.voters - {self.node_id}:
+            self._send_append(voter)
+        self._set_timer(self.config.heartbeat_interval, self._heartbeat)
+
+    def _send_append(self, voter: int) -> None:
+        next_offset = self._next_offset[voter]
+        prev = next_offset - 1
+        entries = self.log[next_offset:next_offset + self.config.max_entries_per_append]
+        prev_term = self.log[prev].term if prev >= 0 else 0
+        self.transport.send(voter, AppendRequest(
+            self.term, self.node_id, prev, prev_term, tuple(entries), self.commit_offset))
+
+    def _on_append_response(self, resp: AppendResponse) -> None:
+        if self.role is not Role.LEADER or resp.term != self.term:
+            return
+        voter = resp.follower_id
+        self._last_ack[voter] = self.scheduler.now()
+        if resp.success:
+            if resp.match_offset > self._match_offset[voter]:
+                self._match_offset[voter] = resp.match_offset
+                self._next_offset[voter] = resp.match_offset + 1
+                self._advance_commit()
+            if self._next_offset[voter] < self.end_offset:
+                self._send_append(voter)
+        else:
+            # Back off to the follower's end (its hint), never past what is known to match.
+            hint = min(self._next_offset[voter] - 1, resp.match_offset + 1)
+            self._next_offset[voter] = max(hint, self._match_offset[voter] + 1, 0)
+            self._send_append(voter)
+
+    def _advance_commit(self) -> None:
+        if self.role is not Role.LEADER:
+            return
+        matches = sorted([self.end_offset - 1, *self._match_offset.values()], reverse=True)
+        candidate = matches[self.majority - 1]
+        if candidate > self.commit_offset and self.log[candidate].term == self.term:
+            self.commit_offset = candidate
+            self._apply_committed()
+
+    # -- replication (follower) -----------------------------------------------------------
+    def _on_append_request(self, sender: int, req: AppendRequest) -> None:
+        if req.term < self.term:
+            self.transport.send(sender, AppendResponse(self.term, self.node_id, False, -1))
+            return
+        self._set_role(Role.FOLLOWER, req.leader_id)
+        self._reset_election_timer()
+        if req.prev_log_offset >= self.end_offset or (
+            req.prev_log_offset >= 0 and self.log[req.prev_log_offset].term != req.prev_log_term
+        ):
+            hint = min(self.end_offset, req.prev_log_offset) - 1
+            self.transport.send(sender, AppendResponse(self.term, self.node_id, False, hint))
+            return
+        self._merge_entries(req.prev_log_offset + 1, req.entries)
+        last_new = req.prev_log_offset + len(req.entries)
+        if req.leader_commit > self.commit_offset:
+            self.commit_offset = max(self.commit_offset, min(req.leader_commit, last_new))
+            self._apply_committed()
+        self.transport.send(sender, AppendResponse(self.term, self.node_id, True, last_new))
+
+    def _merge_entries(self, offset: int, entries: tuple[Entry, ...]) -> None:
+        for i, entry in enumerate(entries):
+            at = offset + i
+            if at < self.end_offset and self.log[at].term == entry.term:
+                continue
+            if at < self.end_offset:
+                if at <= self.commit_offset:
+                    raise AssertionError(f"node {self.node_id} asked to overwrite committed "
+                                         f"offset {at}")
+                self.storage.truncate(at)
+            self.storage.append(list(entries[i:]))
+            return
+
+    # -- messages and commits -------------------------------------------------------------
+    def _receive(self, sender: int, message: Message) -> None:
+        if self._stopped:
+            return
+        if message.term > self.term:
+            was_leader = self.role is Role.LEADER
+            self._set_role(Role.FOLLOWER, None)
+            self.storage.save_vote(message.term, None)
+            if was_leader:  # its timer was the heartbeat; a follower's must not be reset
+                self._reset_election_timer()  # by a disruptive candidate's higher term
+        if isinstance(message, VoteRequest):
+            self._on_vote_request(sender, message)
+        elif isinstance(message, VoteResponse):
+            self._on_vote_response(message)
+        elif isinstance(message, AppendRequest):
+            self._on_append_request(sender, message)
+        else:
+            self._on_append_response(message)
+
+    def _apply_committed(self) -> None:
+        while self.applied_offset < self.commit_offset:
+            self.applied_offset += 1
+            entry = self.log[self.applied_offset]
+            if not entry.control and self.apply_hook is not None:
+                self.apply_hook(self.applied_offset, entry.record)
+        self._resolve_waiters()
+
+    def _resolve_waiters(self) -> None:
+        pending = []
+        for last, future in self._waiters:
+            if future.done():
+                continue
+            if last <= self.commit_offset:
+                future.set_result(last)
+            else:
+                pending.append((last, future))
+        self._waiters = pending
+
+    def _fail_waiters(self, reason: str) -> None:
+        waiters, self._waiters = self._waiters, []
+        for _, future in waiters:
+            if not future.done():
+                future.set_exception(NotLeaderError(self.leader_id, self.term, reason))

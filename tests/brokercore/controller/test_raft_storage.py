@@ -1,0 +1,66 @@
+"""The quorum's durable state: term and vote, the entry log, truncation and torn tails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from brokercore.controller.raft_storage import Entry, FileRaftStorage
+
+
+def _entries(term: int, *ns: int) -> list[Entry]:
+    return [Entry(term, {"type": "test", "n": n}) for n in ns]
+
+
+def test_it_reopens_with_the_term_vote_and_entries_it_saved(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.save_vote(4, 2)
+    storage.append([Entry(3, {"type": "leader_change", "leader_id": 2}, control=True)])
+    storage.append(_entries(4, 1, 2))
+    storage.close()
+    reopened = FileRaftStorage(tmp_path)
+    assert (reopened.term, reopened.voted_for) == (4, 2)
+    assert reopened.entries == [Entry(3, {"type": "leader_change", "leader_id": 2}, True),
+                                *_entries(4, 1, 2)]
+
+
+def test_a_fresh_directory_starts_at_term_zero_with_no_vote(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path / "new")
+    assert (storage.term, storage.voted_for, storage.entries) == (0, None, [])
+
+
+def test_truncation_survives_a_reopen_and_later_appends_follow_it(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.append(_entries(1, 0, 1, 2, 3))
+    storage.truncate(2)
+    storage.append(_entries(2, 9))
+    storage.close()
+    assert FileRaftStorage(tmp_path).entries == [*_entries(1, 0, 1), *_entries(2, 9)]
+
+
+def test_a_torn_tail_is_cut_off_on_open(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.append(_entries(1, 0, 1))
+    storage.close()
+    with open(tmp_path / "raft.jsonl", "ab") as f:
+        f.write(b'{"offset":2,"term":1,"control":false,"rec')
+    reopened = FileRaftStorage(tmp_path)
+    assert reopened.entries == _entries(1, 0, 1)
+    reopened.append(_entries(1, 5))
+    reopened.close()
+    assert FileRaftStorage(tmp_path).entries == _entries(1, 0, 1, 5)
+
+
+def test_a_line_out_of_offset_sequence_ends_the_log(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.append(_entries(1, 0))
+    storage.close()
+    with open(tmp_path / "raft.jsonl", "ab") as f:
+        f.write(b'{"offset":7,"term":1,"control":false,"record":{}}\n')
+    assert FileRaftStorage(tmp_path).entries == _entries(1, 0)
+
+
+def test_a_vote_torn_before_its_rename_leaves_the_old_one(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.save_vote(3, 1)
+    (tmp_path / "quorum-state.tmp").write_bytes(b'{"term": 9, "vot')
+    assert (FileRaftStorage(tmp_path).term, FileRaftStorage(tmp_path).voted_for) == (3, 1)
