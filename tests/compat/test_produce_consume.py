@@ -110,3 +110,28 @@ def test_kafka_python_and_aiokafka_find_offsets_by_timestamp(kafka_bootstrap: st
             await aio.stop()
 
     asyncio.run(with_aiokafka())
+
+
+def test_admin_list_offsets_earliest_latest_and_max_timestamp(kafka_bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    topic = new_topic("specs")
+    base = int(time.time() * 1000) - 30_000
+    sent = sample_messages(10, base_ts=base)
+    # The largest timestamp sits in the middle of the log, not at its end.
+    sent[4] = Message(sent[4].key, sent[4].value, sent[4].headers, base + 5_000)
+    confluent_produce(kafka_bootstrap, topic, sent)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    tp = confluent_kafka.TopicPartition(topic, 0)
+
+    def offset_for(spec: OffsetSpec) -> tuple[int, int]:
+        result = admin.list_offsets({tp: spec})[tp].result(10)
+        return result.offset, result.timestamp
+
+    assert offset_for(OffsetSpec.earliest())[0] == 0
+    assert offset_for(OffsetSpec.latest())[0] == 10
+    assert offset_for(OffsetSpec.max_timestamp()) == (4, base + 5_000)
+    # The first offset, in log order, whose timestamp is at or after the target: offset 4
+    # (base + 5000) comes before offset 6 (base + 60).
+    assert offset_for(OffsetSpec.for_timestamp(base + 10 * 6))[0] == 4
+    assert offset_for(OffsetSpec.for_timestamp(base + 3))[0] == 1
