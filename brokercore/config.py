@@ -174,26 +174,28 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
 
 def validate_value(key: ConfigKey, value: str) -> str:
     """The value in canonical form, or ConfigError naming the key."""
-    try:
-        if key.type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG):
-            number = int(value.strip())
-            if key.type is ConfigType.INT and not -(2**31) <= number < 2**31:
-                raise ValueError("out of int range")
-            return str(number)
-        if key.type is ConfigType.DOUBLE:
-            return str(float(value))
-        if key.type is ConfigType.BOOLEAN:
-            lowered = value.strip().lower()
-            if lowered not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return lowered
-        if key.type is ConfigType.LIST:
-            items = [item.strip() for item in value.split(",") if item.strip()]
-            if key.choices and any(item not in key.choices for item in items):
-                raise ValueError(f"expected a list of {', '.join(key.choices)}")
-            return ",".join(items)
-    except ValueError as exc:
-        raise ConfigError(f"Invalid value {value} for configuration {key.name}: {exc}") from None
+    def invalid(reason: str) -> ConfigError:
+        return ConfigError(f"Invalid value {value} for configuration {key.name}: {reason}")
+
+    if key.type in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE):
+        bits = {ConfigType.SHORT: 16, ConfigType.INT: 32, ConfigType.LONG: 64}.get(key.type)
+        try:
+            number = float(value) if bits is None else int(value.strip())
+        except ValueError:
+            raise invalid(f"Not a number of type {key.type.name}") from None
+        if bits is not None and not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+            raise invalid(f"Not a number of type {key.type.name}")
+        return str(number)
+    if key.type is ConfigType.BOOLEAN:
+        lowered = value.strip().lower()
+        if lowered not in ("true", "false"):
+            raise invalid("Expected value to be either true or false")
+        return lowered
+    if key.type is ConfigType.LIST:
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if key.choices and any(item not in key.choices for item in items):
+            raise invalid(f"String must be one of: {', '.join(key.choices)}")
+        return ",".join(items)
     if key.choices and value not in key.choices:
         raise ConfigError(
             f"Invalid value {value} for configuration {key.name}: "

@@ -68,7 +68,12 @@ def test_it_refuses_illegal_topic_names(client: WireClient, name: str) -> None:
      "Unable to replicate the partition 3 time(s): The target replication factor of 3 "
      "cannot be reached because only 1 broker(s) are registered."),
     (dict(retention_ms="soon"), ErrorCode.INVALID_CONFIG,
-     "Invalid value soon for configuration retention.ms"),
+     "Invalid value soon for configuration retention.ms: Not a number of type LONG"),
+    (dict(segment_bytes="9999999999"), ErrorCode.INVALID_CONFIG,
+     "Invalid value 9999999999 for configuration segment.bytes: Not a number of type INT"),
+    (dict(unclean_leader_election_enable="maybe"), ErrorCode.INVALID_CONFIG,
+     "Invalid value maybe for configuration unclean.leader.election.enable: "
+     "Expected value to be either true or false"),
     (dict(no_such_config="1"), ErrorCode.INVALID_CONFIG,
      "Unknown topic config name: no.such.config"),
     (dict(retention_ms=None), ErrorCode.INVALID_CONFIG,
