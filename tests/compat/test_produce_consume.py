@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import confluent_kafka
 import pytest
@@ -81,7 +82,7 @@ def test_seek_by_offset_and_by_timestamp(kafka_bootstrap: str) -> None:
         consumer.close()
 
 
-def test_kafka_python_and_aiokafka_find_offsets_by_timestamp(kafka_bootstrap: str) -> None:
+def test_kafka_python_and_aiokafka_seek_by_offset_and_by_timestamp(kafka_bootstrap: str) -> None:
     import asyncio
 
     import aiokafka
@@ -96,6 +97,13 @@ def test_kafka_python_and_aiokafka_find_offsets_by_timestamp(kafka_bootstrap: st
     found = consumer.offsets_for_times({tp: base + 10 * 7})
     assert found[tp] is not None and found[tp].offset == 7
     assert consumer.end_offsets([tp])[tp] == 20
+    consumer.assign([tp])
+    consumer.seek(tp, 13)
+    records: list[Any] = []
+    deadline = time.monotonic() + 20
+    while not records and time.monotonic() < deadline:
+        records = [r for rs in consumer.poll(timeout_ms=500).values() for r in rs]
+    assert [r.offset for r in records][:3] == [13, 14, 15]
     consumer.close()
 
     async def with_aiokafka() -> None:
@@ -106,6 +114,10 @@ def test_kafka_python_and_aiokafka_find_offsets_by_timestamp(kafka_bootstrap: st
             result = await aio.offsets_for_times({atp: base + 10 * 12})
             assert result[atp] is not None and result[atp].offset == 12
             assert (await aio.beginning_offsets([atp]))[atp] == 0
+            aio.assign([atp])
+            aio.seek(atp, 17)
+            record = await asyncio.wait_for(aio.getone(), 20)
+            assert record.offset == 17
         finally:
             await aio.stop()
 
