@@ -15,8 +15,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -70,6 +71,12 @@ class ConsumerInstance:
         self.last_used = time.monotonic()
         self.busy = 0
         self.closed = False
+        # Bumped whenever `pending` is dropped (seek, assign, subscribe), so records taken
+        # before then are never put back by `unread`.
+        self.generation = 0
+        self._busy_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._finished = False
         self._commands: queue.Queue[Any] = queue.Queue()
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -99,7 +106,20 @@ class ConsumerInstance:
                     future.set_result(function(self))
                 except BaseException as exc:
                     future.set_exception(exc)
+        with self._queue_lock:
+            self._finished = True
+        self._fail_queued()
         self._close_consumer()
+
+    def _fail_queued(self) -> None:
+        """Requests queued behind the stop learn the instance is gone instead of hanging."""
+        while True:
+            try:
+                item = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if item is not _STOP and item[1].set_running_or_notify_cancel():
+                item[1].set_exception(errors.consumer_instance_not_found(self.group, self.name))
 
     def _idle_poll(self) -> None:
         if self.consumer is None or self.manual or not (self.subscribed_topics or self.pattern):
@@ -120,17 +140,32 @@ class ConsumerInstance:
     # --- the request side -----------------------------------------------------------------
     def call(self, function: Callable[[ConsumerInstance], T], timeout: float = 60.0) -> T:
         """Run `function` on the owner thread and return its result."""
+        with self.in_use():
+            return self.submit(function).result(timeout)
+
+    def submit(self, function: Callable[[ConsumerInstance], T]) -> Future[T]:
+        """Queue `function` for the owner thread; the future settles once it has run."""
         if self.closed:
             raise errors.consumer_instance_not_found(self.group, self.name)
         future: Future[T] = Future()
-        self.busy += 1
-        self.last_used = time.monotonic()
-        try:
+        with self._queue_lock:
+            if self._finished:
+                raise errors.consumer_instance_not_found(self.group, self.name)
             self._commands.put((function, future))
-            return future.result(timeout)
-        finally:
-            self.busy -= 1
+        return future
+
+    @contextmanager
+    def in_use(self) -> Iterator[None]:
+        """The reaper never expires an instance while a request or stream holds it."""
+        with self._busy_lock:
+            self.busy += 1
             self.last_used = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._busy_lock:
+                self.busy -= 1
+                self.last_used = time.monotonic()
 
     def stop(self) -> None:
         self.closed = True
@@ -145,6 +180,7 @@ class ConsumerInstance:
         return self.consumer
 
     def drop_pending(self, partitions: set[tuple[str, int]] | None = None) -> None:
+        self.generation += 1
         if partitions is None:
             self.pending.clear()
             return
@@ -153,6 +189,16 @@ class ConsumerInstance:
 
     def fetch(self, timeout: float, max_bytes: int) -> list[Message]:
         """Records for one REST fetch: whatever is ready, else wait up to `timeout`."""
+        taken = self.take(timeout, max_bytes)
+        self.consumed(taken)
+        return taken
+
+    def take(self, timeout: float, max_bytes: int, oversize: bool = True) -> list[Message]:
+        """Remove ready records from `pending` without counting them consumed yet.
+
+        A first record larger than `max_bytes` is taken alone when `oversize` allows it;
+        otherwise it stays pending.
+        """
         deadline = time.monotonic() + timeout
         while not self.pending:
             left = deadline - time.monotonic()
@@ -161,7 +207,7 @@ class ConsumerInstance:
             self._read(self.kafka().poll(min(left, 0.1)))
         for message in self.kafka().consume(2000, 0):
             self._read(message)
-        return self._take(max_bytes)
+        return self._take(max_bytes, oversize)
 
     def _read(self, message: Message | None) -> None:
         if message is None:
@@ -174,20 +220,28 @@ class ConsumerInstance:
             if error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise errors.from_kafka(error, str(message.topic() or ""))
 
-    def _take(self, max_bytes: int) -> list[Message]:
+    def _take(self, max_bytes: int, oversize: bool) -> list[Message]:
         taken: list[Message] = []
         size = 0
         while self.pending:
             message = self.pending[0]
-            if taken and size + message_size(message) > max_bytes:
+            if (taken or not oversize) and size + message_size(message) > max_bytes:
                 break
             size += message_size(self.pending.popleft())
             taken.append(message)
+        return taken
+
+    def consumed(self, taken: list[Message]) -> None:
+        """Count records as handed to the client: positions for commit, stored offsets."""
         for message in taken:
             self.returned[(message.topic(), message.partition())] = message.offset() + 1
         if taken and self.config.auto_commit_enable:
             self.kafka().store_offsets(offsets=self.fetched_offsets(taken))
-        return taken
+
+    def unread(self, taken: list[Message], generation: int) -> None:
+        """Put taken-but-undelivered records back, unless a seek has moved on since."""
+        if generation == self.generation:
+            self.pending.extendleft(reversed(taken))
 
     def fetched_offsets(self, messages: list[Message] | None = None) -> list[TopicPartition]:
         if messages is None:

@@ -113,3 +113,31 @@ def fetch_format(accept: str | None, instance_format: EmbeddedFormat) -> Embedde
     if saw_other:
         raise errors.format_mismatch()
     raise errors.not_acceptable()
+
+
+NDJSON = "application/x-ndjson"
+EVENT_STREAM = "text/event-stream"
+
+
+def stream_media_type(accept: str | None, instance_format: EmbeddedFormat) -> str:
+    """How a record stream is framed: NDJSON unless Accept prefers server-sent events.
+
+    The records inside keep the instance's embedded format, so naming another one in
+    Accept is 40601, as for a fetch.
+    """
+    if not accept:
+        return NDJSON
+    saw_other = False
+    for media_type, _quality in parse_media_ranges(accept):
+        if media_type in (NDJSON, EVENT_STREAM):
+            return media_type
+        if media_type in _GENERIC:
+            return NDJSON
+        found = _format_of(media_type)
+        if found is None or found == instance_format:
+            return NDJSON
+        if isinstance(found, EmbeddedFormat):
+            saw_other = True
+    if saw_other:
+        raise errors.format_mismatch()
+    raise errors.not_acceptable()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
-from django.http import HttpResponse
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.urls import reverse
 from rest_framework.request import Request
 
@@ -26,10 +29,7 @@ def mount_relative(request: Request) -> str:
     return request.path[len(root):] if request.path.startswith(root) else request.path
 
 
-def forward(request: Request, owner_url: str) -> HttpResponse:
-    global _client
-    if _client is None:
-        _client = httpx.Client(timeout=FORWARD_TIMEOUT)
+def _target(request: Request, owner_url: str) -> tuple[str, dict[str, str]]:
     url = f"{owner_url.rstrip('/')}/{mount_relative(request)}"
     query = request.META.get("QUERY_STRING")
     if query:
@@ -38,6 +38,14 @@ def forward(request: Request, owner_url: str) -> HttpResponse:
     for meta, name in (("CONTENT_TYPE", "Content-Type"), ("HTTP_ACCEPT", "Accept")):
         if request.META.get(meta):
             headers[name] = request.META[meta]
+    return url, headers
+
+
+def forward(request: Request, owner_url: str) -> HttpResponse:
+    global _client
+    if _client is None:
+        _client = httpx.Client(timeout=FORWARD_TIMEOUT)
+    url, headers = _target(request, owner_url)
     try:
         answer = _client.request(request.method or "GET", url, content=read_body(request),
                                  headers=headers)
@@ -45,3 +53,51 @@ def forward(request: Request, owner_url: str) -> HttpResponse:
         raise errors.forward_failed(str(exc)) from exc
     return HttpResponse(answer.content, status=answer.status_code,
                         content_type=answer.headers.get("content-type"))
+
+
+def forward_stream(request: Request, owner_url: str) -> HttpResponseBase:
+    """Relay a streaming GET from the owner chunk by chunk.
+
+    Called on a view's worker thread; the upstream connection is opened and read on the
+    server's event loop, so closing the client's connection here closes the one to the
+    owner, which ends the owner's stream.
+    """
+    url, headers = _target(request, owner_url)
+    client, answer = async_to_sync(_open_stream)(url, headers)
+    content_type = answer.headers.get("content-type")
+    if answer.status_code != 200:
+        body = async_to_sync(_read_all)(client, answer)
+        return HttpResponse(body, status=answer.status_code, content_type=content_type)
+    return StreamingHttpResponse(_relay(client, answer), content_type=content_type)
+
+
+async def _open_stream(url: str, headers: dict[str, str]
+                       ) -> tuple[httpx.AsyncClient, httpx.Response]:
+    client = httpx.AsyncClient(timeout=httpx.Timeout(FORWARD_TIMEOUT, read=None))
+    try:
+        answer = await client.send(client.build_request("GET", url, headers=headers),
+                                   stream=True)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        raise errors.forward_failed(str(exc)) from exc
+    return client, answer
+
+
+async def _read_all(client: httpx.AsyncClient, answer: httpx.Response) -> bytes:
+    try:
+        return await answer.aread()
+    finally:
+        await answer.aclose()
+        await client.aclose()
+
+
+async def _relay(client: httpx.AsyncClient, answer: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        yield b""  # the headers now (see views_stream.stream_records)
+        async for chunk in answer.aiter_bytes():
+            yield chunk
+    except httpx.HTTPError:
+        return  # the owner went away: the stream simply ends
+    finally:
+        await answer.aclose()
+        await client.aclose()

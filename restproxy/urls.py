@@ -11,6 +11,7 @@ from django.urls import URLPattern, URLResolver, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views_consumers as c
+from . import views_stream as stream
 from . import views_v2 as v2
 from .api import as_threaded_view
 from .v3_urls import v3_patterns
@@ -42,6 +43,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     route(f"{INSTANCE}/positions/beginning", c.PositionsEdgeView, beginning=True),
     route(f"{INSTANCE}/positions/end", c.PositionsEdgeView, beginning=False),
     route(f"{INSTANCE}/records", c.RecordsView),
+    route(f"{INSTANCE}/records/stream", stream.RecordStreamView),
     route(f"{INSTANCE}/offsets", c.OffsetsView),
     *v3_patterns(route),
     # OpenAPI of both versions, Swagger UI from the sidecar package (no CDN)

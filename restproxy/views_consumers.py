@@ -43,9 +43,12 @@ class InstanceView(ProxyView):
                           ) -> ConsumerInstance | HttpResponseBase:
         location = manager().locate(group, instance, is_forwarded(request))
         if location.owner_url is not None:
-            return forward(request, location.owner_url)
+            return self.forward(request, location.owner_url)
         assert location.instance is not None
         return location.instance
+
+    def forward(self, request: Request, owner_url: str) -> HttpResponseBase:
+        return forward(request, owner_url)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

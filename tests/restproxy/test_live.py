@@ -155,3 +155,34 @@ def test_chunked_streaming_produce(servers: list[str], http: httpx.Client,
         assert response.status_code == 200
         reports = [json.loads(line) for line in response.iter_lines() if line]
     assert [r["offset"] for r in reports] == list(range(500))
+
+
+def test_a_stream_delivers_records_produced_after_it_opened_through_any_process(
+        servers: list[str], http: httpx.Client, new_topic: Callable[..., str]) -> None:
+    first, second = servers[:2]
+    topic = new_topic()
+    base_uri = create_consumer(http, first, f"stream-{uuid.uuid4().hex[:6]}", "json")
+    http.post(f"{base_uri}/subscription", headers={"Content-Type": V2}, json={"topics": [topic]})
+    elsewhere = base_uri.replace(first, second)
+    received: list[dict[str, Any]] = []
+    with http.stream("GET", f"{elsewhere}/records/stream", params={"timeout": 15000},
+                     headers={"Accept": "application/x-ndjson"}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/x-ndjson"
+        http.post(f"{first}/topics/{topic}", headers={"Content-Type": JSON},
+                  json={"records": [{"value": i} for i in range(3)]})
+        for line in response.iter_lines():
+            received.append(json.loads(line))
+            if len(received) == 3:
+                break
+    # Leaving the stream stopped it: later records wait for the next reader. The owner
+    # hears of the disconnect asynchronously, through the other process.
+    time.sleep(1)
+    http.post(f"{first}/topics/{topic}", headers={"Content-Type": JSON},
+              json={"records": [{"value": i} for i in range(3, 5)]})
+    rest = fetch(http, base_uri, JSON, 2)
+    assert [(r["offset"], r["value"]) for r in received] == [(0, 0), (1, 1), (2, 2)]
+    assert [(r["offset"], r["value"]) for r in rest] == [(3, 3), (4, 4)]
+    missing = http.get(f"{second}/consumers/nobody/instances/none/records/stream")
+    assert (missing.status_code, missing.json()["error_code"]) == (404, 40403)
+    assert http.delete(base_uri).status_code == 204
