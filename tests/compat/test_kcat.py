@@ -70,3 +70,43 @@ def test_kcat_group_commits_and_resumes_after_a_broker_restart(
 
     assert sorted(r["payload"] for r in resumed) == ["second-0", "second-1", "second-2"]
     assert committed(broker.bootstrap, group, topic, 3) == {0: 11, 1: 11, 2: 11}
+
+
+def test_three_kcat_members_rebalance_share_partitions_and_commit(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory({"group.min.session.timeout.ms": "1000"})
+    topic, group = new_topic("kcat-three"), new_topic("kcat-g3")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
+
+    def owned() -> list[list[int]]:
+        described = admin.describe_consumer_groups([group])[group].result(10)
+        return sorted(sorted(tp.partition for tp in m.assignment.topic_partitions)
+                      for m in described.members)
+
+    def shared_by(n: int) -> bool:
+        """Every partition owned exactly once, by n members that each own some."""
+        owners = owned()
+        owned_partitions = sorted(p for partitions in owners for p in partitions)
+        return len(owners) == n and all(owners) and owned_partitions == [0, 1, 2]
+
+    members = []
+    for n in (1, 2, 3):
+        members.append(subprocess.Popen(
+            ["kcat", "-b", broker.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
+             "-X", "session.timeout.ms=6000", "-c", "10", "-J", topic],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 30
+        while not shared_by(n):
+            assert time.monotonic() < deadline, f"{n} member(s) never shared: {owned()}"
+            time.sleep(0.2)
+
+    sent = [Message(None, f"m-{p}-{i}".encode(), partition=p) for p in range(3) for i in range(10)]
+    confluent_produce(broker.bootstrap, topic, sent)
+    outputs = [m.communicate(timeout=60)[0] for m in members]
+
+    per_member = [[json.loads(line) for line in out.splitlines()] for out in outputs]
+    assert sorted(len(records) for records in per_member) == [10, 10, 10]
+    assert all(len({r["partition"] for r in records}) == 1 for records in per_member)
+    assert committed(broker.bootstrap, group, topic, 3) == {0: 10, 1: 10, 2: 10}
