@@ -97,22 +97,32 @@ def accepts_metadata(accept: str | None) -> bool:
     return False
 
 
-def fetch_format(accept: str | None, instance_format: EmbeddedFormat) -> EmbeddedFormat:
-    """Records of a consumer are sent in its own format; a different one is 40601."""
-    if not accept:
-        return instance_format
+def _accepted(accept: str, instance_format: EmbeddedFormat, framings: tuple[str, ...]) -> str:
+    """The first acceptable range: one of `framings`, or "" for the instance's own format.
+
+    Records of a consumer are sent in its own format; naming a different one is 40601.
+    """
     saw_other = False
     for media_type, _quality in parse_media_ranges(accept):
+        if media_type in framings:
+            return media_type
         if media_type in _GENERIC:
-            return instance_format
+            return ""
         found = _format_of(media_type)
         if found is None or found == instance_format:
-            return instance_format
+            return ""
         if isinstance(found, EmbeddedFormat):
             saw_other = True
     if saw_other:
         raise errors.format_mismatch()
     raise errors.not_acceptable()
+
+
+def fetch_format(accept: str | None, instance_format: EmbeddedFormat) -> EmbeddedFormat:
+    """Records of a consumer are sent in its own format; a different one is 40601."""
+    if accept:
+        _accepted(accept, instance_format, ())
+    return instance_format
 
 
 NDJSON = "application/x-ndjson"
@@ -127,17 +137,4 @@ def stream_media_type(accept: str | None, instance_format: EmbeddedFormat) -> st
     """
     if not accept:
         return NDJSON
-    saw_other = False
-    for media_type, _quality in parse_media_ranges(accept):
-        if media_type in (NDJSON, EVENT_STREAM):
-            return media_type
-        if media_type in _GENERIC:
-            return NDJSON
-        found = _format_of(media_type)
-        if found is None or found == instance_format:
-            return NDJSON
-        if isinstance(found, EmbeddedFormat):
-            saw_other = True
-    if saw_other:
-        raise errors.format_mismatch()
-    raise errors.not_acceptable()
+    return _accepted(accept, instance_format, (NDJSON, EVENT_STREAM)) or NDJSON
