@@ -1,4 +1,7 @@
-"""`python -m brokercore --config server.properties [--override key=value ...]`"""
+"""`python -m brokercore --config server.properties [--override key=value ...]`
+
+`python -m brokercore cluster ...` runs or operates a cluster of them (`cluster/cli.py`).
+"""
 
 from __future__ import annotations
 
@@ -42,7 +45,12 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["cluster"]:
+        from brokercore.cluster.cli import main as cluster_main
+
+        return cluster_main(argv[1:])
+    args = parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

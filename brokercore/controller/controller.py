@@ -1,25 +1,37 @@
 """The controller: decides metadata changes and writes them as records.
 
-Every change goes through one method here that validates a request against the current
-image, produces records, appends them to the metadata log and then applies them
-(`MetadataImage.apply`). Listeners (the broker's replica manager) learn of each applied
-record. Methods are coroutines so that a replicated quorum can sit underneath unchanged.
+Every change goes through one public method here, the same on every node. It becomes one
+call (a method name and JSON arguments) that `MetadataQuorum.call` runs on the active
+controller: here, or forwarded over the controller listener. There, under one lock, a
+`_do_*` method validates the call against the image, builds records and proposes them to
+the Raft quorum. Records change the image only in `_apply`, on every node, once committed;
+then the listeners (the broker's replica manager) learn of each one.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import logging
 import re
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_value
 from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.partition import TopicPartition
 
-from .image import MetadataImage, Record
-from .log import MetadataLog
+from .elections import ElectionType
+from .errors import ControllerError as ControllerError  # handlers import it from here
+from .image import MetadataImage, PartitionRegistration, Record
+from .lifecycle import BrokerLifecycle, HeartbeatResult
+from .quorum import MetadataQuorum
+from .raft import Role
+from .reassignment import Reassignment, list_partition_reassignments
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +39,6 @@ LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 PRODUCER_ID_BLOCK = 1000
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-class ControllerError(Exception):
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
 
 
 def validate_topic_name(name: str) -> None:
@@ -62,54 +67,192 @@ class NewTopic:
 
 
 Listener = Callable[[Record], None]
+Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class Controller:
     def __init__(self, config: BrokerConfig, metadata_dir: Path) -> None:
         self.config = config
-        self.log = MetadataLog(metadata_dir)
         self.image = MetadataImage()
         self.listeners: list[Listener] = []
-        self._next_producer_id = 2**63  # forces a fresh block on first use
-        for offset, record in enumerate(self.log.records):
-            self.image.apply(record, offset)
-        if self.image.cluster_id is None:
-            cluster_id = config.get("cluster.id") or _random_cluster_id()
-            self._commit([{"type": "cluster", "cluster_id": cluster_id}])
+        self.quorum = MetadataQuorum(config, metadata_dir, self._apply, self._serve)
+        self.quorum.on_role_change = self._on_role_change
+        self._replaying = True  # until start(): rebuild the image, tell no listener
+        self._lock = asyncio.Lock()
+        self._leader_tasks: list[asyncio.Task[None]] = []
+        self._next_producer_id = self._producer_id_block_end = 0
+        self._handlers: dict[str, Handler] = {
+            "create_topics": self._do_create_topics,
+            "delete_topic": self._do_delete_topic,
+            "create_partitions": self._do_create_partitions,
+            "alter_topic_configs": self._do_alter_topic_configs,
+            "allocate_producer_ids": self._do_allocate_producer_ids,
+            "write_cluster_id": self._do_write_cluster_id,
+        }
+        self.lifecycle = BrokerLifecycle(config, self.image, self.quorum)
+        self._handlers.update(self.lifecycle.handlers())
 
     @property
     def node_id(self) -> int:
         return self.config.node_id
 
-    def _commit(self, records: list[Record]) -> None:
-        first = self.log.append(records)
-        for i, record in enumerate(records):
-            self.image.apply(record, first + i)
+    @property
+    def active_controller_id(self) -> int:
+        """The Raft leader, -1 while there is none."""
+        return self.quorum.active_controller_id
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.quorum.raft.end_offset if self.quorum.raft is not None else 0
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Join the quorum and return once this node's image has caught up with it.
+
+        Records replayed until then rebuild the image only; the listeners start from the
+        caught-up image (the replica manager's `load`), as a topic deleted and re-created
+        under the same name must not touch the new topic's logs on the way.
+        """
+        await self.quorum.start()
+        await self.quorum.wait_until(lambda: self.quorum.caught_up
+                                     and self.image.cluster_id is not None)
+        self._replaying = False
+
+    async def stop(self) -> None:
+        for task in self._leader_tasks:
+            task.cancel()
+        await self.quorum.stop()
+
+    def _apply(self, offset: int, record: Record) -> None:
+        self.image.apply(record, offset)
+        if not self._replaying:
             for listener in self.listeners:
                 listener(record)
 
-    async def register_broker(self, node_id: int, host: str, port: int) -> None:
-        current = self.image.brokers.get(node_id)
-        epoch = current.epoch + 1 if current else 0
-        self._commit([{"type": "broker", "node_id": node_id, "host": host, "port": port,
-                       "fenced": False, "epoch": epoch}])
+    def _on_role_change(self, role: Role, leader_id: int | None) -> None:
+        for task in self._leader_tasks:
+            task.cancel()
+        self._leader_tasks = []
+        if role is Role.LEADER:
+            self._leader_tasks.append(asyncio.ensure_future(self._take_over()))
+
+    async def _take_over(self) -> None:
+        """The new active controller's first writes, once its image has caught up."""
+        await self.quorum.wait_until(lambda: self.quorum.is_active)
+        log.info("node %d: active controller", self.node_id)
+        if self.image.cluster_id is None:
+            cluster_id = self.config.get("cluster.id") or _random_cluster_id()
+            with contextlib.suppress(ControllerError):
+                await self._serve("write_cluster_id", {"cluster_id": cluster_id})
+        self._leader_tasks += [asyncio.create_task(loop)
+                               for loop in self.lifecycle.take_over(self._serve)]
+
+    async def _serve(self, method: str, args: dict[str, Any]) -> tuple[Any, int]:
+        """Run one call on the active controller: validate and propose under the lock."""
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise ControllerError(ErrorCode.INVALID_REQUEST, f"Unknown controller call {method!r}")
+        async with self._lock:
+            if not self.quorum.is_active:
+                raise ControllerError(ErrorCode.NOT_CONTROLLER,
+                                      "This is not the active controller.")
+            result = await handler(args)
+        return result, self.quorum.applied_offset
+
+    async def _do_write_cluster_id(self, args: dict[str, Any]) -> None:
+        if self.image.cluster_id is None:
+            await self.quorum.propose([{"type": "cluster", "cluster_id": args["cluster_id"]}])
+
+    # -- brokers --------------------------------------------------------------------------
+    async def register_broker(self, node_id: int, host: str, port: int,
+                              rack: str | None = None, incarnation: str | None = None) -> int:
+        """Register (or re-register) a broker, unfenced; its new broker epoch."""
+        epoch: int = await self.quorum.call("register_broker", {
+            "node_id": node_id, "host": host, "port": port, "rack": rack,
+            "incarnation": incarnation or str(uuid.uuid4())})
+        return epoch
+
+    async def heartbeat(self, node_id: int, broker_epoch: int, *,
+                        want_shutdown: bool = False) -> HeartbeatResult:
+        """Keep the broker's session; STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED tell it
+        to register again."""
+        answer = await self.quorum.call("heartbeat", {
+            "node_id": node_id, "broker_epoch": broker_epoch, "want_shutdown": want_shutdown})
+        return HeartbeatResult(answer["fenced"], answer["shutdown_ready"])
+
+    # -- partitions -----------------------------------------------------------------------
+    async def alter_partition(self, topic_id: str, partition: int, leader_id: int,
+                              leader_epoch: int, partition_epoch: int,
+                              isr: list[int]) -> PartitionRegistration:
+        """A leader's ISR change (KIP-497), checked against the epochs it knew."""
+        answer = await self.quorum.call("alter_partition", {
+            "topic_id": topic_id, "partition": partition, "leader_id": leader_id,
+            "leader_epoch": leader_epoch, "partition_epoch": partition_epoch, "isr": isr})
+        return PartitionRegistration(**answer)
+
+    async def elect_leaders(
+        self, election_type: int, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ControllerError | None]:
+        """0 preferred, 1 unclean; None elects wherever an election is needed."""
+        if election_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
+            raise ControllerError(ErrorCode.INVALID_REQUEST,
+                                  f"Unknown election type {election_type}.")
+        answer = await self.quorum.call("elect_leaders", {
+            "election_type": int(election_type),
+            "partitions": None if partitions is None
+            else [[tp.topic, tp.partition] for tp in partitions]})
+        return _tp_results(answer)
+
+    async def alter_partition_reassignments(
+        self, changes: dict[TopicPartition, list[int] | None]
+    ) -> dict[TopicPartition, ControllerError | None]:
+        """Start (target replicas) or cancel (None) reassignments."""
+        answer = await self.quorum.call("alter_partition_reassignments", {
+            "changes": [[tp.topic, tp.partition, target] for tp, target in changes.items()]})
+        return _tp_results(answer)
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None = None
+    ) -> dict[TopicPartition, Reassignment]:
+        """Reassignments in progress, read off this node's caught-up image."""
+        return list_partition_reassignments(self.image, partitions)
 
     # -- topics ---------------------------------------------------------------------------
     async def create_topics(
         self, topics: list[NewTopic], *, validate_only: bool = False
     ) -> list[tuple[NewTopic, ControllerError | None]]:
+        answers = await self.quorum.call("create_topics", {
+            "topics": [asdict(t) for t in topics], "validate_only": validate_only})
         results: list[tuple[NewTopic, ControllerError | None]] = []
-        for topic in topics:
+        for topic, answer in zip(topics, answers, strict=True):
+            filled = answer["topic"]  # the counts and configs the controller settled on
+            topic.num_partitions = filled["num_partitions"]
+            topic.replication_factor = filled["replication_factor"]
+            topic.configs = filled["configs"]
+            error = answer["error"]
+            results.append((topic, None if error is None
+                            else ControllerError.from_wire(error[0], error[1])))
+        return results
+
+    async def _do_create_topics(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        answers = []
+        for raw in args["topics"]:
+            topic = NewTopic(raw["name"], raw["num_partitions"], raw["replication_factor"],
+                             {int(p): r for p, r in raw["assignments"].items()},
+                             raw["configs"])
+            error = None
             try:
                 records = self._topic_records(topic)
+                if not args["validate_only"]:
+                    await self.quorum.propose(records)
+                    log.info("created topic %s with %d partitions", topic.name,
+                             topic.num_partitions)
             except ControllerError as exc:
-                results.append((topic, exc))
-                continue
-            if not validate_only:
-                self._commit(records)
-                log.info("created topic %s with %d partitions", topic.name, topic.num_partitions)
-            results.append((topic, None))
-        return results
+                if exc.error_code == ErrorCode.NOT_CONTROLLER:
+                    raise
+                error = [int(exc.error_code), exc.message]
+            answers.append({"topic": asdict(topic), "error": error})
+        return answers
 
     def _topic_records(self, topic: NewTopic) -> list[Record]:
         validate_topic_name(topic.name)
@@ -135,7 +278,7 @@ class Controller:
         live = [b for b in replicas if self._is_live(b)]
         return {"type": "partition", "topic_id": topic_id, "partition": partition,
                 "replicas": replicas, "isr": live, "leader": live[0] if live else -1,
-                "leader_epoch": 0}
+                "leader_epoch": 0, "adding_replicas": [], "removing_replicas": []}
 
     def _is_live(self, node_id: int) -> bool:
         broker = self.image.brokers.get(node_id)
@@ -180,13 +323,18 @@ class Controller:
         return validated
 
     async def delete_topic(self, name: str) -> None:
+        await self.quorum.call("delete_topic", {"name": name})
+
+    async def _do_delete_topic(self, args: dict[str, Any]) -> None:
+        name = args["name"]
         topic = self.image.topics.get(name)
         if topic is None:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   "This server does not host this topic-partition.")
         if not self.config.get_bool("delete.topic.enable"):
             raise ControllerError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
-        self._commit([{"type": "remove_topic", "topic_id": topic.topic_id, "name": name}])
+        await self.quorum.propose(
+            [{"type": "remove_topic", "topic_id": topic.topic_id, "name": name}])
         log.info("deleted topic %s", name)
 
     async def create_partitions(
@@ -194,6 +342,12 @@ class Controller:
         assignments: list[list[int]] | None = None,
     ) -> None:
         """Grow a topic to `count` partitions, placed by us or by `assignments` (new ones only)."""
+        await self.quorum.call("create_partitions", {
+            "name": name, "count": count, "validate_only": validate_only,
+            "assignments": assignments})
+
+    async def _do_create_partitions(self, args: dict[str, Any]) -> None:
+        name, count, assignments = args["name"], args["count"], args["assignments"]
         topic = self.image.topics.get(name)
         if topic is None:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -210,9 +364,9 @@ class Controller:
             placed = self._assign(NewTopic(name, count - current, rf), first_partition=current)
         else:
             placed = self._manual_new_partitions(current, count, assignments, rf)
-        if not validate_only:
-            self._commit([self._partition_record(topic.topic_id, p, r)
-                          for p, r in sorted(placed.items())])
+        if not args["validate_only"]:
+            await self.quorum.propose([self._partition_record(topic.topic_id, p, r)
+                                       for p, r in sorted(placed.items())])
 
     def _manual_new_partitions(
         self, current: int, count: int, assignments: list[list[int]], rf: int
@@ -268,22 +422,35 @@ class Controller:
     async def allocate_producer_id(self) -> int:
         """A producer id never handed out before, even across restarts.
 
-        Ids come from blocks recorded in the metadata log (KRaft's AllocateProducerIds), so a
-        restart skips the rest of the block instead of reusing ids.
+        Each broker hands out ids from its own block, recorded in the metadata log by the
+        active controller (KRaft's AllocateProducerIds), so a restart skips the rest of the
+        block instead of reusing ids.
         """
-        if self._next_producer_id >= self.image.producer_id_block_end:
-            start = self.image.producer_id_block_end
-            self._commit([{"type": "producer_ids", "block_end": start + PRODUCER_ID_BLOCK}])
-            self._next_producer_id = start
+        if self._next_producer_id >= self._producer_id_block_end:
+            start: int = await self.quorum.call("allocate_producer_ids", {})
+            if self._next_producer_id >= self._producer_id_block_end:  # no racing call won
+                self._next_producer_id = start
+                self._producer_id_block_end = start + PRODUCER_ID_BLOCK
         producer_id = self._next_producer_id
         self._next_producer_id += 1
         return producer_id
+
+    async def _do_allocate_producer_ids(self, args: dict[str, Any]) -> int:
+        start = self.image.producer_id_block_end
+        await self.quorum.propose(
+            [{"type": "producer_ids", "block_end": start + PRODUCER_ID_BLOCK}])
+        return start
 
     # -- configs --------------------------------------------------------------------------
     async def alter_topic_configs(
         self, name: str, changes: dict[str, str | None], *, validate_only: bool
     ) -> None:
         """Set (or with None, delete) topic config overrides."""
+        await self.quorum.call("alter_topic_configs", {
+            "name": name, "changes": changes, "validate_only": validate_only})
+
+    async def _do_alter_topic_configs(self, args: dict[str, Any]) -> None:
+        name, changes = args["name"], args["changes"]
         if name not in self.image.topics:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   f"The topic '{name}' does not exist.")
@@ -291,20 +458,22 @@ class Controller:
         for key in changes:
             if key not in TOPIC_CONFIGS:
                 raise ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-        if validate_only:
+        if args["validate_only"]:
             return
-        self._commit([
+        await self.quorum.propose([
             {"type": "config", "resource": "topic", "name": name, "key": k,
              "value": to_set.get(k)}
             for k in changes
         ])
 
-    def close(self) -> None:
-        self.log.close()
+
+
+def _tp_results(answer: list[list[Any]]) -> dict[TopicPartition, ControllerError | None]:
+    return {TopicPartition(topic, partition): None if code is None
+            else ControllerError.from_wire(code, message)
+            for topic, partition, code, message in answer}
 
 
 def _random_cluster_id() -> str:
     """A Kafka-style cluster id: a UUID in URL-safe base64 without padding (22 characters)."""
-    import base64
-
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -13,6 +13,11 @@ from typing import Any
 
 Record = dict[str, Any]
 
+# The fields a `partition_change` record may carry (it always bumps `partition_epoch`).
+PARTITION_CHANGE_FIELDS = (
+    "replicas", "isr", "leader", "leader_epoch", "adding_replicas", "removing_replicas",
+)
+
 
 @dataclass
 class BrokerRegistration:
@@ -22,6 +27,7 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = False
     epoch: int = 0
+    incarnation: str = ""  # a new one per process start: tells a restart from a retry
 
 
 @dataclass
@@ -31,6 +37,11 @@ class PartitionRegistration:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    # While a reassignment runs, `replicas` is the target plus the current replicas;
+    # `adding_replicas` are target replicas not yet caught up, `removing_replicas` leave at
+    # the end (KIP-455). Both empty when no reassignment is in progress.
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -67,7 +78,7 @@ class MetadataImage:
     def _apply_broker(self, r: Record) -> None:
         self.brokers[r["node_id"]] = BrokerRegistration(
             r["node_id"], r["host"], r["port"], r.get("rack"), r.get("fenced", False),
-            r.get("epoch", 0),
+            r.get("epoch", 0), r.get("incarnation", ""),
         )
 
     def _apply_fence_broker(self, r: Record) -> None:
@@ -82,14 +93,16 @@ class MetadataImage:
         topic = self.topics_by_id[r["topic_id"]]
         topic.partitions[r["partition"]] = PartitionRegistration(
             list(r["replicas"]), list(r["isr"]), r["leader"], r.get("leader_epoch", 0),
-            r.get("partition_epoch", 0),
+            r.get("partition_epoch", 0), list(r.get("adding_replicas", [])),
+            list(r.get("removing_replicas", [])),
         )
 
     def _apply_partition_change(self, r: Record) -> None:
         part = self.topics_by_id[r["topic_id"]].partitions[r["partition"]]
-        for name in ("replicas", "isr", "leader", "leader_epoch"):
+        for name in PARTITION_CHANGE_FIELDS:
             if name in r:
-                setattr(part, name, r[name])
+                value = r[name]
+                setattr(part, name, list(value) if isinstance(value, list) else value)
         part.partition_epoch += 1
 
     def _apply_remove_topic(self, r: Record) -> None:

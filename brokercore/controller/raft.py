@@ -36,6 +36,7 @@ from .raft_transport import (
 log = logging.getLogger(__name__)
 
 ApplyHook = Callable[[int, Record], None]  # (offset, record), committed and in order
+RoleHook = Callable[["Role", "int | None"], None]  # (new role, known leader)
 
 
 class Role(enum.Enum):
@@ -80,6 +81,11 @@ class RaftNode:
         self.leader_id: int | None = None
         self.commit_offset = -1  # highest offset known committed
         self.applied_offset = -1
+        # The commit offset of the current leader as last heard (our own, as leader, once
+        # this term's control entry commits): applied past it, our state is caught up.
+        self.leader_commit_offset = -1
+        self.on_role_change: RoleHook | None = None
+        self.on_applied: Callable[[int], None] | None = None
         self._votes: set[int] = set()
         self._next_offset: dict[int, int] = {}
         self._match_offset: dict[int, int] = {}
@@ -88,7 +94,10 @@ class RaftNode:
         self._timer: TimerHandle | None = None
         self._stopped = False
         transport.bind(self._receive)
-        self._reset_election_timer()
+        if self.voters == {node_id}:
+            self._start_election()  # nobody else to hear from: lead at once
+        else:
+            self._reset_election_timer()
 
     # -- public API -------------------------------------------------------------------------
     @property
@@ -102,6 +111,11 @@ class RaftNode:
     @property
     def end_offset(self) -> int:
         return len(self.storage.entries)
+
+    @property
+    def caught_up(self) -> bool:
+        """A leader is known and this node has applied what that leader had committed."""
+        return self.leader_id is not None and self.applied_offset >= self.leader_commit_offset
 
     @property
     def majority(self) -> int:
@@ -192,14 +206,18 @@ class RaftNode:
             self._match_offset[voter] = -1
             self._last_ack[voter] = now
         marker = {"type": "leader_change", "leader_id": self.node_id, "term": self.term}
+        self.leader_commit_offset = self.end_offset
         self._append_local([Entry(self.term, marker, control=True)])
         self._heartbeat()
 
     def _set_role(self, role: Role, leader_id: int | None) -> None:
         if self.role is Role.LEADER and role is not Role.LEADER:
             self._fail_waiters("leadership lost")
+        changed = (role, leader_id) != (self.role, self.leader_id)
         self.role = role
         self.leader_id = leader_id
+        if changed and self.on_role_change is not None:
+            self.on_role_change(role, leader_id)
 
     # -- replication (leader) -------------------------------------------------------------
     def _append_local(self, entries: list[Entry]) -> None:
@@ -273,6 +291,7 @@ class RaftNode:
             self.transport.send(sender, AppendResponse(self.term, self.node_id, False, hint))
             return
         self._merge_entries(req.prev_log_offset + 1, req.entries)
+        self.leader_commit_offset = req.leader_commit
         last_new = req.prev_log_offset + len(req.entries)
         if req.leader_commit > self.commit_offset:
             self.commit_offset = max(self.commit_offset, min(req.leader_commit, last_new))
@@ -318,6 +337,8 @@ class RaftNode:
             if not entry.control and self.apply_hook is not None:
                 self.apply_hook(self.applied_offset, entry.record)
         self._resolve_waiters()
+        if self.on_applied is not None:
+            self.on_applied(self.applied_offset)
 
     def _resolve_waiters(self) -> None:
         pending = []

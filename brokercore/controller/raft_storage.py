@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from brokercore.log.checkpoint import fsync_directory
+
 from .image import Record
 
 log = logging.getLogger(__name__)
@@ -122,7 +124,7 @@ class FileRaftStorage:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.state_path)
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         self.term, self.voted_for = term, voted_for
 
     def append(self, entries: list[Entry]) -> None:
@@ -167,10 +169,3 @@ def _parse_line(line: bytes, expected_offset: int) -> Entry | None:
     except (ValueError, KeyError, TypeError):
         return None
 
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

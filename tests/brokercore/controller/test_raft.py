@@ -15,8 +15,13 @@ import pytest
 
 from brokercore.controller.image import Record
 from brokercore.controller.raft import NotLeaderError, RaftNode, Role
-from brokercore.controller.raft_storage import FileRaftStorage, MemoryRaftStorage
-from brokercore.controller.raft_transport import InMemoryNetwork, SimulatedScheduler
+from brokercore.controller.raft_storage import Entry, FileRaftStorage, MemoryRaftStorage
+from brokercore.controller.raft_transport import (
+    AppendResponse,
+    InMemoryNetwork,
+    SimulatedScheduler,
+    VoteResponse,
+)
 
 from .harness import Cluster
 
@@ -195,3 +200,42 @@ def test_a_single_voter_restarts_from_its_files_and_replays_every_record(tmp_pat
     assert applied == before == [(1, {"type": "topic", "name": "a", "topic_id": "x"}),
                                  (2, {"type": "topic", "name": "b", "topic_id": "y"})]
     assert node.commit_offset == 3  # the new term's control entry
+
+
+class _Recorder:
+    """A transport that only remembers what the node sent; the test plays the peers."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, object]] = []
+
+    def bind(self, handler: object) -> None:
+        self.handler = handler
+
+    def send(self, to: int, message: object) -> None:
+        self.sent.append((to, message))
+
+
+def test_a_leader_counts_replicas_only_for_entries_of_its_own_term() -> None:
+    # Raft §5.4.2 (the paper's figure 8): an entry of an earlier term held by a majority
+    # can still be overwritten by a later leader, so it commits only with one of our own.
+    storage = MemoryRaftStorage()
+    storage.save_vote(2, None)
+    storage.append([Entry(1, {"type": "test", "n": 0}), Entry(2, {"type": "test", "n": 1})])
+    scheduler = SimulatedScheduler()
+    transport = _Recorder()
+    applied: list[tuple[int, Record]] = []
+    node = RaftNode(1, {1, 2, 3}, storage, transport, scheduler,
+                    apply=lambda offset, record: applied.append((offset, record)))
+    assert scheduler.run_until(lambda: node.role is Role.CANDIDATE, 30)
+    assert node.term == 3
+    node._receive(2, VoteResponse(3, 2, True))
+    assert node.role is Role.LEADER
+    assert node.log[2].control and node.log[2].term == 3
+
+    node._receive(2, AppendResponse(3, 2, True, 1))  # voter 2 holds offsets 0-1, not 2
+    assert node.commit_offset == -1
+    assert applied == []
+
+    node._receive(2, AppendResponse(3, 2, True, 2))  # now it holds our own term's entry
+    assert node.commit_offset == 2
+    assert [offset for offset, _ in applied] == [0, 1]
