@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import uuid
 from typing import Any
 
 import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import Clock, SystemClock
-from brokercore.config import BrokerConfig, Listener, parse_listeners
-from brokercore.controller.controller import Controller
+from brokercore.config import BrokerConfig, ConfigError, Listener, parse_listeners
+from brokercore.controller.controller import Controller, ControllerError
+from brokercore.metrics import MetricsServer, start_metrics_server
+from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
 
@@ -27,11 +32,16 @@ class Broker:
             config, self.controller.image, self.log_dir, self.clock
         )
         self.controller.listeners.append(self.replica_manager.on_metadata)
+        self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
         # The group coordinator attaches itself here (brokercore.coordinator).
         self.group_coordinator: Any = None
-        listener = config.listeners[0]
+        self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
+        listener = self.kafka_listener = _kafka_listener(config)
         self.server = KafkaServer(self, listener.host, listener.port)
         self.advertised: Listener = listener
+        self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
+        self.broker_epoch = -1
+        self._heartbeats: asyncio.Task[None] | None = None
 
     @property
     def image(self) -> Any:
@@ -42,21 +52,70 @@ class Broker:
         return self.controller.image.cluster_id
 
     async def start(self) -> None:
+        """Join the metadata quorum, catch up, serve Kafka, then register."""
+        await self.controller.start()
         self.replica_manager.load()
         port = await self.server.start()
         self.advertised = self._advertised_listener(port)
-        await self.controller.register_broker(
-            self.node_id, self.advertised.host, self.advertised.port
-        )
+        await self._register()
+        self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         self.replica_manager.start()
         from brokercore.coordinator import attach_group_coordinator
 
         await attach_group_coordinator(self)
+        self.metrics = await start_metrics_server(self)
         log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
+
+    async def _register(self) -> None:
+        self.broker_epoch = await self.controller.register_broker(
+            self.node_id, self.advertised.host, self.advertised.port,
+            self.config.get("broker.rack"), self.incarnation,
+        )
+
+    async def _heartbeat_loop(self) -> None:
+        """Keep this broker's session with the active controller (KRaft's BrokerHeartbeat).
+
+        A fenced broker's next heartbeat unfences it; an answer that the controller does not
+        know this registration (a new active controller's log lost it, or an old epoch)
+        makes it register again."""
+        interval = self.config.get_int("broker.heartbeat.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.controller.heartbeat(self.node_id, self.broker_epoch)
+            except ControllerError as exc:
+                log.info("node %d: heartbeat failed: %s", self.node_id, exc.message)
+                if exc.error_code in (ErrorCode.STALE_BROKER_EPOCH,
+                                      ErrorCode.BROKER_ID_NOT_REGISTERED):
+                    with contextlib.suppress(ControllerError):
+                        await self._register()
+
+    async def _controlled_shutdown(self) -> None:
+        """Move this broker's leaderships away before it stops (`want_shutdown`).
+
+        Skipped when no other broker is live: there is nowhere to move them to."""
+        others = [b for b in self.image.brokers.values()
+                  if b.node_id != self.node_id and not b.fenced]
+        if not others or not self.config.get_bool("controlled.shutdown.enable"):
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2 * self.controller.quorum.request_timeout
+        while loop.time() < deadline:
+            try:
+                result = await self.controller.heartbeat(self.node_id, self.broker_epoch,
+                                                         want_shutdown=True)
+                if result.shutdown_ready:
+                    log.info("node %d: controlled shutdown complete", self.node_id)
+                    return
+            except ControllerError as exc:
+                log.info("node %d: controlled shutdown: %s", self.node_id, exc.message)
+            await asyncio.sleep(0.1)
+        log.warning("node %d: controlled shutdown did not complete; stopping anyway",
+                    self.node_id)
 
     def _advertised_listener(self, bound_port: int) -> Listener:
         raw = self.config.get("advertised.listeners")
-        bound = self.config.listeners[0]
+        bound = self.kafka_listener
         if raw:
             advertised = parse_listeners(raw)[0]
             port = bound_port if advertised.port == 0 else advertised.port
@@ -65,9 +124,24 @@ class Broker:
         return Listener(bound.name, host, bound_port)
 
     async def stop(self) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.cancel()
+            await self._controlled_shutdown()
+        if self.metrics is not None:
+            await self.metrics.stop()
         await self.server.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         await self.replica_manager.stop()
-        self.controller.close()
+        await self.controller.stop()
         log.info("node %d: stopped", self.node_id)
+
+
+def _kafka_listener(config: BrokerConfig) -> Listener:
+    """The first listener that is not a controller listener (Kafka's rule)."""
+    controller_names = {n.strip() for n in (config.get("controller.listener.names") or "")
+                        .split(",")}
+    for listener in config.listeners:
+        if listener.name not in controller_names:
+            return listener
+    raise ConfigError("listeners names no listener for clients, only controller listeners")

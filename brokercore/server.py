@@ -1,9 +1,15 @@
 """The Kafka listener: sockets, framing and dispatch to the API handlers.
 
-Each connection is served by one task that reads a request, hands it to its handler and
-writes the response before reading the next, so responses leave in request order, as
-Kafka guarantees. A framing error, an unknown API key or an unsupported version closes
-only that connection; everyone else is served on.
+Each connection has a reading task and a writing task. The reader parses requests ahead and
+starts each one's handler as its own task; the writer awaits those tasks in request order
+and writes their responses, so responses leave in request order, as Kafka guarantees.
+Produce requests run concurrently with the produce requests before them (an acks=all wait
+must not hold up the next one: librdkafka keeps several in flight); any other request first
+waits for everything before it to finish, and holds up everything after it, so it sees the
+connection's requests one at a time as before. At most `MAX_IN_FLIGHT` requests are
+pending per connection; beyond that the reader stops reading. A framing error, an unknown
+API key or an unsupported version closes only that connection, once the responses to the
+requests before it are written; everyone else is served on.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from brokercore.protocol.framing import (
     parse_header,
     skip_tagged_fields,
 )
+from brokercore.tcp_server import TcpServer
 
 if TYPE_CHECKING:
     from brokercore.broker import Broker
@@ -32,6 +39,8 @@ log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0
+MAX_IN_FLIGHT = 16
 
 
 class NoResponse:
@@ -56,60 +65,60 @@ class RequestContext:
         return self.header.client_id
 
 
-class KafkaServer:
+@dataclass
+class _InFlight:
+    task: asyncio.Task[bytes | None]
+    produce: bool
+
+
+class KafkaServer(TcpServer):
     def __init__(self, broker: Broker, host: str, port: int) -> None:
+        super().__init__(host, port, limit=2**20, backlog=1024)
         self.broker = broker
-        self.host = host
-        self.port = port
         self.max_request_bytes = broker.config.get_int("socket.request.max.bytes")
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> int:
-        self._server = await asyncio.start_server(
-            self._serve, self.host or None, self.port, limit=2**20, backlog=1024
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
-        return self.port
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if self._server is not None:
-            await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         try:
             await self._serve_requests(reader, writer, peer)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client went away
-        except asyncio.CancelledError:
-            pass  # the broker is stopping; the connection just closes
         except FramingError as exc:
             log.warning("node %d: closing connection from %s: %s", self.broker.node_id, peer, exc)
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            raise
         except Exception:
             log.exception("node %d: error serving %s; closing its connection",
                           self.broker.node_id, peer)
-        finally:
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
 
     async def _serve_requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
     ) -> None:
+        pending: asyncio.Queue[_InFlight | None] = asyncio.Queue(MAX_IN_FLIGHT)
+        reading = asyncio.current_task()
+        assert reading is not None
+        writing = asyncio.create_task(self._write_responses(pending, writer, reading, peer))
+        try:
+            await self._read_requests(reader, pending, peer)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            # The requests before the bad one (or before the client's EOF) get their answers.
+            if not writing.done():
+                await pending.put(None)
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(writing)
+            raise
+        finally:
+            writing.cancel()
+            while not pending.empty():
+                item = pending.get_nowait()
+                if item is not None:
+                    item.task.cancel()
+
+    async def _read_requests(
+        self, reader: asyncio.StreamReader, pending: asyncio.Queue[_InFlight | None], peer: str
+    ) -> None:
+        running: list[_InFlight] = []
         while True:
             (size,) = _SIZE.unpack(await reader.readexactly(4))
             if size < 0 or size > self.max_request_bytes:
@@ -118,13 +127,34 @@ class KafkaServer:
                     "(socket.request.max.bytes)"
                 )
             frame = memoryview(await reader.readexactly(size))
-            response = await self._dispatch(frame, peer)
+            prepared = self._prepare(frame, peer)
+            produce = not isinstance(prepared, bytes) and prepared[0].key == PRODUCE_KEY
+            running = [r for r in running if not r.task.done()]
+            if running and not (produce and all(r.produce for r in running)):
+                await asyncio.wait([r.task for r in running])
+            item = _InFlight(asyncio.create_task(self._respond(prepared)), produce)
+            running.append(item)
+            await pending.put(item)
+
+    async def _write_responses(
+        self, pending: asyncio.Queue[_InFlight | None], writer: asyncio.StreamWriter,
+        reading: asyncio.Task[Any], peer: str,
+    ) -> None:
+        while (item := await pending.get()) is not None:
+            try:
+                response = await item.task
+            except Exception:
+                log.exception("node %d: error serving %s; closing its connection",
+                              self.broker.node_id, peer)
+                reading.cancel()
+                return
             if response is not None:
                 writer.write(response)
                 if writer.transport.get_write_buffer_size() > 2**20:
                     await writer.drain()
 
-    async def _dispatch(self, frame: memoryview, peer: str) -> bytes | None:
+    def _prepare(self, frame: memoryview, peer: str) -> bytes | tuple[Api, RequestContext, Any]:
+        """The parsed request, or the finished answer to an unsupported ApiVersions."""
         header, pos = parse_header(frame)
         api = REGISTRY.get(header.api_key)
         if api is None:
@@ -136,18 +166,24 @@ class KafkaServer:
                 f"{api.name} v{header.api_version} is not supported "
                 f"(v{api.min_version}-v{api.max_version})"
             )
-        flexible = api.flexible(header.api_version)
-        if flexible:
+        if api.flexible(header.api_version):
             pos = skip_tagged_fields(frame, pos)
         request = self._decode(api, frame[pos:], header)
-        context = RequestContext(self.broker, header, peer)
+        return api, RequestContext(self.broker, header, peer), request
+
+    async def _respond(self, prepared: bytes | tuple[Api, RequestContext, Any]) -> bytes | None:
+        if isinstance(prepared, bytes):
+            return prepared
+        api, context, request = prepared
         response = await api.handler(context, request)
         if response is NO_RESPONSE:
             return None
+        header = context.header
         body = response.encode(version=header.api_version)
         return encode_response(
             header.correlation_id, body,
-            flexible_header=flexible and header.api_key != API_VERSIONS_KEY,
+            flexible_header=api.flexible(header.api_version)
+            and header.api_key != API_VERSIONS_KEY,
         )
 
     def _decode(self, api: Api, body: memoryview, header: RequestHeader) -> Any:

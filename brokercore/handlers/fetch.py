@@ -1,6 +1,10 @@
 """Fetch (1): whole batches from the log, long-polling for min_bytes up to max_wait_ms.
 
-No fetch sessions (KIP-227): session_id 0 tells clients to send full requests.
+Consumers (replica_id -1) read below the high watermark; a fetch offset between the high
+watermark and the log end is answered empty. A follower (replica_id >= 0) reads up to the
+log end, and its fetch offset is its log end, which the leader records (ISR, high
+watermark). Both only from the leader. No fetch sessions (KIP-227): session_id 0 tells
+clients to send full requests.
 """
 
 import time
@@ -33,6 +37,8 @@ class _Read:
 @serves(FetchRequest, FetchResponse, min_version=4, max_version=12)
 async def handle(ctx: RequestContext, request: Any) -> Any:
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    if request.replica_id >= 0:
+        _record_follower_fetch(ctx, request)
     reads = _read_all(ctx, request)
     partitions = [r.partition for r in reads if r.partition is not None]
     while (
@@ -45,6 +51,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         reads = _read_all(ctx, request)
     topics: dict[str, list[Any]] = {}
     for r in reads:
+        if r.partition is not None and request.replica_id < 0:
+            r.partition.bytes_out += len(r.records or b"")
         topics.setdefault(r.topic, []).append(PartitionData(
             partition_index=r.index, error_code=r.error, high_watermark=r.high_watermark,
             last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
@@ -57,6 +65,20 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
 
 
+def _record_follower_fetch(ctx: RequestContext, request: Any) -> None:
+    """Once per request, not per long-poll round: the fetch offset is the follower's log end."""
+    manager = ctx.broker.replica_manager
+    for topic in request.topics:
+        for p in topic.partitions:
+            partition = manager.partitions.get(TopicPartition(topic.topic, p.partition))
+            if (
+                partition is not None and partition.is_leader
+                and p.current_leader_epoch in (-1, partition.leader_epoch)
+                and 0 <= p.fetch_offset <= partition.log_end_offset
+            ):
+                manager.record_follower_fetch(partition, request.replica_id, p.fetch_offset)
+
+
 def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
     reads: list[_Read] = []
@@ -64,17 +86,23 @@ def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
         for p in topic.partitions:
             # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
             nothing_yet = not any(r.records for r in reads)
-            read = _read(ctx, topic.topic, p, budget, first=nothing_yet)
+            read = _read(ctx, topic.topic, p, budget, first=nothing_yet,
+                         replica_id=request.replica_id)
             budget -= len(read.records or b"")
             reads.append(read)
     return reads
 
 
-def _read(ctx: RequestContext, topic: str, p: Any, budget: int, first: bool) -> _Read:
+def _read(
+    ctx: RequestContext, topic: str, p: Any, budget: int, first: bool, replica_id: int
+) -> _Read:
+    follower = replica_id >= 0
     tp = TopicPartition(topic, p.partition)
     try:
         partition = ctx.broker.replica_manager.leader_partition(tp)
         partition.check_leader_epoch(p.current_leader_epoch)
+        if follower and replica_id not in partition.followers:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     except PartitionError as exc:
         return _Read(topic, p.partition, None, exc.error_code)
     result = _Read(topic, p.partition, partition, ErrorCode.NONE,
@@ -85,7 +113,8 @@ def _read(ctx: RequestContext, topic: str, p: Any, budget: int, first: bool) -> 
         return result
     try:
         data = partition.log.read(
-            p.fetch_offset, max(max_bytes, 0), max_offset=partition.high_watermark,
+            p.fetch_offset, max(max_bytes, 0),
+            max_offset=None if follower else partition.high_watermark,
             min_one_batch=first,
         )
     except LogError as exc:

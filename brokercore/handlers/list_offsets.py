@@ -1,4 +1,7 @@
-"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp."""
+"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp.
+
+Latest is the high watermark: clients never learn of offsets that are not committed yet.
+"""
 
 from typing import Any
 
@@ -20,13 +23,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return ListOffsetsResponse(
         throttle_time_ms=0,
         topics=[
-            TopicResponse(name=t.name, partitions=[_offset(ctx, t.name, p) for p in t.partitions])
+            TopicResponse(name=t.name, partitions=[
+                _offset(ctx, t.name, p, request.replica_id) for p in t.partitions])
             for t in request.topics
         ],
     )
 
 
-def _offset(ctx: RequestContext, topic: str, p: Any) -> Any:
+def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
     def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
         return PartitionResponse(partition_index=p.partition_index, error_code=code,
                                  old_style_offsets=[], timestamp=timestamp, offset=offset,
@@ -40,7 +44,9 @@ def _offset(ctx: RequestContext, topic: str, p: Any) -> Any:
         return answer(exc.error_code)
     epoch = partition.leader_epoch
     if p.timestamp == LATEST:
-        return answer(ErrorCode.NONE, -1, partition.high_watermark, epoch)
+        # Clients see the high watermark; a follower (replica_id >= 0) the log end.
+        latest = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
+        return answer(ErrorCode.NONE, -1, latest, epoch)
     if p.timestamp == EARLIEST:
         return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
     if p.timestamp == MAX_TIMESTAMP:

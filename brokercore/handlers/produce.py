@@ -1,6 +1,8 @@
 """Produce (0): append record batches as leader; acks 0, 1 and all."""
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
@@ -8,7 +10,7 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from brokercore.log import LogError
 from brokercore.protocol.apis import serves
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.replication.partition import Partition, PartitionError, TopicPartition
 from brokercore.server import NO_RESPONSE, RequestContext
 
 log = logging.getLogger(__name__)
@@ -22,46 +24,68 @@ PartitionResponse = TopicResponse.PartitionProduceResponse
 # versions and would otherwise silently disable compression.
 @serves(ProduceRequest, ProduceResponse, min_version=0, max_version=11)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    responses = [
-        TopicResponse(
-            name=topic.name,
-            partition_responses=[
-                _append(ctx, request.acks, topic.name, p.index, p.records)
-                for p in topic.partition_data
-            ],
-        )
+    # Every append happens before the first await, so appends keep request order even when
+    # the server runs a connection's produce requests concurrently.
+    appended = [
+        (topic.name, [_append(ctx, request.acks, topic.name, p.index, p.records)
+                      for p in topic.partition_data])
         for topic in request.topic_data
     ]
     if request.acks == 0:
         return NO_RESPONSE
+    if request.acks == -1:
+        timeout = max(request.timeout_ms, 0) / 1000
+        waits = [_replicated(ctx, outcome, timeout) for _, outcomes in appended
+                 for outcome in outcomes]
+        await asyncio.gather(*waits)
+    responses = [
+        TopicResponse(name=name, partition_responses=[o.response for o in outcomes])
+        for name, outcomes in appended
+    ]
     return ProduceResponse(responses=responses, throttle_time_ms=0)
 
 
-def _append(ctx: RequestContext, acks: int, topic: str, index: int, records: Any) -> Any:
+@dataclass
+class _Outcome:
+    response: Any
+    partition: Partition | None = None
+    last_offset: int = -1
+
+
+def _append(ctx: RequestContext, acks: int, topic: str, index: int, records: Any) -> _Outcome:
     tp = TopicPartition(topic, index)
     try:
         if acks not in (-1, 0, 1):
             raise PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
         partition = ctx.broker.replica_manager.leader_partition(tp)
         if acks == -1:
-            min_isr = int(ctx.broker.replica_manager.topic_config(topic)["min.insync.replicas"][0]
-                          or 1)
-            if len(partition.isr) < min_isr:
-                raise PartitionError(ErrorCode.NOT_ENOUGH_REPLICAS)
+            partition.check_min_insync_replicas()
         if not records:
             raise PartitionError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
         result = partition.append_as_leader(records)
     except PartitionError as exc:
-        return _failed(index, exc.error_code, str(exc))
+        return _Outcome(_failed(index, exc.error_code, str(exc)))
     except LogError as exc:
         log.info("node %d: rejected produce to %s from %s: %s",
                  ctx.broker.node_id, tp, ctx.client_id, exc)
-        return _failed(index, exc.error_code, str(exc))
-    return PartitionResponse(
+        return _Outcome(_failed(index, exc.error_code, str(exc)))
+    response = PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
         log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
         record_errors=[], error_message=None,
     )
+    return _Outcome(response, partition, result.last_offset)
+
+
+async def _replicated(ctx: RequestContext, outcome: _Outcome, max_wait: float) -> None:
+    """acks=all: hold the answer until the ISR has the batch, or say why it may not have."""
+    if outcome.partition is None:
+        return
+    code = await outcome.partition.wait_until_replicated(outcome.last_offset, max_wait)
+    if code != ErrorCode.NONE:
+        log.info("node %d: acks=all produce to %s from %s ends with %s", ctx.broker.node_id,
+                 outcome.partition.tp, ctx.client_id, code.name)
+        outcome.response = _failed(outcome.response.index, code, code.name)
 
 
 def _failed(index: int, code: ErrorCode, message: str) -> Any:

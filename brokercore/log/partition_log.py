@@ -331,6 +331,14 @@ class PartitionLog:
         self.producers.rebuild(found.header for _, found in self.batches())
         recovery.lower_recovery_point(self, self.log_end_offset)
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Replication: a follower behind the leader's log start drops its whole log and
+        continues at ``offset``, the leader's log start."""
+        self._truncate_fully_and_start_at(offset)
+        self.epochs.clear()
+        self.producers.rebuild(())
+        write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, offset)
+
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         for segment in self.segments:
             segment.delete()

@@ -1,16 +1,23 @@
-"""One partition replica on this broker: its log, its leadership, its high watermark.
+"""One partition replica on this broker: its log, its role, its high watermark and ISR view.
 
-A `Partition` is owned by the broker's event loop; handlers read and append through it, and
-fetchers waiting for data are woken by `appended`.
+A `Partition` is owned by the broker's event loop; every method is synchronous except the
+waits. As leader it tracks each follower's log end offset and last caught-up time (from
+their Fetch requests) and moves the high watermark to the smallest log end over the ISR.
+As follower it only holds what its fetcher appended and the leader's high watermark.
+Anything waiting on it (long-polling fetches, acks=all produces) is woken by `wake_waiters`
+whenever the log end, the high watermark, the ISR or the leadership changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from brokercore.log import AppendResult, LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
+
+UNKNOWN_OFFSET = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,17 +35,39 @@ class PartitionError(Exception):
         self.error_code = error_code
 
 
+@dataclass
+class ReplicaState:
+    """What the leader knows of one follower, from that follower's fetches (Kafka's Replica)."""
+
+    log_end_offset: int = UNKNOWN_OFFSET  # unknown until it fetches in this leader epoch
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    last_fetch_leader_log_end: int = UNKNOWN_OFFSET
+
+
 class Partition:
-    def __init__(self, tp: TopicPartition, topic_id: str, log: PartitionLog) -> None:
+    def __init__(
+        self, tp: TopicPartition, topic_id: str, log: PartitionLog, node_id: int,
+        high_watermark: int = 0,
+    ) -> None:
         self.tp = tp
         self.topic_id = topic_id
         self.log = log
+        self.node_id = node_id
         self.leader = -1
         self.leader_epoch = -1
+        self.partition_epoch = -1
         self.replicas: list[int] = []
         self.isr: list[int] = []
-        # A single replica's high watermark is its log end; replication moves it by the ISR.
-        self.high_watermark = log.log_end_offset
+        self.min_insync_replicas = 1
+        # The ISR we asked the controller for and have not seen applied yet (one at a time).
+        self.pending_isr: list[int] | None = None
+        self.followers: dict[int, ReplicaState] = {}
+        self.leader_epoch_start_offset = 0
+        self.high_watermark = min(high_watermark, log.log_end_offset)
+        self.bytes_in = 0
+        self.messages_in = 0
+        self.bytes_out = 0
         self._waiters: set[asyncio.Future[None]] = set()
 
     @property
@@ -54,11 +83,69 @@ class Partition:
         # No transactions yet: everything below the high watermark is stable.
         return self.high_watermark
 
-    def become_leader(self, leader_epoch: int, replicas: list[int], isr: list[int]) -> None:
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.node_id
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The ISR as far as the high watermark goes while a change is in flight (KIP-497):
+        an expansion counts already, a shrink not yet."""
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + [r for r in self.pending_isr if r not in self.isr]
+
+    # -- role changes (from applied metadata records) ----------------------------------------
+    def become_leader(
+        self, leader_epoch: int, partition_epoch: int, replicas: list[int], isr: list[int],
+        now_ms: int,
+    ) -> bool:
+        """Lead with this registration; True if this starts a new leadership (new epoch)."""
+        new_leadership = not self.is_leader or leader_epoch != self.leader_epoch
+        self.leader = self.node_id
+        self._update_assignment(partition_epoch, replicas, isr)
+        if new_leadership:
+            self.leader_epoch = leader_epoch
+            self.pending_isr = None
+            self.leader_epoch_start_offset = self.log_end_offset
+            # A follower's epoch lookup must find this epoch even before its first append.
+            self.log.epochs.assign(leader_epoch, self.log_end_offset)
+            # Kafka: ISR members count as caught up now, so they are not dropped at once;
+            # their log ends are unknown until they fetch, which holds the high watermark.
+            self.followers = {
+                r: ReplicaState(last_caught_up_ms=now_ms if r in isr else 0)
+                for r in replicas if r != self.node_id
+            }
+        else:
+            for r in replicas:
+                if r != self.node_id and r not in self.followers:
+                    self.followers[r] = ReplicaState()
+            for r in [r for r in self.followers if r not in replicas]:
+                del self.followers[r]
+        self.maybe_increment_high_watermark()
+        self.wake_waiters()
+        return new_leadership
+
+    def become_follower(
+        self, leader: int, leader_epoch: int, partition_epoch: int, replicas: list[int],
+        isr: list[int],
+    ) -> bool:
+        """Follow `leader` (-1: none); True if the leader or its epoch changed."""
+        changed = leader != self.leader or leader_epoch != self.leader_epoch
+        self.leader = leader
         self.leader_epoch = leader_epoch
+        self._update_assignment(partition_epoch, replicas, isr)
+        self.pending_isr = None
+        self.followers = {}
+        self.wake_waiters()
+        return changed
+
+    def _update_assignment(self, partition_epoch: int, replicas: list[int], isr: list[int]) -> None:
+        if partition_epoch != self.partition_epoch:
+            self.pending_isr = None  # whatever we asked for was decided (or overtaken)
+        self.partition_epoch = partition_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
-        self.high_watermark = self.log.log_end_offset
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a client that knows a different epoch is fenced or ahead of us."""
@@ -68,14 +155,123 @@ class Partition:
             raise PartitionError(ErrorCode.FENCED_LEADER_EPOCH)
         raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
+    # -- leader: appends, follower progress, high watermark ---------------------------------
+    def check_min_insync_replicas(self) -> None:
+        """acks=all's precondition: NOT_ENOUGH_REPLICAS while the ISR is too small."""
+        if len(self.isr) < self.min_insync_replicas:
+            raise PartitionError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {self.isr} is less than the minimum ISR "
+                f"{self.min_insync_replicas}",
+            )
+
     def append_as_leader(self, records: bytes | memoryview) -> AppendResult:
         result = self.log.append_as_leader(records, self.leader_epoch)
-        if len(self.isr) <= 1:
-            self.high_watermark = self.log.log_end_offset
-        self.appended()
+        if not result.duplicate:
+            self.bytes_in += len(records)
+            self.messages_in += result.record_count
+        self.maybe_increment_high_watermark()
+        self.wake_waiters()
         return result
 
-    def appended(self) -> None:
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from `fetch_offset`, its log end. False if it is no replica.
+
+        Kafka's rule for last caught-up time: a fetch at the leader's log end means caught up
+        now; a fetch at or past the log end of the follower's previous fetch means it was
+        caught up when that previous fetch happened.
+        """
+        state = self.followers.get(replica_id)
+        if state is None:
+            return False
+        leader_end = self.log_end_offset
+        if fetch_offset >= leader_end:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, now_ms)
+        elif fetch_offset >= state.last_fetch_leader_log_end:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.log_end_offset = fetch_offset
+        state.last_fetch_ms = now_ms
+        state.last_fetch_leader_log_end = leader_end
+        self.maybe_increment_high_watermark()
+        return True
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Move the high watermark up to the smallest log end over the (maximal) ISR."""
+        if not self.is_leader:
+            return False
+        ends = [self.log_end_offset]
+        for r in self.maximal_isr:
+            if r != self.node_id:
+                state = self.followers.get(r)
+                ends.append(state.log_end_offset if state else UNKNOWN_OFFSET)
+        candidate = min(ends)
+        if candidate <= self.high_watermark:
+            return False
+        self.high_watermark = candidate
+        self.wake_waiters()
+        return True
+
+    def out_of_sync_replicas(self, now_ms: int, lag_max_ms: int) -> list[int]:
+        """ISR followers not caught up to the leader's log end within `lag_max_ms`."""
+        return [
+            r for r in self.isr
+            if r != self.node_id and r in self.followers
+            and now_ms - self.followers[r].last_caught_up_ms > lag_max_ms
+        ]
+
+    def may_join_isr(self, replica_id: int) -> bool:
+        """Kafka's rule: a follower outside the ISR that has reached the high watermark and
+        holds this leader epoch's first offset."""
+        state = self.followers.get(replica_id)
+        return (
+            self.is_leader and state is not None and replica_id not in self.isr
+            and state.log_end_offset >= self.high_watermark
+            and state.log_end_offset >= self.leader_epoch_start_offset
+        )
+
+    async def wait_until_replicated(self, offset: int, max_wait: float) -> ErrorCode:
+        """Wait until the high watermark is above `offset` (the last offset of an append).
+
+        NONE when it is and the ISR still meets min.insync.replicas;
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when it got there on a shrunken ISR;
+        NOT_LEADER_OR_FOLLOWER when this leadership ends first; REQUEST_TIMED_OUT after
+        `max_wait` seconds.
+        """
+        epoch = self.leader_epoch
+        deadline = asyncio.get_running_loop().time() + max_wait
+        while True:
+            if not self.is_leader or self.leader_epoch != epoch:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if self.high_watermark > offset:
+                if len(self.maximal_isr) < self.min_insync_replicas:
+                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return ErrorCode.NONE
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            await self.wait_for_change(remaining)
+
+    # -- follower: what the fetcher brings --------------------------------------------------
+    def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
+        result = self.log.append_as_follower(records)
+        self.wake_waiters()
+        return result
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        candidate = min(leader_high_watermark, self.log_end_offset)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = offset
+
+    # -- waiting ------------------------------------------------------------------------------
+    def wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, set()
         for waiter in waiters:
             if not waiter.done():
@@ -86,6 +282,15 @@ class Partition:
 
     def discard_waiter(self, waiter: asyncio.Future[None]) -> None:
         self._waiters.discard(waiter)
+
+    async def wait_for_change(self, max_wait: float) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.add_waiter(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, max_wait)
+        finally:
+            self.discard_waiter(waiter)
 
     def update_config(self, config: LogConfig) -> None:
         self.log.update_config(config)

@@ -1,8 +1,11 @@
 """The partitions this broker hosts, kept in step with the metadata image.
 
 The replica manager listens to applied metadata records: a new partition assigned here opens
-(or recovers) its log, a removed topic deletes its logs, a config change reconfigures them.
-It also runs the periodic log work: retention, compaction and time-based flushes.
+(or recovers) its log and takes the role the record gives it (leader, or follower of the
+leader it names, fetched by one `ReplicaFetcher` per source broker); a removed topic deletes
+its logs, a config change reconfigures them. As leader it shrinks and expands ISRs through
+the controller's AlterPartition. It also runs the periodic work: ISR checks, high-watermark
+checkpoints, retention, compaction and time-based flushes.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
@@ -20,9 +24,14 @@ from brokercore.controller.image import MetadataImage, Record
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 
+from .checkpoint import read_high_watermarks, write_high_watermarks
+from .fetcher import ReplicaFetcher
 from .partition import Partition, PartitionError, TopicPartition
 
 log = logging.getLogger(__name__)
+
+# controller.alter_partition(topic_id, partition, leader_id, leader_epoch, partition_epoch, isr)
+AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
 
 
 class ReplicaManager:
@@ -35,11 +44,18 @@ class ReplicaManager:
         self.clock = clock
         self.node_id = config.node_id
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        # Set by the broker to its controller's alter_partition; without it ISRs never change
+        # (a lone broker, or tests that drive metadata themselves).
+        self.alter_partition: AlterPartition | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._isr_changes: set[asyncio.Task[None]] = set()
+        self._checkpointed: dict[TopicPartition, int] = {}
 
     # -- metadata -------------------------------------------------------------------------
     def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
+        self._checkpointed = read_high_watermarks(self.log_dir)
         for topic in self.image.topics.values():
             for index in topic.partitions:
                 self._sync_partition(topic.name, index)
@@ -52,30 +68,64 @@ class ReplicaManager:
             self._sync_partition(topic.name, record["partition"])
         elif kind == "remove_topic":
             for tp in [tp for tp in self.partitions if tp.topic == record["name"]]:
-                self.partitions.pop(tp).log.delete()
+                self._remove(tp)
         elif kind == "config" and record["resource"] == "topic":
             config = self.log_config(record["name"])
             for tp, partition in self.partitions.items():
                 if tp.topic == record["name"]:
                     partition.update_config(config)
+                    partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
+        elif kind == "broker" and record["node_id"] in self.fetchers:
+            self.fetchers[record["node_id"]].reconnect()
 
     def _sync_partition(self, topic_name: str, index: int) -> None:
         topic = self.image.topics[topic_name]
         registration = topic.partitions[index]
         tp = TopicPartition(topic_name, index)
-        if self.node_id not in registration.replicas:
-            return
         partition = self.partitions.get(tp)
+        if self.node_id not in registration.replicas:
+            if partition is not None:  # reassigned away from this broker
+                log.info("node %d: %s is no longer a replica here; deleting it",
+                         self.node_id, tp)
+                self._remove(tp)
+            return
         if partition is None:
             config = self.log_config(topic_name)
             plog = PartitionLog.open(self.log_dir / str(tp), config, self.clock)
-            partition = Partition(tp, topic.topic_id, plog)
+            partition = Partition(tp, topic.topic_id, plog, self.node_id,
+                                  self._checkpointed.get(tp, 0))
             self.partitions[tp] = partition
-        partition.leader = registration.leader
+        partition.min_insync_replicas = self.min_insync_replicas(topic_name)
+        epoch = registration.leader_epoch
         if registration.leader == self.node_id:
-            partition.become_leader(
-                registration.leader_epoch, registration.replicas, registration.isr
-            )
+            if partition.become_leader(epoch, registration.partition_epoch,
+                                       registration.replicas, registration.isr,
+                                       self.clock.time_ms()):
+                self._stop_fetching(tp)
+                log.info("node %d: %s leader at epoch %d, ISR %s, high watermark %d",
+                         self.node_id, tp, epoch, registration.isr, partition.high_watermark)
+        elif partition.become_follower(registration.leader, epoch,
+                                       registration.partition_epoch, registration.replicas,
+                                       registration.isr):
+            self._stop_fetching(tp)
+            log.info("node %d: %s follows %d at epoch %d", self.node_id, tp,
+                     registration.leader, epoch)
+            if registration.leader >= 0:
+                fetcher = self.fetchers.get(registration.leader)
+                if fetcher is None:
+                    fetcher = self.fetchers[registration.leader] = ReplicaFetcher(
+                        self, registration.leader)
+                fetcher.add(partition)
+
+    def _remove(self, tp: TopicPartition) -> None:
+        self._stop_fetching(tp)
+        partition = self.partitions.pop(tp)
+        partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
+        partition.log.delete()
+
+    def _stop_fetching(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
 
     def _delete_stray_logs(self) -> None:
         """Partition directories of topics deleted while this broker was down."""
@@ -96,6 +146,9 @@ class ReplicaManager:
             else self.config.topic_default(name)
             for name in TOPIC_CONFIGS
         }
+
+    def min_insync_replicas(self, topic_name: str) -> int:
+        return int(self.topic_config(topic_name)["min.insync.replicas"][0] or 1)
 
     def log_config(self, topic_name: str) -> LogConfig:
         values = {name: value for name, (value, _) in self.topic_config(topic_name).items()}
@@ -147,8 +200,66 @@ class ReplicaManager:
             for partition in parts:
                 partition.discard_waiter(waiter)
 
+    # -- leader: follower progress and the ISR ----------------------------------------------
+    def record_follower_fetch(self, partition: Partition, replica_id: int, offset: int) -> bool:
+        """A follower's Fetch at `offset`; False if it is not a replica of the partition."""
+        if not partition.update_follower_fetch(replica_id, offset, self.clock.time_ms()):
+            return False
+        if partition.pending_isr is None and partition.may_join_isr(replica_id):
+            broker = self.image.brokers.get(replica_id)
+            if broker is not None and not broker.fenced:
+                self._propose_isr(partition, [*partition.isr, replica_id])
+        return True
+
+    def _shrink_isrs(self) -> None:
+        lag_max_ms = self.config.get_int("replica.lag.time.max.ms")
+        now = self.clock.time_ms()
+        for partition in list(self.partitions.values()):
+            if not partition.is_leader or partition.pending_isr is not None:
+                continue
+            lagging = partition.out_of_sync_replicas(now, lag_max_ms)
+            if lagging:
+                log.info("node %d: %s followers %s are out of sync; shrinking ISR %s",
+                         self.node_id, partition.tp, lagging, partition.isr)
+                self._propose_isr(partition, [r for r in partition.isr if r not in lagging])
+
+    def _propose_isr(self, partition: Partition, isr: list[int]) -> None:
+        if self.alter_partition is None:
+            return
+        partition.pending_isr = isr
+        task = asyncio.create_task(self._alter_isr(partition, isr))
+        self._isr_changes.add(task)
+        task.add_done_callback(self._isr_changes.discard)
+
+    async def _alter_isr(self, partition: Partition, isr: list[int]) -> None:
+        assert self.alter_partition is not None
+        try:
+            await self.alter_partition(partition.topic_id, partition.tp.partition, self.node_id,
+                                       partition.leader_epoch, partition.partition_epoch, isr)
+        except Exception as exc:  # ControllerError, or the quorum being unreachable
+            log.info("node %d: %s ISR change to %s refused: %s", self.node_id, partition.tp,
+                     isr, getattr(exc, "error_code", exc))
+        finally:
+            # Accepted: the record is applied by now and has cleared it already.
+            if partition.pending_isr is isr:
+                partition.pending_isr = None
+                partition.maybe_increment_high_watermark()
+
+    # -- high-watermark checkpoint -----------------------------------------------------------
+    def checkpoint_high_watermarks(self) -> None:
+        offsets = {tp: p.high_watermark for tp, p in self.partitions.items()}
+        if offsets != self._checkpointed:
+            write_high_watermarks(self.log_dir, offsets)
+            self._checkpointed = offsets
+
     # -- background log work --------------------------------------------------------------
     def start(self) -> None:
+        lag_s = self.config.get_int("replica.lag.time.max.ms") / 1000
+        self._tasks.append(asyncio.create_task(self._every(lag_s / 2, self._shrink_isrs)))
+        checkpoint_s = self.config.get_int("replica.high.watermark.checkpoint.interval.ms") / 1000
+        self._tasks.append(
+            asyncio.create_task(self._every(checkpoint_s, self.checkpoint_high_watermarks))
+        )
         retention_s = self.config.get_int("log.retention.check.interval.ms") / 1000
         self._tasks.append(asyncio.create_task(self._every(retention_s, self._retention)))
         if self.config.get_bool("log.cleaner.enable"):
@@ -181,10 +292,17 @@ class ReplicaManager:
             partition.log.flush_if_due()
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        for fetcher in self.fetchers.values():
+            await fetcher.stop()
+        tasks = [*self._tasks, *self._isr_changes]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        try:
+            self.checkpoint_high_watermarks()
+        except OSError:
+            log.exception("node %d: cannot checkpoint high watermarks", self.node_id)
         for partition in self.partitions.values():
             partition.log.close()
