@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import BrokerConfig
@@ -45,6 +46,7 @@ class CoordinatorConfig:
     offsets_retention_ms: int = 10080 * 60_000
     retention_check_interval_ms: int = 600_000
     metadata_max_bytes: int = 4096  # Kafka's offset.metadata.max.bytes
+    commit_timeout_ms: int = 5000  # Kafka's offsets.commit.timeout.ms
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
@@ -68,7 +70,8 @@ class GroupCoordinator:
         self.config = config
         self.topic_exists = topic_exists
         self.groups: dict[str, Group] = {}
-        self.loaded: set[int] = set()
+        self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
+        self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
         self.offsets = Offsets(self)
         self._task: asyncio.Task[None] | None = None
@@ -84,6 +87,8 @@ class GroupCoordinator:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        for task in list(self._background):
+            task.cancel()
         for partition in list(self.loaded):
             self.unload_partition(partition)
 
@@ -112,13 +117,9 @@ class GroupCoordinator:
     def check_coordinator(self, group_id: str) -> int:
         """This broker's partition for the group, loading it if new; else NOT_COORDINATOR."""
         partition = self.partition_of(group_id)
-        leads = self.store.leads(partition)
-        if partition in self.loaded and not leads:
-            self.unload_partition(partition)
-        if not leads:
-            raise GroupError(ErrorCode.NOT_COORDINATOR)
+        self._refresh(partition)
         if partition not in self.loaded:
-            self.load_partition(partition)
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
         return partition
 
     def create_group(self, group_id: str) -> Group:
@@ -130,27 +131,62 @@ class GroupCoordinator:
     def refresh_partitions(self) -> None:
         """Load partitions this broker now leads; drop the groups of those it lost."""
         for partition in range(self.store.num_partitions):
-            leads = self.store.leads(partition)
-            if leads and partition not in self.loaded:
-                self.load_partition(partition)
-            elif not leads and partition in self.loaded:
-                self.unload_partition(partition)
+            self._refresh(partition)
+
+    def _refresh(self, partition: int) -> None:
+        """Follow the partition's leadership. A new leader epoch means another broker may
+        have led in between, so the state is read again from the log."""
+        epoch = self.store.leader_epoch(partition)
+        loaded = self.loaded.get(partition)
+        if loaded is not None and loaded != epoch:
+            self.unload_partition(partition)
+        if epoch is not None and partition not in self.loaded:
+            self.load_partition(partition, epoch)
 
     # -- persistence ----------------------------------------------------------------------
-    def write(self, partition: int, records: list[KeyValue]) -> None:
-        self.store.append(partition, records, self.clock.time_ms())
+    def write(self, partition: int, records: list[KeyValue]) -> int:
+        """Append to the partition's log; the offset to pass to `replicated`."""
+        return self.store.append(partition, records, self.clock.time_ms())
 
-    def persist_group(self, group: Group, *, raise_errors: bool = False) -> None:
-        """Write the group's metadata record (after a sync or on becoming Empty)."""
+    async def replicated(self, partition: int, offset: int) -> None:
+        """Wait until the ISR has the log below `offset`; GroupError in Kafka's mapping."""
         try:
-            self.write(group.partition, [(group_key(group.group_id),
-                                          group_value(group_record(group)))])
+            await self.store.wait_replicated(partition, offset, self.config.commit_timeout_ms)
+        except GroupError as exc:
+            if exc.error_code in (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+                raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
+
+    def after_replicated(self, partition: int, offset: int,
+                         then: Callable[[GroupError | None], None]) -> None:
+        """Call `then` (with the error, if any) once the write below `offset` is replicated."""
+        async def wait() -> None:
+            try:
+                await self.replicated(partition, offset)
+            except GroupError as exc:
+                then(exc)
+            else:
+                then(None)
+        self._spawn(wait())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def persist_group(self, group: Group, *, raise_errors: bool = False) -> int:
+        """Write the group's metadata record (after a sync or on becoming Empty); the offset
+        to wait for, or -1 if the write failed and `raise_errors` is off."""
+        try:
+            return self.write(group.partition, [(group_key(group.group_id),
+                                                 group_value(group_record(group)))])
         except GroupError as exc:
             log.warning("group %s: cannot store its metadata: %s", group.group_id, exc)
             if raise_errors:
                 raise
+            return -1
 
-    def load_partition(self, partition: int) -> None:
+    def load_partition(self, partition: int, epoch: int = 0) -> None:
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
         for record in self.store.replay(partition):
@@ -168,8 +204,8 @@ class GroupCoordinator:
             group.offsets.update(live)
             if stored is not None:
                 self._restore(group, stored)
-        self.loaded.add(partition)
-        log.info("loaded __consumer_offsets-%d: %d group(s)", partition,
+        self.loaded[partition] = epoch
+        log.info("loaded __consumer_offsets-%d in leader epoch %d: %d group(s)", partition, epoch,
                  sum(1 for g in self.groups.values() if g.partition == partition))
 
     def _restore(self, group: Group, stored: GroupRecord) -> None:
@@ -196,7 +232,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.membership.fail_waiters(member, ErrorCode.NOT_COORDINATOR)
             del self.groups[group.group_id]
-        self.loaded.discard(partition)
+        self.loaded.pop(partition, None)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
     def list_groups(self, states: set[str] | None = None) -> list[Group]:

@@ -283,21 +283,38 @@ class Membership:
         return waiter
 
     def _apply_assignment(self, group: Group, assignments: dict[str, bytes]) -> None:
+        """Store the leader's assignment; members receive it once the ISR has it."""
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
         try:
-            self.c.persist_group(group, raise_errors=True)
+            written_at = self.c.persist_group(group, raise_errors=True)
         except GroupError as exc:
-            for member in group.members.values():
-                member.assignment = b""
-                self._finish_sync(member, SyncResult(exc.error_code))
-            self.prepare_rebalance(group, f"storing the assignment failed: {exc}")
+            self._assignment_failed(group, exc)
+            return
+        generation = group.generation_id
+        self.c.after_replicated(group.partition, written_at,
+                                lambda error: self._assignment_stored(group, generation, error))
+
+    def _assignment_stored(self, group: Group, generation: int, error: GroupError | None
+                           ) -> None:
+        if (self.c.groups.get(group.group_id) is not group
+                or group.generation_id != generation
+                or group.state is not S.COMPLETING_REBALANCE):
+            return  # the group moved on while the write replicated (Kafka ignores it too)
+        if error is not None:
+            self._assignment_failed(group, error)
             return
         group.transition_to(S.STABLE, self.c.clock.time_ms())
         log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
         for member in group.members.values():
             self._heard_from(member)
             self._finish_sync(member, self._sync_result(group, member))
+
+    def _assignment_failed(self, group: Group, error: GroupError) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            self._finish_sync(member, SyncResult(error.error_code))
+        self.prepare_rebalance(group, f"storing the assignment failed: {error}")
 
     def _sync_result(self, group: Group, member: Member) -> SyncResult:
         return SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,

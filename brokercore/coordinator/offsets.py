@@ -1,9 +1,9 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and expiry.
 
 A commit is checked against the group (generation and member, or a "simple" commit with
-generation -1 into an Empty or unknown group), written to `__consumer_offsets`, and only
-then applied to the in-memory table, so what clients read back is always what a restart
-replays.
+generation -1 into an Empty or unknown group), written to `__consumer_offsets`, and applied
+to the in-memory table only once the partition's in-sync replicas have it. So what clients
+read back is always what a restart, or a new coordinator after a failover, replays.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Offsets:
         self.c = coordinator
 
     # -- OffsetCommit ---------------------------------------------------------------------
-    def commit(
+    async def commit(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
         commits: dict[TopicPartition, Commit],
     ) -> dict[TopicPartition, ErrorCode]:
@@ -52,13 +52,24 @@ class Offsets:
                 accepted[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now_ms)
         if accepted:
             try:
-                self.c.write(group.partition, [
+                written_at = self.c.write(group.partition, [
                     (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
                 ])
+                await self.c.replicated(group.partition, written_at)
             except GroupError as exc:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
-            group.offsets.update(accepted)
+            self._apply(group, accepted, written_at)
         return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
+
+    def _apply(self, group: Group, accepted: dict[TopicPartition, OffsetAndMetadata],
+               written_at: int) -> None:
+        """Kafka's rule: a commit replicated after a newer one's does not overwrite it."""
+        if self.c.groups.get(group.group_id) is not group:
+            return  # the partition was unloaded while waiting; the log has the commit
+        for tp, om in accepted.items():
+            if group.offsets_written_at.get(tp, -1) < written_at:
+                group.offsets[tp] = om
+                group.offsets_written_at[tp] = written_at
 
     def _group_for_commit(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
@@ -110,7 +121,7 @@ class Offsets:
         return {tp: stored.get(tp) for tp in partitions}
 
     # -- OffsetDelete and DeleteGroups ----------------------------------------------------
-    def delete_offsets(
+    async def delete_offsets(
         self, group_id: str, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
         """Per-partition errors; raises GroupError for the whole request."""
@@ -124,10 +135,12 @@ class Offsets:
         errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
                   if tp.topic in subscribed}
         deletable = [tp for tp in partitions if tp not in errors]
-        self._remove_offsets(group, [tp for tp in deletable if tp in group.offsets])
+        written_at = self._remove_offsets(group, [tp for tp in deletable if tp in group.offsets])
+        if written_at >= 0:
+            await self.c.replicated(group.partition, written_at)
         return {**errors, **dict.fromkeys(deletable, ErrorCode.NONE)}
 
-    def delete_group(self, group_id: str) -> ErrorCode:
+    async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             if not group_id:
                 raise GroupError(ErrorCode.INVALID_GROUP_ID)
@@ -137,26 +150,32 @@ class Offsets:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
             if group.state is not S.EMPTY:
                 raise GroupError(ErrorCode.NON_EMPTY_GROUP)
-            self._remove_group(group)
+            await self.c.replicated(group.partition, self._remove_group(group))
         except GroupError as exc:
             return exc.error_code
         return ErrorCode.NONE
 
-    def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> None:
-        if partitions:
-            self.c.write(group.partition,
-                         [(offset_key(group.group_id, tp), None) for tp in partitions])
-            for tp in partitions:
-                group.offsets.pop(tp, None)
+    def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> int:
+        """Tombstones for the offsets; the offset to wait for, -1 if nothing was written."""
+        if not partitions:
+            return -1
+        written_at = self.c.write(group.partition,
+                                  [(offset_key(group.group_id, tp), None) for tp in partitions])
+        for tp in partitions:
+            group.offsets.pop(tp, None)
+            group.offsets_written_at[tp] = written_at
+        return written_at
 
-    def _remove_group(self, group: Group) -> None:
+    def _remove_group(self, group: Group) -> int:
         """Tombstones for every offset and the group metadata; then the group is Dead."""
         tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
-        self.c.write(group.partition, [*tombstones, (group_key(group.group_id), None)])
+        written_at = self.c.write(group.partition,
+                                  [*tombstones, (group_key(group.group_id), None)])
         group.offsets.clear()
         group.transition_to(S.DEAD, self.c.clock.time_ms())
         del self.c.groups[group.group_id]
         log.info("group %s: deleted", group.group_id)
+        return written_at
 
     # -- expiry ---------------------------------------------------------------------------
     def expire(self) -> None:

@@ -1,12 +1,19 @@
 """Where the coordinator keeps its state: the compacted `__consumer_offsets` topic.
 
 `BrokerOffsetsTopic` is the real one, on this broker's partition logs. `MemoryOffsetsTopic`
-keeps the same record batches in lists, so the state machine can be tested without a log.
-Both hand back `OffsetsRecord`s in log order for the coordinator to replay.
+keeps the same record batches in lists, so the state machine can be tested without a log;
+its replication is driven by the test. Both hand back `OffsetsRecord`s in log order for the
+coordinator to replay.
+
+A write has two steps, as an acks=all produce does: `append` puts it in the leader's log at
+once (so writes keep the order they were made in) and returns the offset after it;
+`wait_replicated` returns when the high watermark has passed that offset, that is, when
+every in-sync replica has it, and raises GroupError when that cannot happen.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
@@ -33,7 +40,8 @@ class OffsetsStore(Protocol):
     @property
     def num_partitions(self) -> int: ...
 
-    def leads(self, partition: int) -> bool: ...
+    def leader_epoch(self, partition: int) -> int | None:
+        """This broker's leader epoch of the partition; None if it does not lead it."""
 
     def leader(self, partition: int) -> int:
         """The node id leading the partition, -1 if none."""
@@ -41,27 +49,41 @@ class OffsetsStore(Protocol):
     async def ensure_exists(self) -> None:
         """Create the topic on first use; GroupError if that fails."""
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
-        """Write records durably, or raise GroupError (NOT_COORDINATOR, ...)."""
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
+        """Append to the leader's log and return the offset after the records, or raise
+        GroupError (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+
+    async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
+        """Return once the ISR has everything below `offset`, or raise GroupError."""
 
     def replay(self, partition: int) -> Iterator[OffsetsRecord]: ...
 
 
 class MemoryOffsetsTopic:
-    """An in-memory `__consumer_offsets` whose partitions this broker all leads."""
+    """An in-memory `__consumer_offsets` whose partitions this broker all leads.
+
+    Appends replicate at once unless a test sets `replicate_on_append = False`; then
+    `replicate()` moves the high watermark and `fail_replication()` fails the waiters.
+    """
 
     def __init__(self, num_partitions: int = 4, node_id: int = 1) -> None:
         self.node_id = node_id
         self._num_partitions = num_partitions
         self.batches: dict[int, list[bytes]] = {p: [] for p in range(num_partitions)}
         self.led: set[int] = set(range(num_partitions))
+        self.epochs: dict[int, int] = dict.fromkeys(range(num_partitions), 0)
+        self.log_end: dict[int, int] = dict.fromkeys(range(num_partitions), 0)
+        self.high_watermark: dict[int, int] = dict.fromkeys(range(num_partitions), 0)
+        self.replicate_on_append = True
+        self._moved = asyncio.Condition()
+        self._failure: GroupError | None = None
 
     @property
     def num_partitions(self) -> int:
         return self._num_partitions
 
-    def leads(self, partition: int) -> bool:
-        return partition in self.led
+    def leader_epoch(self, partition: int) -> int | None:
+        return self.epochs[partition] if partition in self.led else None
 
     def leader(self, partition: int) -> int:
         return self.node_id if partition in self.led else -1
@@ -69,10 +91,33 @@ class MemoryOffsetsTopic:
     async def ensure_exists(self) -> None:
         pass
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
         if partition not in self.led:
             raise GroupError(ErrorCode.NOT_COORDINATOR)
         self.batches[partition].append(build_batch(records, timestamp_ms))
+        self.log_end[partition] += len(records)
+        if self.replicate_on_append:
+            self.high_watermark[partition] = self.log_end[partition]
+        return self.log_end[partition]
+
+    async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
+        async with self._moved:
+            await self._moved.wait_for(
+                lambda: self._failure is not None or self.high_watermark[partition] >= offset)
+            if self.high_watermark[partition] < offset:
+                assert self._failure is not None
+                raise self._failure
+
+    async def replicate(self) -> None:
+        """The followers caught up: the high watermark reaches the log end everywhere."""
+        async with self._moved:
+            self.high_watermark.update(self.log_end)
+            self._moved.notify_all()
+
+    async def fail_replication(self, code: ErrorCode) -> None:
+        async with self._moved:
+            self._failure = GroupError(code)
+            self._moved.notify_all()
 
     def replay(self, partition: int) -> Iterator[OffsetsRecord]:
         for batch in self.batches[partition]:
@@ -120,23 +165,41 @@ class BrokerOffsetsTopic:
             return -1
         return int(topic.partitions[partition].leader)
 
-    def leads(self, partition: int) -> bool:
+    def leader_epoch(self, partition: int) -> int | None:
         try:
-            self.broker.replica_manager.leader_partition(TopicPartition(OFFSETS_TOPIC, partition))
+            leader = self.broker.replica_manager.leader_partition(
+                TopicPartition(OFFSETS_TOPIC, partition))
         except PartitionError:
-            return False
-        return True
+            return None
+        return leader.leader_epoch
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> None:
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         try:
             leader = self.broker.replica_manager.leader_partition(tp)
-            leader.append_as_leader(build_batch(records, timestamp_ms))
         except PartitionError as exc:
             raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+        try:
+            leader.check_min_insync_replicas()
+        except PartitionError as exc:
+            # Kafka's coordinator writes with acks=all and answers NOT_ENOUGH_REPLICAS as the
+            # retriable COORDINATOR_NOT_AVAILABLE.
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{tp}: {exc}") from None
+        try:
+            return leader.append_as_leader(build_batch(records, timestamp_ms)).last_offset + 1
         except Exception as exc:  # the log's own errors: the write did not happen
             log.warning("node %d: cannot write to %s: %r", self.broker.node_id, tp, exc)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
+
+    async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        try:
+            leader = self.broker.replica_manager.leader_partition(tp)
+        except PartitionError as exc:
+            raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+        code = await leader.wait_until_replicated(offset - 1, timeout_ms / 1000)
+        if code != ErrorCode.NONE:
+            raise GroupError(code, f"{tp}: {code.name} waiting for offset {offset - 1}")
 
     def replay(self, partition: int) -> Iterator[OffsetsRecord]:
         tp = TopicPartition(OFFSETS_TOPIC, partition)

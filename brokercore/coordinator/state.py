@@ -123,6 +123,9 @@ class Group:
     pending_members: dict[str, float] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # The log offset after the record each offset was written in: a commit whose
+    # replication completes later than a newer one's must not overwrite it.
+    offsets_written_at: dict[TopicPartition, int] = field(default_factory=dict)
     # When the current join (PreparingRebalance) or sync (CompletingRebalance) phase ends.
     phase_deadline: float = 0.0
     # PreparingRebalance from Empty waits at least group.initial.rebalance.delay.ms.

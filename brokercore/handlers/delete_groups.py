@@ -15,6 +15,6 @@ Result = DeleteGroupsResponse.DeletableGroupResult
 async def handle(ctx: RequestContext, request: Any) -> Any:
     offsets = coordinator_of(ctx).offsets
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
-        Result(group_id=group_id, error_code=offsets.delete_group(group_id))
+        Result(group_id=group_id, error_code=await offsets.delete_group(group_id))
         for group_id in request.groups_names
     ])

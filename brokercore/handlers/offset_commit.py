@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # v0 commits carry no generation: they are the "simple" kind.
     generation = request.generation_id_or_member_epoch if version >= 1 else -1
     member_id = request.member_id if version >= 1 else ""
-    errors = coordinator_of(ctx).offsets.commit(
+    errors = await coordinator_of(ctx).offsets.commit(
         request.group_id, generation, member_id,
         request.group_instance_id if version >= 7 else None, commits,
     )

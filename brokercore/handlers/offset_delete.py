@@ -20,7 +20,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted = [TopicPartition(t.name, p.partition_index)
               for t in request.topics for p in t.partitions]
     try:
-        errors = coordinator_of(ctx).offsets.delete_offsets(request.group_id, wanted)
+        errors = await coordinator_of(ctx).offsets.delete_offsets(request.group_id, wanted)
     except GroupError as exc:
         return OffsetDeleteResponse(error_code=exc.error_code, throttle_time_ms=0, topics=[])
     return OffsetDeleteResponse(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[

@@ -105,7 +105,7 @@ async def test_old_generations_are_fenced() -> None:
     assert h.heartbeat(a) == ErrorCode.ILLEGAL_GENERATION
     stale_sync = await h.start_sync(a)
     assert stale_sync.error_code == ErrorCode.ILLEGAL_GENERATION
-    errors = h.coordinator.offsets.commit("g", 1, a.member_id, None, {_tp(): (5, -1, None)})
+    errors = await h.coordinator.offsets.commit("g", 1, a.member_id, None, {_tp(): (5, -1, None)})
     assert errors == {_tp(): ErrorCode.ILLEGAL_GENERATION}
 
 
