@@ -2,6 +2,7 @@
 
 from brokercore.handlers import (  # noqa: F401
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     create_partitions,
     create_topics,
@@ -13,6 +14,7 @@ from brokercore.handlers import (  # noqa: F401
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -22,6 +24,7 @@ from brokercore.handlers import (  # noqa: F401
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,

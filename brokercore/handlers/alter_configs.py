@@ -15,20 +15,10 @@ from brokercore.protocol.apis import serves
 from brokercore.protocol.errors import ErrorCode
 from brokercore.server import RequestContext
 
-Result = AlterConfigsResponse.AlterConfigsResourceResponse
-
 
 @serves(AlterConfigsRequest, AlterConfigsResponse, min_version=0, max_version=2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    async def alter(resource: Any) -> None:
-        await _alter(ctx, resource, request.validate_only)
-
-    results = await alter_each(request.resources, alter)
-    return AlterConfigsResponse(throttle_time_ms=0, responses=[
-        Result(error_code=code, error_message=message, resource_type=r.resource_type,
-               resource_name=r.resource_name)
-        for r, code, message in results
-    ])
+    return await alter_each(ctx, request, AlterConfigsResponse, _alter)
 
 
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:

@@ -20,6 +20,7 @@ from brokercore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from brokercore.broker import Broker
+    from brokercore.server import RequestContext
 
 
 class ResourceType(enum.IntEnum):
@@ -158,26 +159,30 @@ def unsupported_resource(resource_type: int) -> ControllerError:
     return ControllerError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {label}")
 
 
-AlterOne = Callable[[Any], Awaitable[None]]
+# Alter one resource: (ctx, resource, validate_only); raises ControllerError to refuse it.
+AlterOne = Callable[["RequestContext", Any, bool], Awaitable[None]]
 
 
-AlterResult = tuple[Any, ErrorCode, str | None]
-
-
-async def alter_each(resources: list[Any], alter: AlterOne) -> list[AlterResult]:
-    """Alter every resource on its own; a resource named twice in one request is refused."""
-    seen = Counter((r.resource_type, r.resource_name) for r in resources)
-    results: list[AlterResult] = []
-    for resource in resources:
+async def alter_each(
+    ctx: RequestContext, request: Any, response_class: Any, alter: AlterOne
+) -> Any:
+    """The response of AlterConfigs or IncrementalAlterConfigs: every resource altered on
+    its own, and a resource named twice in one request refused."""
+    seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    results = []
+    for resource in request.resources:
+        code, message = ErrorCode.NONE, None
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            await alter(resource)
+            await alter(ctx, resource, request.validate_only)
         except ControllerError as exc:
-            results.append((resource, exc.error_code, exc.message))
-        else:
-            results.append((resource, ErrorCode.NONE, None))
-    return results
+            code, message = exc.error_code, exc.message
+        results.append(response_class.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        ))
+    return response_class(throttle_time_ms=0, responses=results)
 
 
 def alterable_topic(broker: Broker, resource: Any) -> bool:

@@ -27,7 +27,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
         endpoint_type=BROKERS_ENDPOINT, cluster_id=image.cluster_id or "",
-        controller_id=ctx.broker.controller.node_id,
+        controller_id=ctx.broker.controller.active_controller_id,
         brokers=[
             Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
                    is_fenced=b.fenced)

@@ -17,8 +17,6 @@ from brokercore.protocol.apis import serves
 from brokercore.protocol.errors import ErrorCode
 from brokercore.server import RequestContext
 
-Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
-
 
 class OpType(enum.IntEnum):
     SET = 0
@@ -30,15 +28,7 @@ class OpType(enum.IntEnum):
 @serves(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
         min_version=0, max_version=1)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    async def alter(resource: Any) -> None:
-        await _alter(ctx, resource, request.validate_only)
-
-    results = await alter_each(request.resources, alter)
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
-        Result(error_code=code, error_message=message, resource_type=r.resource_type,
-               resource_name=r.resource_name)
-        for r, code, message in results
-    ])
+    return await alter_each(ctx, request, IncrementalAlterConfigsResponse, _alter)
 
 
 async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:

@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if not b.fenced
         ],
         cluster_id=image.cluster_id,
-        controller_id=broker.controller.node_id,
+        controller_id=broker.controller.active_controller_id,
         topics=topics,
     )
 

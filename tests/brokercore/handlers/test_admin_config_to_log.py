@@ -32,11 +32,12 @@ TOPIC = 2
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
     broker = Broker(BrokerConfig({"node.id": "1", "log.dirs": str(tmp_path),
                                   "listeners": "PLAINTEXT://127.0.0.1:0"}))
+    await broker.controller.start()
     broker.replica_manager.load()
     await broker.controller.register_broker(1, "127.0.0.1", 9092)
     yield broker
     await broker.replica_manager.stop()
-    broker.controller.close()
+    await broker.controller.stop()
 
 
 async def call(broker: Broker, request: Any, version: int) -> Any:
@@ -95,7 +96,7 @@ async def test_removing_an_override_restores_the_default_on_the_log(broker: Brok
 
 async def test_validate_only_writes_no_metadata_and_touches_no_log(broker: Broker) -> None:
     await create(broker, "t")
-    records_before = broker.controller.log.end_offset
+    records_before = broker.controller.log_end_offset
 
     await alter(broker, "t", {"retention.ms": "1234"}, validate_only=True)
     await create(broker, "u", validate_only=True)
@@ -106,6 +107,6 @@ async def test_validate_only_writes_no_metadata_and_touches_no_log(broker: Broke
 
     assert broker.replica_manager.partitions[TopicPartition("t", 0)].log.config.retention_ms \
         == 604800000
-    assert broker.controller.log.end_offset == records_before
+    assert broker.controller.log_end_offset == records_before
     assert set(broker.replica_manager.partitions) == \
         {TopicPartition("t", 0), TopicPartition("t", 1)}
