@@ -3,13 +3,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint system-packages
+.PHONY: run test lint faults system-packages
 
 run: $(STAMP)
 	$(PY) manage.py platform
 
 test: $(STAMP) system-packages lint
 	$(PY) -m pytest
+
+# The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS).
+faults: $(STAMP)
+	$(PY) -m pytest -m faults tests/cluster -s
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

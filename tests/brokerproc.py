@@ -1,7 +1,13 @@
-"""Run built-in brokers as real OS processes for tests: start, stop, kill -9, restart."""
+"""Run built-in brokers as real OS processes for tests: start, stop, kill -9, restart.
+
+`BrokerProcess` is one broker on its own; `ClusterProcess` is a cluster of them under
+`python -m brokercore cluster`, operated through the supervisor's control socket.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -9,6 +15,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+from brokercore.cluster import control
+from brokercore.cluster.layout import SOCKET_NAME, free_base_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,3 +100,136 @@ class BrokerProcess:
     def restart(self) -> BrokerProcess:
         self.stop()
         return self.start()
+
+
+class ClusterActionError(Exception):
+    """The supervisor refused an action; the message is its answer."""
+
+
+def _die_with_test_run() -> None:
+    # A crashed test run must not leave a supervisor (and so its brokers) behind.
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class ClusterProcess:
+    """A `python -m brokercore cluster` supervisor with N brokers on free ports.
+
+        with ClusterProcess(tmp_path, brokers=3, overrides={"min.insync.replicas": "2"}) as c:
+            producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap})
+            c.kill(2)              # SIGKILL; broker 2 stays down
+            c.start(2)             # returns once broker 2 says it is ready
+            c.status()["brokers"]  # what `cluster status --json` prints
+
+    Node ids are 1..N. `kill`, `stop`, `pause`, `resume`, `start` and `restart` go through
+    the control socket as the CLI does, return the supervisor's entry for that broker and
+    raise ClusterActionError when it refuses. `close()` (or leaving the `with`) sends
+    SIGTERM to the supervisor, which stops every broker.
+    """
+
+    def __init__(self, data_dir: Path, brokers: int = 3,
+                 overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.brokers = brokers
+        self.base_port = free_base_port(brokers)
+        self.overrides = {
+            # Tests do not wait for late joiners; Kafka's test configs do the same.
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.num.partitions": "4",
+            **(overrides or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.output = data_dir / "supervisor.out"
+
+    def __enter__(self) -> ClusterProcess:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's Kafka listener, comma-separated, as clients take it."""
+        return ",".join(self.bootstrap_of(i) for i in range(1, self.brokers + 1))
+
+    def bootstrap_of(self, node_id: int) -> str:
+        return f"127.0.0.1:{self.base_port + node_id - 1}"
+
+    def open(self, timeout: float = 90.0) -> ClusterProcess:
+        """Start the supervisor and return once every broker is ready."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "brokercore", "cluster", "--brokers", str(self.brokers),
+                "--base-port", str(self.base_port), "--data-dir", str(self.data_dir)]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        with open(self.output, "ab") as out:
+            offset = out.tell()  # a data dir used before holds an earlier "ready"
+            self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                         preexec_fn=_die_with_test_run)
+        deadline = time.monotonic() + timeout
+        while b"millrace cluster ready" not in self.output.read_bytes()[offset:]:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"supervisor exited with {self.proc.returncode}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cluster not ready in {timeout}s:\n{self.log()}")
+            time.sleep(0.1)
+        return self
+
+    def log(self) -> str:
+        """The end of the supervisor's output (each broker's is in data_dir/logs/)."""
+        return self.output.read_text(errors="replace")[-5000:] if self.output.exists() else ""
+
+    def broker_log(self, node_id: int) -> str:
+        path = self.data_dir / "logs" / f"broker-{node_id}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        return control.request(self.data_dir / SOCKET_NAME, message)
+
+    def status(self) -> dict[str, Any]:
+        """`{"active_controller": id | None, "bootstrap": ..., "brokers": [{"id", "pid",
+        "state", "exit_code", "kafka_port", "controller_port", "sees", "leaders", ...}]}`"""
+        return self.request({"action": "status"})
+
+    def broker(self, node_id: int) -> dict[str, Any]:
+        return next(b for b in self.status()["brokers"] if b["id"] == node_id)
+
+    def _act(self, action: str, node_id: int) -> dict[str, Any]:
+        answer = self.request({"action": action, "id": node_id})
+        if not answer["ok"]:
+            raise ClusterActionError(answer["error"])
+        broker: dict[str, Any] = answer["broker"]
+        return broker
+
+    def kill(self, node_id: int) -> dict[str, Any]:
+        """SIGKILL: a crash at whatever moment the broker is in."""
+        return self._act("kill", node_id)
+
+    def stop(self, node_id: int) -> dict[str, Any]:
+        """SIGTERM and wait: a clean (controlled) shutdown."""
+        return self._act("stop", node_id)
+
+    def pause(self, node_id: int) -> dict[str, Any]:
+        """SIGSTOP: the broker is frozen, its sockets stay open."""
+        return self._act("pause", node_id)
+
+    def resume(self, node_id: int) -> dict[str, Any]:
+        return self._act("resume", node_id)
+
+    def start(self, node_id: int) -> dict[str, Any]:
+        """Start a stopped or killed broker; returns once it is ready."""
+        return self._act("start", node_id)
+
+    def restart(self, node_id: int) -> dict[str, Any]:
+        return self._act("restart", node_id)
+
+    def close(self, timeout: float = 60.0) -> int:
+        """SIGTERM the supervisor, which stops every broker; its exit status."""
+        if self.proc is None:
+            return 0
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # its brokers die with it (PR_SET_PDEATHSIG)
+            return self.proc.wait()

@@ -1,0 +1,1 @@
+"""Running a cluster of broker processes: supervisor, control socket and CLI (README.md)."""

@@ -1,0 +1,110 @@
+"""Where each node of a local cluster listens and keeps its data (CLUSTER.md, "Processes").
+
+Node i of a cluster with base port P serves Kafka on P+i-1, the controller quorum on
+P+100+i-1 and metrics on P+200+i-1, and keeps its log under D/broker-i.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+HOST = "127.0.0.1"
+CONTROLLER_OFFSET = 100
+METRICS_OFFSET = 200
+MAX_BROKERS = CONTROLLER_OFFSET - 1
+SOCKET_NAME = "cluster.sock"
+
+
+class LayoutError(ValueError):
+    """The requested cluster cannot be laid out (too many brokers, ports out of range)."""
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    node_id: int
+    kafka_port: int
+    controller_port: int
+    metrics_port: int
+    log_dir: Path
+    output: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.kafka_port}"
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    brokers: int
+    base_port: int
+    data_dir: Path
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise LayoutError(f"--brokers must be 1..{MAX_BROKERS}, got {self.brokers}")
+        if not 1024 <= self.base_port <= 65535 - METRICS_OFFSET - self.brokers:
+            raise LayoutError(f"--base-port {self.base_port} leaves the ports of "
+                              f"{self.brokers} brokers outside 1024..65535")
+
+    @property
+    def nodes(self) -> list[NodeLayout]:
+        return [self.node(i) for i in range(1, self.brokers + 1)]
+
+    def node(self, node_id: int) -> NodeLayout:
+        p = self.base_port + node_id - 1
+        return NodeLayout(
+            node_id, p, p + CONTROLLER_OFFSET, p + METRICS_OFFSET,
+            self.data_dir / f"broker-{node_id}", self.data_dir / "logs" / f"broker-{node_id}.log",
+        )
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    @property
+    def voters(self) -> str:
+        return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.data_dir / SOCKET_NAME
+
+    def overrides(self, node_id: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The broker config of one node; `extra` (the operator's --override) wins."""
+        n = self.node(node_id)
+        return {
+            "node.id": str(node_id),
+            # The Kafka listener first: brokers that predate the quorum serve listeners[0].
+            "listeners": f"PLAINTEXT://{HOST}:{n.kafka_port},CONTROLLER://{HOST}:{n.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": self.voters,
+            "log.dirs": str(n.log_dir),
+            "metrics.http.listener": f"{HOST}:{n.metrics_port}",
+            **(extra or {}),
+        }
+
+
+def ports_free(ports: list[int]) -> bool:
+    for port in ports:
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                return False
+    return True
+
+
+def free_base_port(brokers: int, low: int = 20000, high: int = 32000) -> int:
+    """A base port whose whole block is free now, below Linux's ephemeral range so that the
+    kernel's own picks (clients, `free_port()`) do not collide with it later."""
+    for _ in range(200):
+        base = random.randrange(low, high - METRICS_OFFSET - brokers)
+        ports = [p + off for p in range(base, base + brokers)
+                 for off in (0, CONTROLLER_OFFSET, METRICS_OFFSET)]
+        if ports_free(ports):
+            return base
+    raise LayoutError(f"no free block of ports for {brokers} brokers in {low}..{high}")
