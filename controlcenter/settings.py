@@ -122,7 +122,10 @@ STATIC_ROOT = DATA_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
 
 # --- Kafka: the platform reaches brokers only through a Kafka client ---------------------
-KAFKA_BOOTSTRAP_SERVERS = env_str("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+# The built-in cluster `make run` starts: three brokers from port 9092.
+KAFKA_BOOTSTRAP_SERVERS = env_str(
+    "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
+)
 
 # --- Ports and prefixes: one server, with the registry and proxy also at their own ports ---
 WEB_PORT = env_int("MILLRACE_WEB_PORT", 8000)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,6 +30,26 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def free_port_block(host: str, brokers: int, spacing: int = 100, blocks: int = 3) -> int:
+    """A base port P with P..P+brokers-1 free, and the same at P+spacing and P+2*spacing:
+    the Kafka, controller and metrics ports of a `python -m brokercore cluster`."""
+    for _ in range(200):
+        base = random.randrange(20000, 32000 - spacing * blocks)
+        ports = [base + b * spacing + i for b in range(blocks) for i in range(brokers)]
+        if all(_bindable(host, p) for p in ports):
+            return base
+    raise RuntimeError(f"no free block of ports for {brokers} brokers")
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def port_open(host: str, port: int) -> bool:
@@ -54,11 +75,14 @@ class Child:
     log_path: Path
     ready: Callable[[], bool]
     env: dict[str, str] = field(default_factory=dict)
+    stop_timeout: float = 15.0
     proc: subprocess.Popen[bytes] | None = None
+    offset: int = 0  # where this run's output begins in log_path
 
     def start(self, cwd: Path) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as out:
+            self.offset = out.tell()
             self.proc = subprocess.Popen(
                 self.args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env}, preexec_fn=_die_with_parent,
@@ -74,18 +98,27 @@ class Child:
             time.sleep(0.1)
         raise TimeoutError(f"{self.name} not ready after {timeout:.0f}s; see {self.log_path}")
 
+    def output(self) -> str:
+        """Everything this run has written so far (earlier runs share the file)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
     def tail(self, chars: int = 3000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-chars:]
         except OSError:
             return ""
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.terminate()
         try:
-            self.proc.wait(timeout)
+            self.proc.wait(self.stop_timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -1,4 +1,5 @@
-"""The README's first command: the platform starts, serves every endpoint, stops cleanly."""
+"""The README's first command: the platform starts the cluster and every endpoint, offers
+the failover commands that work, and stops everything cleanly."""
 
 from __future__ import annotations
 
@@ -12,12 +13,23 @@ import urllib.request
 from pathlib import Path
 
 import confluent_kafka
+import pytest
 
 from tests.brokerproc import REPO
 from tests.compat.clients import new_topic
 
 
 def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 90) -> dict[str, str]:
+    lines = wait_for_output(proc, timeout)
+    text = "".join(lines)
+    return {
+        name: re.search(rf"{name}\s+(\S+)", text).group(1)  # type: ignore[union-attr]
+        for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy")
+    }
+
+
+def wait_for_output(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
+    """The platform's output up to its "Press Ctrl-C" line."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
@@ -27,11 +39,7 @@ def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 90) -> dict
             break
         lines.append(line)
         if "Press Ctrl-C to stop." in line:
-            text = "".join(lines)
-            return {
-                name: re.search(rf"{name}\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-                for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy")
-            }
+            return lines
     raise AssertionError("platform did not print its endpoints:\n" + "".join(lines))
 
 
@@ -51,12 +59,18 @@ def is_listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+def platform(data_dir: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
-    proc = subprocess.Popen(
-        [sys.executable, "manage.py", "platform", "--any-port", "--data-dir", str(tmp_path)],
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "platform", "--any-port", "--data-dir", str(data_dir),
+         *args],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+
+
+def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    # One broker keeps this quick; the next test runs the default cluster.
+    proc = platform(tmp_path, "--brokers", "1")
     try:
         endpoints = wait_for_endpoints(proc)
         topic = new_topic("platform")
@@ -72,5 +86,42 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         proc.send_signal(signal.SIGINT)
         output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, output
-    assert "broker 1 is [DOWN]" in output
+    assert "cluster is [DOWN]" in output
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
+
+
+@pytest.mark.slow  # three brokers, migrate, Daphne, and a broker restart: ~20-30 s here
+def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Path) -> None:
+    proc = platform(tmp_path)
+    try:
+        text = "".join(wait_for_output(proc))
+        bootstrap = re.search(r"Kafka bootstrap\s+(\S+)", text).group(1)  # type: ignore[union-attr]
+        servers = bootstrap.split(",")
+        assert len(servers) == 3
+        commands = [line.split("#")[0].strip() for line in text.splitlines()
+                    if " -m brokercore cluster " in line]
+        by_action = {c.split(" cluster ")[1].split(" --data-dir")[0]: c for c in commands}
+        assert set(by_action) == {"status", "kill 2", "start 2", "restart 1"}
+
+        overview = get(re.search(r"Control center\s+(\S+)", text).group(1))  # type: ignore[union-attr]
+        broker_rows = re.findall(r"<tr><td>(\d+)</td><td>127\.0\.0\.1</td>", overview)
+        assert broker_rows == ["1", "2", "3"], overview
+
+        killed = run_printed(by_action["kill 2"])
+        assert "broker 2 killed" in killed, killed
+        status = run_printed(by_action["status"])
+        states = re.findall(r"^\s+(\d)\s+(\w+)", status, re.M)
+        assert states == [("1", "running"), ("2", "killed"), ("3", "running")], status
+        assert "broker 2 started" in run_printed(by_action["start 2"])
+        assert all(is_listening(port_of(s)) for s in servers)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, output
+    assert not [s for s in servers if is_listening(port_of(s))], "a broker outlived Ctrl-C"
+
+
+def run_printed(command: str) -> str:
+    """Run a command line as the platform printed it, from the repository root."""
+    done = subprocess.run(command.split(), cwd=REPO, capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr

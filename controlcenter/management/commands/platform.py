@@ -1,8 +1,10 @@
-"""`python manage.py platform`: the built-in broker and the web server, as one command.
+"""`python manage.py platform`: the built-in cluster and the web server, as one command.
 
-Starts the built-in broker (unless KAFKA_BOOTSTRAP_SERVERS points at an external cluster),
-then Daphne serving the control center, the schema registry and the REST proxy, waits for
-each to be ready, prints the endpoints, and on Ctrl-C stops everything in reverse order.
+Starts the built-in cluster, `python -m brokercore cluster` with 3 brokers (unless
+KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then Daphne serving
+the control center, the schema registry and the REST proxy, waits for each to be ready,
+prints the endpoints and the commands to try a failover, and on Ctrl-C stops everything in
+reverse order.
 """
 
 from __future__ import annotations
@@ -18,15 +20,20 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from controlcenter.supervisor import Child, free_port, http_ok, port_open
+from controlcenter.supervisor import Child, free_port, free_port_block, http_ok
+
+# CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
+CLUSTER_HOST = "127.0.0.1"
 
 
 class Command(BaseCommand):
-    help = "Run the Millrace platform: built-in broker, control center, registry, REST proxy."
+    help = "Run the Millrace platform: built-in cluster, control center, registry, REST proxy."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="interface to listen on")
-        parser.add_argument("--kafka-port", type=int, default=9092)
+        parser.add_argument("--kafka-port", type=int, default=9092,
+                            help="broker i serves Kafka on this port + i-1")
+        parser.add_argument("--brokers", type=int, default=3, help="brokers in the cluster")
         parser.add_argument("--web-port", type=int, default=settings.WEB_PORT)
         parser.add_argument("--registry-port", type=int, default=settings.REGISTRY_PORT)
         parser.add_argument("--restproxy-port", type=int, default=settings.RESTPROXY_PORT)
@@ -34,18 +41,20 @@ class Command(BaseCommand):
                             help="pick free ports instead of the conventional ones")
         parser.add_argument("--data-dir", type=Path, default=settings.DATA_DIR)
         parser.add_argument("--external", action="store_true",
-                            help="use KAFKA_BOOTSTRAP_SERVERS instead of the built-in broker")
+                            help="use KAFKA_BOOTSTRAP_SERVERS instead of the built-in cluster")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         host: str = opts["host"]
+        brokers: int = opts["brokers"]
         ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port")}
         if opts["any_port"]:
             ports = {k: free_port(host) for k in ports}
+            ports["kafka_port"] = free_port_block(CLUSTER_HOST, brokers)
         data_dir: Path = opts["data_dir"].resolve()
         external = opts["external"] or "KAFKA_BOOTSTRAP_SERVERS" in os.environ
-        bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external
-                     else f"{host}:{ports['kafka_port']}")
-        children = [] if external else [self._broker(host, ports["kafka_port"], data_dir)]
+        bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external else ",".join(
+            f"{CLUSTER_HOST}:{ports['kafka_port'] + i}" for i in range(brokers)))
+        children = [] if external else [self._cluster(brokers, ports["kafka_port"], data_dir)]
         web = self._web(host, ports, bootstrap, data_dir)
         self._migrate(web.env)
         children.append(web)
@@ -57,19 +66,16 @@ class Command(BaseCommand):
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
                        cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True)
 
-    def _broker(self, host: str, port: int, data_dir: Path) -> Child:
-        broker_dir = data_dir / "broker-1"
-        log_path = data_dir / "logs" / "broker-1.log"
-        overrides = {"node.id": "1", "listeners": f"PLAINTEXT://{host}:{port}",
-                     "log.dirs": str(broker_dir / "data")}
-        args = [sys.executable, "-m", "brokercore"]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
+    def _cluster(self, brokers: int, base_port: int, data_dir: Path) -> Child:
+        args = [sys.executable, "-m", "brokercore", "cluster", "--brokers", str(brokers),
+                "--base-port", str(base_port), "--data-dir", str(data_dir / "cluster")]
 
         def ready() -> bool:
-            return port_open(host, port) and "ready on" in child.tail(20000)
+            return "millrace cluster ready" in child.output()
 
-        child = Child("broker 1", args, log_path, ready)
+        # The supervisor gives each broker 15 s to shut down cleanly, all at once.
+        child = Child("cluster", args, data_dir / "logs" / "cluster.log", ready,
+                      stop_timeout=40.0)
         return child
 
     def _web(self, host: str, ports: dict[str, int], bootstrap: str, data_dir: Path) -> Child:
@@ -118,7 +124,8 @@ class Command(BaseCommand):
                          data_dir: Path, external: bool) -> None:
         web = f"http://{host}:{ports['web_port']}"
         rows = [
-            ("Kafka bootstrap", bootstrap + ("  (external)" if external else "")),
+            ("Kafka bootstrap", bootstrap + ("  (external)" if external else
+                                             f"  ({bootstrap.count(',') + 1} brokers)")),
             ("Control center", f"{web}/"),
             ("Schema registry", f"http://{host}:{ports['registry_port']}  "
                                 f"(also {web}/{settings.REGISTRY_PREFIX})"),
@@ -133,6 +140,29 @@ class Command(BaseCommand):
             self.stdout.write(f"  {name.ljust(width)}  {value}")
         self.stdout.write(
             f"\n  export KAFKA_BOOTSTRAP_SERVERS={bootstrap} "
-            f"SCHEMA_REGISTRY_URL=http://{host}:{ports['registry_port']}\n"
-            "\nPress Ctrl-C to stop.", )
+            f"SCHEMA_REGISTRY_URL=http://{host}:{ports['registry_port']}")
+        if not external:
+            self._print_failover(data_dir / "cluster")
+        self.stdout.write("\nPress Ctrl-C to stop.")
         self.stdout.flush()
+
+    def _print_failover(self, cluster_dir: Path) -> None:
+        python, where = _short(Path(sys.executable)), _short(cluster_dir)
+        commands = [
+            (f"{python} -m brokercore cluster {action} --data-dir {where}", why)
+            for action, why in (
+                ("status", "pids, states, the active controller, leaders"),
+                ("kill 2", "SIGKILL broker 2; it stays down"),
+                ("start 2", "bring it back: it catches up and rejoins the ISR"),
+                ("restart 1", "a clean stop (SIGTERM), then a start"),
+            )
+        ]
+        width = max(len(command) for command, _ in commands)
+        self.stdout.write("\nTry a failover from another terminal:")
+        for command, why in commands:
+            self.stdout.write(f"  {command.ljust(width)}  # {why}")
+
+
+def _short(path: Path) -> str:
+    """`path` relative to the working directory when it lies below it: easier to copy."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
