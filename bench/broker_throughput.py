@@ -33,7 +33,8 @@ from tests.brokerproc import BrokerProcess
 
 
 def produce(bootstrap: str, topic: str, count: int, value: bytes, acks: str,
-            **extra: object) -> float:
+            partitions: int = 1, **extra: object) -> float:
+    """Seconds to produce and flush `count` messages, spread over the first `partitions`."""
     producer = confluent_kafka.Producer({
         "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
         "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000, **extra,
@@ -41,10 +42,10 @@ def produce(bootstrap: str, topic: str, count: int, value: bytes, acks: str,
     producer.produce(topic, value=value, partition=0)  # topic metadata, connection warm-up
     producer.flush(30)
     start = time.perf_counter()
-    for _ in range(count):
+    for i in range(count):
         while True:
             try:
-                producer.produce(topic, value=value, partition=0)
+                producer.produce(topic, value=value, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.001)
