@@ -32,6 +32,8 @@ def create_topic(bootstrap: str, topic: str, configs: dict[str, str] | None = No
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, 1, 3, config=configs or {})])
     futures[topic].result(30)
+    # Created on the controller; wait until Metadata from any broker shows it in full.
+    wait_until_isr(bootstrap, topic, [1, 2, 3])
 
 
 def produce_acks_all(bootstrap: str, topic: str, values: list[bytes]) -> dict[bytes, object]:
@@ -144,7 +146,7 @@ def wait_until_isr(bootstrap: str, topic: str, isr: list[int], timeout: float = 
     while True:
         try:
             leader, current = partition_state(bootstrap, topic)
-        except confluent_kafka.KafkaException:
+        except (confluent_kafka.KafkaException, KeyError):  # KeyError: not applied there yet
             current, leader = [], -1
         if current == isr:
             return leader
