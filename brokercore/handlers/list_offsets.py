@@ -1,6 +1,10 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp.
 
 Latest is the high watermark: clients never learn of offsets that are not committed yet.
+A leader elected moments ago may still hold a high watermark below the start of its own
+epoch (the old leader's may have been higher); until its followers report, it answers a
+client's latest or timestamp lookup with OFFSET_NOT_AVAILABLE, a retriable error, rather
+than an offset below one a client may already have seen (Kafka's KIP-207).
 """
 
 from typing import Any
@@ -43,20 +47,26 @@ def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
     except PartitionError as exc:
         return answer(exc.error_code)
     epoch = partition.leader_epoch
+    # Clients see up to the high watermark; a follower (replica_id >= 0) to the log end.
+    client = replica_id < 0
+    fetchable = partition.high_watermark if client else partition.log_end_offset
+    lagging = client and partition.leader_epoch_start_offset > partition.high_watermark
     if p.timestamp == LATEST:
-        # Clients see the high watermark; a follower (replica_id >= 0) the log end.
-        latest = partition.log_end_offset if replica_id >= 0 else partition.high_watermark
-        return answer(ErrorCode.NONE, -1, latest, epoch)
+        if lagging:
+            return answer(ErrorCode.OFFSET_NOT_AVAILABLE)
+        return answer(ErrorCode.NONE, -1, fetchable, epoch)
     if p.timestamp == EARLIEST:
         return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
     if p.timestamp == MAX_TIMESTAMP:
+        # (offset, timestamp) of the record with the largest timestamp
         found = partition.log.max_timestamp()
-        if found is None:
-            return answer(ErrorCode.NONE, -1, -1, epoch)
-        return answer(ErrorCode.NONE, found[0], found[1], epoch)
-    if p.timestamp < 0:
+        hit = None if found is None else (found[1], found[0])
+    elif p.timestamp < 0:
         return answer(ErrorCode.INVALID_REQUEST)
-    hit = partition.log.offset_for_timestamp(p.timestamp)
-    if hit is None or hit[0] >= partition.high_watermark:
-        return answer(ErrorCode.NONE, -1, -1, epoch)
-    return answer(ErrorCode.NONE, hit[1], max(hit[0], partition.log_start_offset), epoch)
+    else:
+        hit = partition.log.offset_for_timestamp(p.timestamp)
+    if hit is not None and hit[0] < fetchable:
+        return answer(ErrorCode.NONE, hit[1], max(hit[0], partition.log_start_offset), epoch)
+    if lagging:  # the record may be committed, but this leader cannot tell yet
+        return answer(ErrorCode.OFFSET_NOT_AVAILABLE)
+    return answer(ErrorCode.NONE, -1, -1, epoch)

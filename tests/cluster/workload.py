@@ -289,9 +289,7 @@ def final_read(bootstrap: str, topic: str, partitions: int, timeout: float = 60.
     })
     out: dict[int, list[tuple[int, str | None, str]]] = {p: [] for p in range(partitions)}
     try:
-        ends = {p: consumer.get_watermark_offsets(
-            confluent_kafka.TopicPartition(topic, p), timeout=timeout)[1]
-            for p in range(partitions)}
+        ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
                          for p in range(partitions) if ends[p] > 0])
         next_offset = dict.fromkeys(range(partitions), 0)
@@ -308,3 +306,26 @@ def final_read(bootstrap: str, topic: str, partitions: int, timeout: float = 60.
     finally:
         consumer.close()
     return out
+
+
+_MOVING = {confluent_kafka.KafkaError.NOT_LEADER_FOR_PARTITION,
+           confluent_kafka.KafkaError.LEADER_NOT_AVAILABLE,
+           confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART,
+           confluent_kafka.KafkaError.OFFSET_NOT_AVAILABLE,  # a new leader's HW catching up
+           confluent_kafka.KafkaError._TRANSPORT, confluent_kafka.KafkaError._TIMED_OUT}
+
+
+def _high_watermark(consumer: confluent_kafka.Consumer, topic: str, partition: int,
+                    timeout: float) -> int:
+    """The partition's high watermark, asked again while leadership is still moving (the
+    client's one-shot query does not retry NOT_LEADER_OR_FOLLOWER itself)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, high = consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(topic, partition), timeout=timeout)
+            return int(high)
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() not in _MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)

@@ -218,9 +218,12 @@ class Client:
         return response.responses[0].partitions[0]
 
     async def latest(self, topic: str, index: int = 0) -> Any:
+        return await self.list_offsets(topic, -1, index)
+
+    async def list_offsets(self, topic: str, timestamp: int, index: int = 0) -> Any:
         spec = ListOffsetsRequest.ListOffsetsTopic
         request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[spec(
             name=topic, partitions=[spec.ListOffsetsPartition(
-                partition_index=index, current_leader_epoch=-1, timestamp=-1)])])
+                partition_index=index, current_leader_epoch=-1, timestamp=timestamp)])])
         response = await self.connection.request(request, 4)
         return response.topics[0].partitions[0]

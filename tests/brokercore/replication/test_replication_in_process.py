@@ -188,6 +188,41 @@ async def test_a_returning_old_leader_truncates_its_divergent_tail(
     client.close()
 
 
+async def test_a_new_leader_withholds_offsets_until_its_high_watermark_reaches_its_epoch(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """KIP-207: "latest" from a new leader never goes below what the old leader answered."""
+    cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
+    cluster.create_topic(TOPIC, [1, 2, 3])
+    client = await Client.to(cluster.nodes[1])
+    assert (await client.produce(TOPIC, record_batch([b"a"]))).error_code == 0
+    await cluster.stop_node(3)
+    assert (await client.produce(TOPIC, record_batch([b"b"]), acks=1)).error_code == 0
+    client.close()
+    follower = cluster.nodes[2].partition(TOPIC)
+    await eventually(lambda: follower.log_end_offset == 2, "2 fetches b")
+    await cluster.stop_node(1)
+    cluster.change_leader(TOPIC, 2, isr=[2, 3])  # 3 is down: the new leader's HW is held
+    leader = cluster.nodes[2].partition(TOPIC)
+    assert (leader.high_watermark, leader.leader_epoch_start_offset) == (1, 2)
+
+    client = await Client.to(cluster.nodes[2])
+    assert (await client.latest(TOPIC)).error_code == ErrorCode.OFFSET_NOT_AVAILABLE
+    # A timestamp lookup is answered when it lands below the HW, and withheld otherwise:
+    # a later record may be committed, but this leader cannot tell yet.
+    below = await client.list_offsets(TOPIC, 0)
+    assert (below.error_code, below.offset) == (ErrorCode.NONE, 0)
+    beyond = await client.list_offsets(TOPIC, 2_000_000_000_000)
+    assert beyond.error_code == ErrorCode.OFFSET_NOT_AVAILABLE
+    assert (await client.list_offsets(TOPIC, -2)).offset == 0
+
+    await cluster.restart_node(3)
+    await eventually(lambda: leader.high_watermark == 2, "3 catches up and the HW moves")
+    latest = await client.latest(TOPIC)
+    assert (latest.error_code, latest.offset) == (ErrorCode.NONE, 2)
+    client.close()
+
+
 async def test_high_watermarks_survive_a_restart(make_cluster: Callable[..., Cluster]) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
     cluster.create_topic(TOPIC, [1, 2])
