@@ -2,14 +2,19 @@
 
 Offset -1 means the high watermark. Offsets past the high watermark are refused with
 OFFSET_OUT_OF_RANGE, since deleting uncommitted records could not be undone on a leader
-change. The answer's low watermark is the partition's log start offset afterwards.
+change. As in Kafka, the answer waits (up to the request's timeout_ms) until every live
+replica has moved its log start that far, so no future leader can serve the deleted
+records; its low watermark is then the smallest log start over those replicas. Followers
+learn the leader's log start from their fetches and report theirs in the next one.
 """
 
+import asyncio
 import logging
 from typing import Any
 
 from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 
+from brokercore.controller.elections import live_brokers
 from brokercore.log import LogError
 from brokercore.protocol.apis import serves
 from brokercore.protocol.errors import ErrorCode
@@ -25,27 +30,29 @@ HIGH_WATERMARK = -1
 
 @serves(DeleteRecordsRequest, DeleteRecordsResponse, min_version=0, max_version=2)
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    return DeleteRecordsResponse(
-        throttle_time_ms=0,
-        topics=[
-            TopicResult(name=t.name, partitions=[_delete(ctx, t.name, p) for p in t.partitions])
-            for t in request.topics
-        ],
-    )
+    max_wait = max(request.timeout_ms, 0) / 1000
+    topics = []
+    for t in request.topics:
+        results = await asyncio.gather(*(_delete(ctx, t.name, p, max_wait)
+                                         for p in t.partitions))
+        topics.append(TopicResult(name=t.name, partitions=list(results)))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-def _delete(ctx: RequestContext, topic: str, p: Any) -> Any:
+async def _delete(ctx: RequestContext, topic: str, p: Any, max_wait: float) -> Any:
     tp = TopicPartition(topic, p.partition_index)
     try:
         partition = ctx.broker.replica_manager.leader_partition(tp)
         offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
         if not 0 <= offset <= partition.high_watermark:
             raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE)
-        low_watermark = partition.log.delete_records_before(offset)
+        log_start = partition.log.delete_records_before(offset)
     except (PartitionError, LogError) as exc:
         return PartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                error_code=exc.error_code)
     log.info("node %d: %s deleted records of %s before %d; log start is %d",
-             ctx.broker.node_id, ctx.client_id, tp, offset, low_watermark)
+             ctx.broker.node_id, ctx.client_id, tp, offset, log_start)
+    code, low_watermark = await partition.wait_for_low_watermark(
+        log_start, lambda: live_brokers(ctx.broker.replica_manager.image), max_wait)
     return PartitionResult(partition_index=p.partition_index, low_watermark=low_watermark,
-                           error_code=ErrorCode.NONE)
+                           error_code=code)

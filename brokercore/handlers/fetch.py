@@ -76,7 +76,8 @@ def _record_follower_fetch(ctx: RequestContext, request: Any) -> None:
                 and p.current_leader_epoch in (-1, partition.leader_epoch)
                 and 0 <= p.fetch_offset <= partition.log_end_offset
             ):
-                manager.record_follower_fetch(partition, request.replica_id, p.fetch_offset)
+                manager.record_follower_fetch(partition, request.replica_id, p.fetch_offset,
+                                              p.log_start_offset)
 
 
 def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from brokercore.log import AppendResult, LogConfig, PartitionLog
@@ -40,6 +41,7 @@ class ReplicaState:
     """What the leader knows of one follower, from that follower's fetches (Kafka's Replica)."""
 
     log_end_offset: int = UNKNOWN_OFFSET  # unknown until it fetches in this leader epoch
+    log_start_offset: int = UNKNOWN_OFFSET
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
     last_fetch_leader_log_end: int = UNKNOWN_OFFSET
@@ -174,8 +176,10 @@ class Partition:
         self.wake_waiters()
         return result
 
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched from `fetch_offset`, its log end. False if it is no replica.
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, log_start_offset: int,
+                              now_ms: int) -> bool:
+        """A follower fetched from `fetch_offset`, its log end, and reported its log start.
+        False if it is no replica.
 
         Kafka's rule for last caught-up time: a fetch at the leader's log end means caught up
         now; a fetch at or past the log end of the follower's previous fetch means it was
@@ -192,8 +196,36 @@ class Partition:
         state.log_end_offset = fetch_offset
         state.last_fetch_ms = now_ms
         state.last_fetch_leader_log_end = leader_end
+        if log_start_offset != state.log_start_offset:
+            state.log_start_offset = log_start_offset
+            self.wake_waiters()  # a DeleteRecords may be waiting for it
         self.maybe_increment_high_watermark()
         return True
+
+    def low_watermark(self, alive: set[int]) -> int:
+        """The smallest log start over this leader and its live followers (Kafka's
+        lowWatermarkIfLeader): how far DeleteRecords has reached on every replica."""
+        starts = [self.log_start_offset]
+        starts += [state.log_start_offset for r, state in self.followers.items() if r in alive]
+        return min(starts)
+
+    async def wait_for_low_watermark(self, offset: int, alive: Callable[[], set[int]],
+                                     max_wait: float) -> tuple[ErrorCode, int]:
+        """Wait until every live replica's log start is at or past `offset`: (NONE, the low
+        watermark), NOT_LEADER_OR_FOLLOWER if this leadership ends first, or
+        REQUEST_TIMED_OUT after `max_wait` seconds."""
+        epoch = self.leader_epoch
+        deadline = asyncio.get_running_loop().time() + max_wait
+        while True:
+            if not self.is_leader or self.leader_epoch != epoch:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET
+            low = self.low_watermark(alive())
+            if low >= offset:
+                return ErrorCode.NONE, low
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT, UNKNOWN_OFFSET
+            await self.wait_for_change(remaining)
 
     def maybe_increment_high_watermark(self) -> bool:
         """Move the high watermark up to the smallest log end over the (maximal) ISR."""

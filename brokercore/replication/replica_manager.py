@@ -201,9 +201,11 @@ class ReplicaManager:
                 partition.discard_waiter(waiter)
 
     # -- leader: follower progress and the ISR ----------------------------------------------
-    def record_follower_fetch(self, partition: Partition, replica_id: int, offset: int) -> bool:
+    def record_follower_fetch(self, partition: Partition, replica_id: int, offset: int,
+                              log_start_offset: int) -> bool:
         """A follower's Fetch at `offset`; False if it is not a replica of the partition."""
-        if not partition.update_follower_fetch(replica_id, offset, self.clock.time_ms()):
+        if not partition.update_follower_fetch(replica_id, offset, log_start_offset,
+                                               self.clock.time_ms()):
             return False
         if partition.pending_isr is None and partition.may_join_isr(replica_id):
             broker = self.image.brokers.get(replica_id)

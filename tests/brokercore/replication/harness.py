@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kafka.protocol.admin import DeleteRecordsRequest
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -216,6 +217,15 @@ class Client:
             forgotten_topics_data=[])
         response = await self.connection.request(request, 12)
         return response.responses[0].partitions[0]
+
+    async def delete_records(self, topic: str, offset: int, timeout_ms: int = 5000,
+                             index: int = 0) -> Any:
+        spec = DeleteRecordsRequest.DeleteRecordsTopic
+        request = DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[spec(
+            name=topic, partitions=[spec.DeleteRecordsPartition(partition_index=index,
+                                                                offset=offset)])])
+        response = await self.connection.request(request, 2)
+        return response.topics[0].partitions[0]
 
     async def latest(self, topic: str, index: int = 0) -> Any:
         return await self.list_offsets(topic, -1, index)

@@ -49,11 +49,11 @@ def test_high_watermark_is_the_smallest_log_end_over_the_isr(tmp_path: Path,
     partition = leader(tmp_path, clock, isr=[1, 2, 3])
     append(partition, 5)
     assert partition.high_watermark == 0
-    partition.update_follower_fetch(2, 5, clock.time_ms())
+    partition.update_follower_fetch(2, 5, 0, clock.time_ms())
     assert partition.high_watermark == 0  # 3 has not fetched in this epoch
-    partition.update_follower_fetch(3, 2, clock.time_ms())
+    partition.update_follower_fetch(3, 2, 0, clock.time_ms())
     assert partition.high_watermark == 2
-    partition.update_follower_fetch(3, 5, clock.time_ms())
+    partition.update_follower_fetch(3, 5, 0, clock.time_ms())
     assert partition.high_watermark == 5
 
 
@@ -62,16 +62,16 @@ def test_new_leader_keeps_its_old_high_watermark_until_followers_report(
 ) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2], high_watermark=4, records=10)
     assert partition.high_watermark == 4
-    partition.update_follower_fetch(2, 7, clock.time_ms())
+    partition.update_follower_fetch(2, 7, 0, clock.time_ms())
     assert partition.high_watermark == 7
 
 
 def test_high_watermark_never_goes_down(tmp_path: Path, clock: FakeClock) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2])
     append(partition, 4)
-    partition.update_follower_fetch(2, 4, clock.time_ms())
+    partition.update_follower_fetch(2, 4, 0, clock.time_ms())
     assert partition.high_watermark == 4
-    partition.update_follower_fetch(2, 1, clock.time_ms())
+    partition.update_follower_fetch(2, 1, 0, clock.time_ms())
     assert partition.high_watermark == 4
 
 
@@ -80,9 +80,9 @@ def test_a_follower_that_stops_fetching_falls_out_after_the_lag_time(
 ) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2, 3])
     append(partition)
-    partition.update_follower_fetch(2, 1, clock.time_ms())
+    partition.update_follower_fetch(2, 1, 0, clock.time_ms())
     clock.advance(LAG_MS / 1000 - 1)
-    partition.update_follower_fetch(2, 1, clock.time_ms())
+    partition.update_follower_fetch(2, 1, 0, clock.time_ms())
     assert partition.out_of_sync_replicas(clock.time_ms(), LAG_MS) == []
     clock.advance(2)
     assert partition.out_of_sync_replicas(clock.time_ms(), LAG_MS) == [3]
@@ -94,13 +94,13 @@ def test_a_follower_that_fetches_but_never_reaches_the_log_end_falls_out(
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2])
     for _ in range(12):
         append(partition)  # the leader keeps moving faster than the follower
-        partition.update_follower_fetch(2, partition.log_end_offset - 1, clock.time_ms())
+        partition.update_follower_fetch(2, partition.log_end_offset - 1, 0, clock.time_ms())
         clock.advance(1)
     # Each fetch reached where the leader was at the previous fetch: still caught up.
     assert partition.out_of_sync_replicas(clock.time_ms(), LAG_MS) == []
     for _ in range(12):
         append(partition, 5)
-        partition.update_follower_fetch(2, 1, clock.time_ms())  # stuck
+        partition.update_follower_fetch(2, 1, 0, clock.time_ms())  # stuck
         clock.advance(1)
     assert partition.out_of_sync_replicas(clock.time_ms(), LAG_MS) == [2]
 
@@ -110,10 +110,10 @@ def test_a_follower_joins_the_isr_when_it_reaches_the_high_watermark(
 ) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2, 3])
     append(partition, 4)
-    partition.update_follower_fetch(2, 4, clock.time_ms())
-    partition.update_follower_fetch(3, 3, clock.time_ms())
+    partition.update_follower_fetch(2, 4, 0, clock.time_ms())
+    partition.update_follower_fetch(3, 3, 0, clock.time_ms())
     assert not partition.may_join_isr(3)
-    partition.update_follower_fetch(3, 4, clock.time_ms())
+    partition.update_follower_fetch(3, 4, 0, clock.time_ms())
     assert partition.may_join_isr(3)
     assert not partition.may_join_isr(2)  # already in
 
@@ -123,11 +123,11 @@ def test_a_pending_expansion_counts_for_the_high_watermark_and_a_shrink_does_not
 ) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2, 3])
     append(partition, 4)
-    partition.update_follower_fetch(2, 4, clock.time_ms())
-    partition.update_follower_fetch(3, 4, clock.time_ms())
+    partition.update_follower_fetch(2, 4, 0, clock.time_ms())
+    partition.update_follower_fetch(3, 4, 0, clock.time_ms())
     partition.pending_isr = [1, 2, 3]
     append(partition, 1)
-    partition.update_follower_fetch(2, 5, clock.time_ms())
+    partition.update_follower_fetch(2, 5, 0, clock.time_ms())
     assert partition.high_watermark == 4  # 3 counts while its joining is in flight
     partition.pending_isr = [1]
     assert partition.maximal_isr == [1, 2]
@@ -136,7 +136,7 @@ def test_a_pending_expansion_counts_for_the_high_watermark_and_a_shrink_does_not
 def test_a_replica_outside_the_assignment_is_not_recorded(tmp_path: Path,
                                                           clock: FakeClock) -> None:
     partition = leader(tmp_path, clock, isr=[1, 2], replicas=[1, 2])
-    assert not partition.update_follower_fetch(7, 0, clock.time_ms())
+    assert not partition.update_follower_fetch(7, 0, 0, clock.time_ms())
 
 
 async def test_wait_until_replicated_answers_each_way(tmp_path: Path, clock: FakeClock) -> None:
@@ -147,8 +147,8 @@ async def test_wait_until_replicated_answers_each_way(tmp_path: Path, clock: Fak
 
     waiting = asyncio.create_task(partition.wait_until_replicated(last, 10))
     await asyncio.sleep(0)
-    partition.update_follower_fetch(2, 1, clock.time_ms())
-    partition.update_follower_fetch(3, 1, clock.time_ms())
+    partition.update_follower_fetch(2, 1, 0, clock.time_ms())
+    partition.update_follower_fetch(3, 1, 0, clock.time_ms())
     assert await waiting == ErrorCode.NONE
 
     last = append(partition)

@@ -223,6 +223,30 @@ async def test_a_new_leader_withholds_offsets_until_its_high_watermark_reaches_i
     client.close()
 
 
+async def test_delete_records_answers_once_every_live_replica_has_moved_its_log_start(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
+    cluster.create_topic(TOPIC, [1, 2, 3])
+    client = await Client.to(cluster.nodes[1])
+    for i in range(6):
+        assert (await client.produce(TOPIC, record_batch([b"v%d" % i]))).error_code == 0
+    deleted = await client.delete_records(TOPIC, 3)
+    assert (deleted.error_code, deleted.low_watermark) == (ErrorCode.NONE, 3)
+    # Answered only now that no replica could serve offsets 0-2 as a future leader.
+    assert [n.partition(TOPIC).log_start_offset for n in cluster.nodes.values()] == [3, 3, 3]
+
+    await cluster.stop_node(3)  # down but not fenced: still counted, so the wait runs out
+    stalled = await client.delete_records(TOPIC, 5, timeout_ms=300)
+    assert (stalled.error_code, stalled.low_watermark) == (ErrorCode.REQUEST_TIMED_OUT, -1)
+    assert cluster.nodes[1].partition(TOPIC).log_start_offset == 5  # done on the leader
+    cluster.apply({"type": "fence_broker", "node_id": 3, "fenced": True})
+    fenced = await client.delete_records(TOPIC, 5)  # a fenced replica is not waited for
+    assert (fenced.error_code, fenced.low_watermark) == (ErrorCode.NONE, 5)
+    assert cluster.nodes[2].partition(TOPIC).log_start_offset == 5
+    client.close()
+
+
 async def test_high_watermarks_survive_a_restart(make_cluster: Callable[..., Cluster]) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
     cluster.create_topic(TOPIC, [1, 2])
