@@ -45,8 +45,8 @@ class CoordinatorConfig:
     max_size: int = 2**31 - 1
     offsets_retention_ms: int = 10080 * 60_000
     retention_check_interval_ms: int = 600_000
-    metadata_max_bytes: int = 4096  # Kafka's offset.metadata.max.bytes
-    commit_timeout_ms: int = 5000  # Kafka's offsets.commit.timeout.ms
+    metadata_max_bytes: int = 4096
+    commit_timeout_ms: int = 5000
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
@@ -57,6 +57,8 @@ class CoordinatorConfig:
             max_size=config.get_int("group.max.size"),
             offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
             retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
+            metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
+            commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
         )
 
 
