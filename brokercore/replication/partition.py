@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from brokercore.log import AppendResult, LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 
 UNKNOWN_OFFSET = -1
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,18 +216,14 @@ class Partition:
         """Wait until every live replica's log start is at or past `offset`: (NONE, the low
         watermark), NOT_LEADER_OR_FOLLOWER if this leadership ends first, or
         REQUEST_TIMED_OUT after `max_wait` seconds."""
-        epoch = self.leader_epoch
-        deadline = asyncio.get_running_loop().time() + max_wait
-        while True:
-            if not self.is_leader or self.leader_epoch != epoch:
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET
+        def reached() -> int | None:
             low = self.low_watermark(alive())
-            if low >= offset:
-                return ErrorCode.NONE, low
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return ErrorCode.REQUEST_TIMED_OUT, UNKNOWN_OFFSET
-            await self.wait_for_change(remaining)
+            return low if low >= offset else None
+
+        found = await self._wait_while_leading(reached, max_wait)
+        if isinstance(found, ErrorCode):
+            return found, UNKNOWN_OFFSET
+        return ErrorCode.NONE, found
 
     def maybe_increment_high_watermark(self) -> bool:
         """Move the high watermark up to the smallest log end over the (maximal) ISR."""
@@ -269,15 +267,28 @@ class Partition:
         NOT_LEADER_OR_FOLLOWER when this leadership ends first; REQUEST_TIMED_OUT after
         `max_wait` seconds.
         """
+        def committed() -> ErrorCode | None:
+            if self.high_watermark <= offset:
+                return None
+            if len(self.maximal_isr) < self.min_insync_replicas:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return ErrorCode.NONE
+
+        return await self._wait_while_leading(committed, max_wait)
+
+    async def _wait_while_leading(self, settled: Callable[[], T | None],
+                                  max_wait: float) -> T | ErrorCode:
+        """Ask `settled` again on every change until it answers: its answer, or
+        NOT_LEADER_OR_FOLLOWER if this leadership ends first, or REQUEST_TIMED_OUT after
+        `max_wait` seconds."""
         epoch = self.leader_epoch
         deadline = asyncio.get_running_loop().time() + max_wait
         while True:
             if not self.is_leader or self.leader_epoch != epoch:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if self.high_watermark > offset:
-                if len(self.maximal_isr) < self.min_insync_replicas:
-                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-                return ErrorCode.NONE
+            answer = settled()
+            if answer is not None:
+                return answer
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
