@@ -121,7 +121,7 @@ class Membership:
     def _join_known_member(self, group: Group, req: JoinRequest) -> JoinOutcome:
         if group.pending_members.pop(req.member_id, None) is not None:
             return self._add_member(group, req.member_id, req)
-        member = self._validate_member(group, req.member_id, req.group_instance_id)
+        member = group.known_member(req.member_id, req.group_instance_id)
         if group.state is S.PREPARING_REBALANCE:
             return self._rejoin(group, member, req, rebalance=False)
         same = member.same_protocols(req.protocols)
@@ -262,7 +262,7 @@ class Membership:
         protocol: tuple[str | None, str | None], assignments: dict[str, bytes],
     ) -> SyncResult | asyncio.Future[SyncResult]:
         group = self._live_group(group_id)
-        member = self._validate_member(group, member_id, instance_id)
+        member = group.known_member(member_id, instance_id)
         if generation_id != group.generation_id:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION)
         protocol_type, protocol_name = protocol
@@ -332,7 +332,7 @@ class Membership:
     ) -> ErrorCode:
         try:
             group = self._live_group(group_id)
-            member = self._validate_member(group, member_id, instance_id)
+            member = group.known_member(member_id, instance_id)
         except GroupError as exc:
             return exc.error_code
         self._heard_from(member)
@@ -418,17 +418,6 @@ class Membership:
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return group
-
-    @staticmethod
-    def _validate_member(group: Group, member_id: str, instance_id: str | None) -> Member:
-        if instance_id is not None:
-            current = group.static_members.get(instance_id)
-            if current is not None and current != member_id:
-                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        return member
 
     def _heard_from(self, member: Member) -> None:
         member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000

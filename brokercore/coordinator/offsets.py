@@ -94,13 +94,7 @@ class Offsets:
     def _check_member(
         self, group: Group, generation_id: int, member_id: str, instance_id: str | None
     ) -> None:
-        if instance_id is not None:
-            current = group.static_members.get(instance_id)
-            if current is not None and current != member_id:
-                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(member_id)
-        if member is None:
-            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        member = group.known_member(member_id, instance_id)
         if generation_id != group.generation_id:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION)
         if group.state is S.COMPLETING_REBALANCE:

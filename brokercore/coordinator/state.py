@@ -151,6 +151,18 @@ class Group:
         if not self.protocol_type:
             self.protocol_type = member.protocol_type
 
+    def known_member(self, member_id: str, instance_id: str | None) -> Member:
+        """The member a request names; FENCED_INSTANCE_ID if a static member's instance id
+        now belongs to another member id, UNKNOWN_MEMBER_ID if there is no such member."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is not None and current != member_id:
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
+        member = self.members.get(member_id)
+        if member is None:
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+        return member
+
     def remove_member(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         if member is None:
