@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiokafka
@@ -103,8 +103,15 @@ class Workload:
         self.history.final_read(final_read(self.bootstrap, self.topic, self.partitions))
         return self.history
 
-    def value(self, name: str, n: int) -> tuple[str, int]:
-        return f"{name}-{n}", n % self.partitions
+    def attempts(self, name: str) -> Iterator[tuple[str, int]]:
+        """While producing: each next unique value of `name` and its partition, recorded
+        as invoked before the caller hands it to its client."""
+        n = 0
+        while self.producing:
+            value = f"{name}-{n}"
+            self.history.invoke(name, value)
+            yield value, n % self.partitions
+            n += 1
 
 
 # -- producers -----------------------------------------------------------------------------
@@ -124,11 +131,7 @@ def produce_confluent(w: Workload, name: str) -> None:
         else:
             w.history.info(value, str(err))
 
-    n = 0
-    while w.producing:
-        value, partition = w.value(name, n)
-        n += 1
-        w.history.invoke(name, value)
+    for value, partition in w.attempts(name):
         try:
             producer.produce(w.topic, value=value.encode(), partition=partition,
                              on_delivery=delivered)
@@ -148,11 +151,7 @@ def produce_kafka_python(w: Workload, name: str) -> None:
         max_block_ms=10_000, metadata_max_age_ms=5_000,
     )
     futures: list[tuple[str, Any]] = []
-    n = 0
-    while w.producing:
-        value, partition = w.value(name, n)
-        n += 1
-        w.history.invoke(name, value)
+    for value, partition in w.attempts(name):
         try:
             futures.append((value, producer.send(w.topic, value=value.encode(),
                                                  partition=partition)))
@@ -204,12 +203,8 @@ async def _produce_aiokafka(w: Workload, name: str) -> None:
             meta = future.result()
             w.history.ok(value, meta.partition, meta.offset)
 
-    n = 0
     try:
-        while w.producing:
-            value, partition = w.value(name, n)
-            n += 1
-            w.history.invoke(name, value)
+        for value, partition in w.attempts(name):
             try:
                 future = await producer.send(w.topic, value=value.encode(),
                                              partition=partition)
