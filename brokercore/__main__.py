@@ -1,6 +1,6 @@
 """`python -m brokercore --config server.properties [--override key=value ...]`
 
-`python -m brokercore cluster ...` runs or operates a cluster of them (`cluster/cli.py`).
+`python -m brokercluster ...` runs or operates a cluster of them (the `brokercluster` package).
 """
 
 from __future__ import annotations
@@ -46,10 +46,6 @@ async def serve(config: BrokerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["cluster"]:
-        from brokercore.cluster.cli import main as cluster_main
-
-        return cluster_main(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

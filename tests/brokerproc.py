@@ -1,7 +1,7 @@
 """Run built-in brokers as real OS processes for tests: start, stop, kill -9, restart.
 
 `BrokerProcess` is one broker on its own; `ClusterProcess` is a cluster of them under
-`python -m brokercore cluster`, operated through the supervisor's control socket.
+`python -m brokercluster`, operated through the supervisor's control socket.
 """
 
 from __future__ import annotations
@@ -17,16 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from brokercore.cluster import control
-from brokercore.cluster.layout import SOCKET_NAME, free_base_port
+from brokercluster import control
+from brokercluster.layout import SOCKET_NAME
+from brokercluster.ports import free_base_port, free_port
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class BrokerProcess:
@@ -112,7 +107,7 @@ def _die_with_test_run() -> None:
 
 
 class ClusterProcess:
-    """A `python -m brokercore cluster` supervisor with N brokers on free ports.
+    """A `python -m brokercluster` supervisor with N brokers on free ports.
 
         with ClusterProcess(tmp_path, brokers=3, overrides={"min.insync.replicas": "2"}) as c:
             producer = confluent_kafka.Producer({"bootstrap.servers": c.bootstrap})
@@ -157,7 +152,7 @@ class ClusterProcess:
     def open(self, timeout: float = 90.0) -> ClusterProcess:
         """Start the supervisor and return once every broker is ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "brokercore", "cluster", "--brokers", str(self.brokers),
+        args = [sys.executable, "-m", "brokercluster", "--brokers", str(self.brokers),
                 "--base-port", str(self.base_port), "--data-dir", str(self.data_dir)]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]

@@ -22,7 +22,7 @@ from tests.brokerproc import REPO, ClusterActionError, ClusterProcess
 
 def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "brokercore", "cluster", *args, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "brokercluster", *args, "--data-dir", str(data_dir)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
 

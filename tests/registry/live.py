@@ -8,7 +8,6 @@ or URL, and the shared cache) like processes of one deployment.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,14 +17,10 @@ from pathlib import Path
 
 import httpx
 
+from brokercluster.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "/schema-registry"  # the default MILLRACE_REGISTRY_PREFIX
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

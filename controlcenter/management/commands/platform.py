@@ -1,6 +1,6 @@
 """`python manage.py platform`: the built-in cluster and the web server, as one command.
 
-Starts the built-in cluster, `python -m brokercore cluster` with 3 brokers (unless
+Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
 KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then Daphne serving
 the control center, the schema registry and the REST proxy, waits for each to be ready,
 prints the endpoints and the commands to try a failover, and on Ctrl-C stops everything in
@@ -20,7 +20,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from controlcenter.supervisor import Child, free_port, free_port_block, http_ok
+from brokercluster.ports import free_base_port, free_port
+from controlcenter.management.children import Child, http_ok
 
 # CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
 CLUSTER_HOST = "127.0.0.1"
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port")}
         if opts["any_port"]:
             ports = {k: free_port(host) for k in ports}
-            ports["kafka_port"] = free_port_block(CLUSTER_HOST, brokers)
+            ports["kafka_port"] = free_base_port(brokers, CLUSTER_HOST)
         data_dir: Path = opts["data_dir"].resolve()
         external = opts["external"] or "KAFKA_BOOTSTRAP_SERVERS" in os.environ
         bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external else ",".join(
@@ -67,7 +68,7 @@ class Command(BaseCommand):
                        cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True)
 
     def _cluster(self, brokers: int, base_port: int, data_dir: Path) -> Child:
-        args = [sys.executable, "-m", "brokercore", "cluster", "--brokers", str(brokers),
+        args = [sys.executable, "-m", "brokercluster", "--brokers", str(brokers),
                 "--base-port", str(base_port), "--data-dir", str(data_dir / "cluster")]
 
         def ready() -> bool:
@@ -149,7 +150,7 @@ class Command(BaseCommand):
     def _print_failover(self, cluster_dir: Path) -> None:
         python, where = _short(Path(sys.executable)), _short(cluster_dir)
         commands = [
-            (f"{python} -m brokercore cluster {action} --data-dir {where}", why)
+            (f"{python} -m brokercluster {action} --data-dir {where}", why)
             for action, why in (
                 ("status", "pids, states, the active controller, leaders"),
                 ("kill 2", "SIGKILL broker 2; it stays down"),

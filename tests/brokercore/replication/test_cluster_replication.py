@@ -1,6 +1,6 @@
 """Replication across real broker processes, through real clients.
 
-A `python -m brokercore cluster` of three brokers; topics with replication factor 3.
+A `python -m brokercluster` of three brokers; topics with replication factor 3.
 """
 
 from __future__ import annotations

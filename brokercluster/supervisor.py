@@ -16,16 +16,17 @@ import signal
 import sys
 from typing import Any
 
-from brokercore.cluster.child import ActionError, BrokerChild, BrokerState
-from brokercore.cluster.control import (
+from brokercluster.child import ActionError, BrokerChild
+from brokercluster.control import (
     ACTIONS,
     MAX_LINE,
+    BrokerState,
     NoSupervisor,
     addressable,
     supervisor_alive,
 )
-from brokercore.cluster.layout import HOST, ClusterLayout, NodeLayout
-from brokercore.cluster.probe import observe
+from brokercluster.layout import HOST, ClusterLayout, NodeLayout
+from brokercluster.probe import observe
 
 log = logging.getLogger(__name__)
 

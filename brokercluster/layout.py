@@ -6,15 +6,13 @@ P+100+i-1 and metrics on P+200+i-1, and keeps its log under D/broker-i.
 
 from __future__ import annotations
 
-import random
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-HOST = "127.0.0.1"
-CONTROLLER_OFFSET = 100
-METRICS_OFFSET = 200
+from brokercluster.ports import CONTROLLER_OFFSET, LOOPBACK, METRICS_OFFSET
+
+HOST = LOOPBACK
 MAX_BROKERS = CONTROLLER_OFFSET - 1
 SOCKET_NAME = "cluster.sock"
 
@@ -86,25 +84,3 @@ class ClusterLayout:
             "metrics.http.listener": f"{HOST}:{n.metrics_port}",
             **(extra or {}),
         }
-
-
-def ports_free(ports: list[int]) -> bool:
-    for port in ports:
-        with socket.socket() as s:
-            try:
-                s.bind((HOST, port))
-            except OSError:
-                return False
-    return True
-
-
-def free_base_port(brokers: int, low: int = 20000, high: int = 32000) -> int:
-    """A base port whose whole block is free now, below Linux's ephemeral range so that the
-    kernel's own picks (clients, `free_port()`) do not collide with it later."""
-    for _ in range(200):
-        base = random.randrange(low, high - METRICS_OFFSET - brokers)
-        ports = [p + off for p in range(base, base + brokers)
-                 for off in (0, CONTROLLER_OFFSET, METRICS_OFFSET)]
-        if ports_free(ports):
-            return base
-    raise LayoutError(f"no free block of ports for {brokers} brokers in {low}..{high}")

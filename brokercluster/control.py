@@ -12,9 +12,24 @@ import json
 import os
 import socket
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+
+class BrokerState(StrEnum):
+    """A broker process's state as the supervisor sees it (the Kafka API cannot)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    KILLED = "killed"
+    EXITED = "exited"
+
+
+ALIVE = (BrokerState.STARTING, BrokerState.RUNNING, BrokerState.PAUSED, BrokerState.STOPPING)
 ACTIONS = ("status", "stop", "kill", "pause", "resume", "start", "restart")
 # sun_path holds 108 bytes with the terminating NUL.
 MAX_SOCKET_PATH = 107

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -24,32 +23,6 @@ PR_SET_PDEATHSIG = 1
 def _die_with_parent() -> None:
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def free_port_block(host: str, brokers: int, spacing: int = 100, blocks: int = 3) -> int:
-    """A base port P with P..P+brokers-1 free, and the same at P+spacing and P+2*spacing:
-    the Kafka, controller and metrics ports of a `python -m brokercore cluster`."""
-    for _ in range(200):
-        base = random.randrange(20000, 32000 - spacing * blocks)
-        ports = [base + b * spacing + i for b in range(blocks) for i in range(brokers)]
-        if all(_bindable(host, p) for p in ports):
-            return base
-    raise RuntimeError(f"no free block of ports for {brokers} brokers")
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
 
 
 def port_open(host: str, port: int) -> bool:

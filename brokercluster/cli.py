@@ -1,8 +1,8 @@
-"""`python -m brokercore cluster ...`: run the supervisor, or ask a running one to act.
+"""`python -m brokercluster ...`: run the supervisor, or ask a running one to act.
 
-    python -m brokercore cluster --brokers 3 --base-port 9092 --data-dir D   # foreground
-    python -m brokercore cluster status --data-dir D [--json]
-    python -m brokercore cluster kill 2 --data-dir D    # stop, kill, pause, resume, start, restart
+    python -m brokercluster --brokers 3 --base-port 9092 --data-dir D   # foreground
+    python -m brokercluster status --data-dir D [--json]
+    python -m brokercluster kill 2 --data-dir D    # stop, kill, pause, resume, start, restart
 
 Exit status: 0 done, 1 refused or no supervisor, 2 bad command line.
 """
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brokercore.cluster.control import ACTIONS, NoSupervisor, request
-from brokercore.cluster.layout import SOCKET_NAME, ClusterLayout, LayoutError
-from brokercore.cluster.supervisor import Supervisor
+from brokercluster.control import ACTIONS, NoSupervisor, request
+from brokercluster.layout import SOCKET_NAME, ClusterLayout, LayoutError
+from brokercluster.supervisor import Supervisor
 from brokercore.config import BrokerConfig, ConfigError
 
 DESCRIPTION = """\
@@ -30,7 +30,7 @@ show the status of all of them. A stopped or killed broker stays down until `sta
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m brokercore cluster", description=DESCRIPTION,
+        prog="python -m brokercluster", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", nargs="?", choices=ACTIONS, help="omit to run the cluster")
@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
     elif not answer.get("ok"):
-        print(f"brokercore cluster: {answer.get('error')}", file=sys.stderr)
+        print(f"brokercluster: {answer.get('error')}", file=sys.stderr)
     elif args.action == "status":
         print(format_status(answer))
     else:
@@ -88,13 +88,13 @@ def run(data_dir: Path, brokers: int, base_port: int, overrides: list[str]) -> i
         # Checked once here, so that a typo fails now rather than in N brokers' logs.
         BrokerConfig.load(None, overrides)
     except (LayoutError, ConfigError) as exc:
-        print(f"brokercore cluster: {exc}", file=sys.stderr)
+        print(f"brokercluster: {exc}", file=sys.stderr)
         return 2
     extra = dict(item.split("=", 1) for item in overrides)
     try:
         return asyncio.run(Supervisor(layout, extra).run())
     except NoSupervisor as exc:
-        print(f"brokercore cluster: {exc}", file=sys.stderr)
+        print(f"brokercluster: {exc}", file=sys.stderr)
         return 1
 
 

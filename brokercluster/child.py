@@ -13,27 +13,14 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any, BinaryIO
 
-from brokercore.cluster.layout import NodeLayout
+from brokercluster.control import ALIVE, BrokerState
+from brokercluster.layout import NodeLayout
 
 PR_SET_PDEATHSIG = 1
 # Loaded before any fork: dlopen in a forked child of a threaded parent can deadlock.
 _LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-class BrokerState(StrEnum):
-    STARTING = "starting"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    KILLED = "killed"
-    EXITED = "exited"
-
-
-ALIVE = (BrokerState.STARTING, BrokerState.RUNNING, BrokerState.PAUSED, BrokerState.STOPPING)
 
 
 class ActionError(Exception):

@@ -1,0 +1,1 @@
+"""The platform's one way to any Kafka cluster (README.md)."""
