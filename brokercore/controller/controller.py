@@ -23,7 +23,7 @@ from typing import Any
 
 from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_value
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here

@@ -16,7 +16,7 @@ import enum
 from collections.abc import Iterable, Iterator, Set
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .image import MetadataImage, PartitionRegistration, Record, TopicImage
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from . import elections, reassignment
 from .elections import ElectionType, Rejected

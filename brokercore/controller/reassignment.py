@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from . import elections
 from .elections import Rejected

@@ -11,10 +11,12 @@ from typing import Any
 
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import PartitionError
+from brokercore.topic_partition import TopicPartition
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = TopicResponse.ListOffsetsPartitionResponse
@@ -23,18 +25,18 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
 @serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=7)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return ListOffsetsResponse(
         throttle_time_ms=0,
         topics=[
             TopicResponse(name=t.name, partitions=[
-                _offset(ctx, t.name, p, request.replica_id) for p in t.partitions])
+                _offset(broker, t.name, p, request.replica_id) for p in t.partitions])
             for t in request.topics
         ],
     )
 
 
-def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
+def _offset(broker: BrokerParts, topic: str, p: Any, replica_id: int) -> Any:
     def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
         return PartitionResponse(partition_index=p.partition_index, error_code=code,
                                  old_style_offsets=[], timestamp=timestamp, offset=offset,
@@ -42,7 +44,7 @@ def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
 
     try:
         tp = TopicPartition(topic, p.partition_index)
-        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition = broker.replicas.leader_partition(tp)
         partition.check_leader_epoch(p.current_leader_epoch)
     except PartitionError as exc:
         return answer(exc.error_code)

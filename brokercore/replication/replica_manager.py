@@ -23,10 +23,11 @@ from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
 from brokercore.controller.image import MetadataImage, Record
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
 
 from .checkpoint import read_high_watermarks, write_high_watermarks
 from .fetcher import ReplicaFetcher
-from .partition import Partition, PartitionError, TopicPartition
+from .partition import Partition, PartitionError
 
 log = logging.getLogger(__name__)
 

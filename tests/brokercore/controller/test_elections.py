@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from brokercore.controller import elections
 from brokercore.controller.elections import ElectionType, Rejected
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .images import TOPIC_ID, Images
 

@@ -24,11 +24,13 @@ import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import SystemClock
 from brokercore.config import BrokerConfig
 from brokercore.controller.image import MetadataImage, PartitionRegistration, Record
+from brokercore.handlers.parts import BrokerParts
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection
-from brokercore.replication.partition import Partition, TopicPartition
+from brokercore.replication.partition import Partition
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
+from brokercore.topic_partition import TopicPartition
 
 FAST = {
     "replica.fetch.wait.max.ms": "100",
@@ -55,8 +57,10 @@ class Node:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.image = MetadataImage()
         self.replica_manager = ReplicaManager(self.config, self.image, data_dir, SystemClock())
-        self.server = KafkaServer(self, "127.0.0.1", port)  # type: ignore[arg-type]
-        self.group_coordinator = None
+        # Replication's handlers (Produce, Fetch, ListOffsets...) use no controller or groups.
+        parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
+                            controller=None, groups=None)  # type: ignore[arg-type]
+        self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 
     def apply(self, record: Record, offset: int) -> None:
