@@ -30,6 +30,7 @@ from .listener import Address, ControllerServer, RpcClient, TcpTransport
 from .raft import ApplyHook, NotLeaderError, RaftConfig, RaftNode, Role, RoleHook
 from .raft_storage import Entry, FileRaftStorage
 from .raft_transport import AsyncioScheduler
+from .records import MetadataRecord, to_json
 
 log = logging.getLogger(__name__)
 
@@ -154,12 +155,12 @@ class MetadataQuorum:
     def applied_offset(self) -> int:
         return self.raft.applied_offset if self.raft is not None else -1
 
-    async def propose(self, records: list[Record]) -> int:
+    async def propose(self, records: list[MetadataRecord]) -> int:
         """On the active controller: commit and apply `records`; the last one's offset."""
         if self.raft is None or not self.is_active:
             raise ControllerError(ErrorCode.NOT_CONTROLLER, "This is not the active controller.")
         try:
-            first = await self.raft.propose(records)
+            first = await self.raft.propose([to_json(r) for r in records])
         except NotLeaderError as exc:
             raise ControllerError(ErrorCode.NOT_CONTROLLER, str(exc)) from None
         return first + len(records) - 1

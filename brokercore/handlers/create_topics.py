@@ -89,7 +89,7 @@ def _assignments(broker: BrokerParts, topic: Any) -> dict[int, list[int]]:
         if topic.num_partitions != -1:
             raise ControllerError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
                                   "specified, but numPartitions was not set to -1.")
-        broker.controller.validate_manual_assignment(assignments)
+        broker.controller.topics.validate_manual_assignment(assignments)
     return assignments
 
 

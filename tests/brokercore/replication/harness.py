@@ -24,6 +24,7 @@ import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import SystemClock
 from brokercore.config import BrokerConfig
 from brokercore.controller.image import MetadataImage, PartitionRegistration, Record
+from brokercore.controller.records import from_json
 from brokercore.handlers.parts import BrokerParts
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection
@@ -63,7 +64,8 @@ class Node:
         self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 
-    def apply(self, record: Record, offset: int) -> None:
+    def apply(self, raw: Record, offset: int) -> None:
+        record = from_json(raw)
         self.image.apply(record, offset)
         if self.running:
             self.replica_manager.on_metadata(record)
@@ -127,7 +129,7 @@ class Cluster:
             await old.stop()
         node = self.nodes[node_id] = self._node(node_id, old.server.port)
         for offset, record in enumerate(self.history):
-            node.image.apply(record, offset)
+            node.image.apply(from_json(record), offset)
         await node.start()
         return node
 
@@ -150,7 +152,7 @@ class Cluster:
     def history_image(self) -> MetadataImage:
         image = MetadataImage()
         for offset, record in enumerate(self.history):
-            image.apply(record, offset)
+            image.apply(from_json(record), offset)
         return image
 
     def change_leader(self, topic: str, leader: int, isr: list[int] | None = None,
