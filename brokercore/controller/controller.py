@@ -16,7 +16,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
 from .image import MetadataImage, PartitionRegistration, Record
 from .lifecycle import BrokerLifecycle, HeartbeatResult
-from .quorum import MetadataQuorum
+from .quorum import MetadataQuorum, QuorumState, VoterState
 from .raft import Role
 from .reassignment import Reassignment, list_partition_reassignments
 from .records import (
@@ -72,6 +72,7 @@ class Controller:
             "alter_topic_configs": self._do_alter_topic_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
+            "describe_quorum": self._do_describe_quorum,
         }
         self.topics = TopicDecisions(config, self.image)
         self.lifecycle = BrokerLifecycle(config, self.image, self.quorum)
@@ -148,6 +149,24 @@ class Controller:
     async def _do_write_cluster_id(self, args: dict[str, Any]) -> None:
         if self.image.cluster_id is None:
             await self.quorum.propose([ClusterRecord(args["cluster_id"])])
+
+    # -- the quorum -----------------------------------------------------------------------
+    async def describe_quorum(self) -> QuorumState:
+        """Leader, epoch, high watermark and voters' progress, from the active controller."""
+        answer = await self.quorum.call("describe_quorum", {})
+        return QuorumState(answer["leader_id"], answer["leader_epoch"],
+                           answer["high_watermark"],
+                           [VoterState(*voter) for voter in answer["voters"]])
+
+    def voter_addresses(self) -> dict[int, tuple[str, int]]:
+        """Each voter's controller listener (host, port), as this node knows them."""
+        return dict(self.quorum.transport.voters)
+
+    async def _do_describe_quorum(self, args: dict[str, Any]) -> dict[str, Any]:
+        state = self.quorum.describe()
+        return {"leader_id": state.leader_id, "leader_epoch": state.leader_epoch,
+                "high_watermark": state.high_watermark,
+                "voters": [astuple(v) for v in state.voters]}
 
     # -- brokers --------------------------------------------------------------------------
     async def register_broker(self, node_id: int, host: str, port: int,

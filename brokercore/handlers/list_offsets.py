@@ -1,5 +1,9 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp.
 
+v8's earliest local offset (-4) is the log start offset, and v9's latest tiered offset (-5)
+is -1, as on a Kafka broker without tiered storage: every segment is local. v10's
+`timeout_ms` bounds remote-storage reads, which never happen here.
+
 Latest is the high watermark: clients never learn of offsets that are not committed yet.
 A leader elected moments ago may still hold a high watermark below the start of its own
 epoch (the old leader's may have been higher); until its followers report, it answers a
@@ -21,10 +25,10 @@ from brokercore.topic_partition import TopicPartition
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = TopicResponse.ListOffsetsPartitionResponse
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-@serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=7)
+@serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=10)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return ListOffsetsResponse(
         throttle_time_ms=0,
@@ -57,8 +61,10 @@ def _offset(broker: BrokerParts, topic: str, p: Any, replica_id: int) -> Any:
         if lagging:
             return answer(ErrorCode.OFFSET_NOT_AVAILABLE)
         return answer(ErrorCode.NONE, -1, fetchable, epoch)
-    if p.timestamp == EARLIEST:
+    if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
         return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
+    if p.timestamp == LATEST_TIERED:
+        return answer(ErrorCode.NONE, -1, -1, -1)
     if p.timestamp == MAX_TIMESTAMP:
         # (offset, timestamp) of the record with the largest timestamp
         found = partition.log.max_timestamp()
