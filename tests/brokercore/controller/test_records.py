@@ -71,8 +71,9 @@ def test_it_refuses_records_it_cannot_read(raw: dict[str, object]) -> None:
 
 def test_a_partition_change_bumps_the_partition_epoch_and_keeps_the_rest() -> None:
     image = MetadataImage()
-    for offset, record in enumerate([TopicRecord("t", "tid"),
-                                     PartitionRecord("tid", 0, (1, 2), (1, 2), 1)]):
+    written: list[MetadataRecord] = [TopicRecord("t", "tid"),
+                                     PartitionRecord("tid", 0, (1, 2), (1, 2), 1)]
+    for offset, record in enumerate(written):
         image.apply(record, offset)
     image.apply(PartitionChangeRecord("tid", 0, isr=(1,)), 2)
     part = image.topics["t"].partitions[0]
