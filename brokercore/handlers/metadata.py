@@ -22,7 +22,7 @@ PartitionMeta = Topic.MetadataResponsePartition
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@serves(MetadataRequest, MetadataResponse, min_version=0, max_version=12)
+@serves(MetadataRequest, MetadataResponse, min_version=0, max_version=13)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     image = broker.image
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
@@ -44,6 +44,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         cluster_id=image.cluster_id,
         controller_id=broker.controller.active_controller_id,
         topics=topics,
+        error_code=ErrorCode.NONE,  # v13: a top-level error (REBOOTSTRAP_REQUIRED), never set
     )
 
 

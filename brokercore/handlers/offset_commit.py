@@ -14,8 +14,9 @@ TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = TopicResponse.OffsetCommitResponsePartition
 
 
-# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
-@serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=8)
+# v9 is v8 for classic groups (its KIP-848 member epochs apply to consumer-protocol groups,
+# which this coordinator does not have). v10 (topic ids) is left out.
+@serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     commits: dict[TopicPartition, Commit] = {

@@ -16,8 +16,9 @@ R = OffsetFetchResponse
 Fetched = dict[TopicPartition, OffsetAndMetadata | None]
 
 
-# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
-@serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=8)
+# v9 adds KIP-848 member ids and epochs, which Kafka checks for consumer-protocol groups
+# only; every group here is classic, so they are ignored. v10 (topic ids) is left out.
+@serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 8:
         return R(throttle_time_ms=0, groups=[_fetch_group(broker, g) for g in request.groups])
