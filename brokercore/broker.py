@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from typing import Any
 
 import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import Clock, SystemClock
 from brokercore.config import BrokerConfig, ConfigError, Listener, parse_listeners
 from brokercore.controller.controller import Controller, ControllerError
+from brokercore.controller.image import MetadataImage
+from brokercore.coordinator import broker_group_coordinator
+from brokercore.handlers.parts import BrokerParts
 from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.replica_manager import ReplicaManager
@@ -33,18 +35,20 @@ class Broker:
         )
         self.controller.listeners.append(self.replica_manager.on_metadata)
         self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
-        # The group coordinator attaches itself here (brokercore.coordinator).
-        self.group_coordinator: Any = None
+        self.group_coordinator = broker_group_coordinator(
+            config, self.replica_manager, self.controller, self.clock)
         self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
         listener = self.kafka_listener = _kafka_listener(config)
-        self.server = KafkaServer(self, listener.host, listener.port)
+        self.parts = BrokerParts(self.node_id, config, self.log_dir, self.replica_manager,
+                                 self.controller, self.group_coordinator)
+        self.server = KafkaServer(self.parts, listener.host, listener.port)
         self.advertised: Listener = listener
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
         self.broker_epoch = -1
         self._heartbeats: asyncio.Task[None] | None = None
 
     @property
-    def image(self) -> Any:
+    def image(self) -> MetadataImage:
         return self.controller.image
 
     @property
@@ -60,10 +64,9 @@ class Broker:
         await self._register()
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         self.replica_manager.start()
-        from brokercore.coordinator import attach_group_coordinator
-
-        await attach_group_coordinator(self)
-        self.metrics = await start_metrics_server(self)
+        self.group_coordinator.start()
+        self.metrics = await start_metrics_server(
+            self.config, self.replica_manager, self.controller)
         log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
 
     async def _register(self) -> None:
@@ -130,8 +133,7 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.stop()
         await self.server.stop()
-        if self.group_coordinator is not None:
-            await self.group_coordinator.stop()
+        await self.group_coordinator.stop()
         await self.replica_manager.stop()
         await self.controller.stop()
         log.info("node %d: stopped", self.node_id)

@@ -83,6 +83,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("delete.topic.enable", T.BOOLEAN, "true", "Allow topic deletion."),
         _k("message.max.bytes", T.INT, "1048588", "Largest record batch size allowed."),
         _k("socket.request.max.bytes", T.INT, "104857600", "Largest request size allowed."),
+        _k("max.request.partition.size.limit", T.INT, "2000",
+           "The most partitions a DescribeTopicPartitions response describes."),
         _k("log.segment.bytes", T.INT, "1073741824", "Size of a single log segment."),
         _k("log.roll.ms", T.LONG, None, "Time before a new segment is rolled out (ms)."),
         _k("log.roll.hours", T.INT, "168", "Time before a new segment is rolled out (hours)."),

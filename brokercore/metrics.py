@@ -17,17 +17,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from brokercore.config import BrokerConfig
+from brokercore.controller.controller import Controller
+from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.tcp_server import TcpServer
-
-if TYPE_CHECKING:
-    from brokercore.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +39,10 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class BrokerCollector(Collector):
     """Every metric, computed from the broker's image and partitions at scrape time."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, node_id: int, replicas: ReplicaManager, controller: Controller) -> None:
+        self.node_id = node_id
+        self.replicas = replicas
+        self.controller = controller
 
     def collect(self) -> Iterator[Metric]:
         yield from self._replica_manager()
@@ -49,12 +50,11 @@ class BrokerCollector(Collector):
         yield from self._topic_counters()
 
     def _replica_manager(self) -> Iterator[Metric]:
-        broker = self.broker
-        node = broker.node_id
+        node = self.node_id
         counts = {"partitioncount": 0, "leadercount": 0, "underreplicatedpartitions": 0,
                   "underminisrpartitioncount": 0, "atminisrpartitioncount": 0}
-        for topic in broker.image.topics.values():
-            min_isr = broker.replica_manager.min_insync_replicas(topic.name)
+        for topic in self.controller.image.topics.values():
+            min_isr = self.replicas.min_insync_replicas(topic.name)
             for part in topic.partitions.values():
                 if node in part.replicas:
                     counts["partitioncount"] += 1
@@ -75,8 +75,8 @@ class BrokerCollector(Collector):
     def _controller(self) -> Iterator[Metric]:
         # Cluster-wide counts come from the active controller only, every other node says 0,
         # so that summing over brokers (what dashboards do) counts each partition once.
-        image = self.broker.image
-        active = self.broker.controller.active_controller_id == self.broker.node_id
+        image = self.controller.image
+        active = self.controller.active_controller_id == self.node_id
         parts = [p for t in image.topics.values() for p in t.partitions.values()]
         fenced = sum(1 for b in image.brokers.values() if b.fenced)
         values = {
@@ -95,7 +95,7 @@ class BrokerCollector(Collector):
 
     def _topic_counters(self) -> Iterator[Metric]:
         totals: dict[str, dict[str, int]] = {}
-        for tp, partition in self.broker.replica_manager.partitions.items():
+        for tp, partition in self.replicas.partitions.items():
             topic = totals.setdefault(tp.topic, {"bytesin": 0, "bytesout": 0, "messagesin": 0})
             topic["bytesin"] += partition.bytes_in
             topic["bytesout"] += partition.bytes_out
@@ -115,10 +115,10 @@ class BrokerCollector(Collector):
 class MetricsServer(TcpServer):
     """`GET /metrics` over HTTP/1.1 on the broker's loop; one response per connection."""
 
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(self, collector: BrokerCollector, host: str, port: int) -> None:
         super().__init__(host, port)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(BrokerCollector(broker))
+        self.registry.register(collector)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -144,13 +144,16 @@ class MetricsServer(TcpServer):
         return "200 OK", CONTENT_TYPE, generate_latest(self.registry)
 
 
-async def start_metrics_server(broker: Broker) -> MetricsServer | None:
+async def start_metrics_server(
+    config: BrokerConfig, replicas: ReplicaManager, controller: Controller
+) -> MetricsServer | None:
     """Serve metrics at `metrics.http.listener` (host:port); None when it is unset."""
-    listener = broker.config.get("metrics.http.listener")
+    listener = config.get("metrics.http.listener")
     if not listener:
         return None
     host, _, port = listener.rpartition(":")
-    server = MetricsServer(broker, host.strip("[]") or "0.0.0.0", int(port))
+    collector = BrokerCollector(config.node_id, replicas, controller)
+    server = MetricsServer(collector, host.strip("[]") or "0.0.0.0", int(port))
     bound = await server.start()
-    log.info("node %d: serving Prometheus metrics on %s:%d/metrics", broker.node_id, host, bound)
+    log.info("node %d: serving Prometheus metrics on %s:%d/metrics", config.node_id, host, bound)
     return server

@@ -19,9 +19,11 @@ import contextlib
 import logging
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from brokercore.protocol.apis import REGISTRY, Api
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import REGISTRY, Api, api_versions_entries
+from brokercore.protocol.context import NO_RESPONSE, RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.protocol.framing import (
     FramingError,
@@ -32,37 +34,12 @@ from brokercore.protocol.framing import (
 )
 from brokercore.tcp_server import TcpServer
 
-if TYPE_CHECKING:
-    from brokercore.broker import Broker
-
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 PRODUCE_KEY = 0
 MAX_IN_FLIGHT = 16
-
-
-class NoResponse:
-    """Returned by a handler for a request that gets no response (Produce with acks=0)."""
-
-
-NO_RESPONSE = NoResponse()
-
-
-@dataclass
-class RequestContext:
-    broker: Broker
-    header: RequestHeader
-    peer: str
-
-    @property
-    def api_version(self) -> int:
-        return self.header.api_version
-
-    @property
-    def client_id(self) -> str | None:
-        return self.header.client_id
 
 
 @dataclass
@@ -72,10 +49,11 @@ class _InFlight:
 
 
 class KafkaServer(TcpServer):
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(self, parts: BrokerParts, host: str, port: int) -> None:
         super().__init__(host, port, limit=2**20, backlog=1024)
-        self.broker = broker
-        self.max_request_bytes = broker.config.get_int("socket.request.max.bytes")
+        self.parts = parts
+        self.node_id = parts.node_id
+        self.max_request_bytes = parts.config.get_int("socket.request.max.bytes")
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
@@ -83,12 +61,12 @@ class KafkaServer(TcpServer):
         try:
             await self._serve_requests(reader, writer, peer)
         except FramingError as exc:
-            log.warning("node %d: closing connection from %s: %s", self.broker.node_id, peer, exc)
+            log.warning("node %d: closing connection from %s: %s", self.node_id, peer, exc)
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             raise
         except Exception:
             log.exception("node %d: error serving %s; closing its connection",
-                          self.broker.node_id, peer)
+                          self.node_id, peer)
 
     async def _serve_requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
@@ -145,7 +123,7 @@ class KafkaServer(TcpServer):
                 response = await item.task
             except Exception:
                 log.exception("node %d: error serving %s; closing its connection",
-                              self.broker.node_id, peer)
+                              self.node_id, peer)
                 reading.cancel()
                 return
             if response is not None:
@@ -169,13 +147,13 @@ class KafkaServer(TcpServer):
         if api.flexible(header.api_version):
             pos = skip_tagged_fields(frame, pos)
         request = self._decode(api, frame[pos:], header)
-        return api, RequestContext(self.broker, header, peer), request
+        return api, RequestContext(header, peer), request
 
     async def _respond(self, prepared: bytes | tuple[Api, RequestContext, Any]) -> bytes | None:
         if isinstance(prepared, bytes):
             return prepared
         api, context, request = prepared
-        response = await api.handler(context, request)
+        response = await api.handler(self.parts, context, request)
         if response is NO_RESPONSE:
             return None
         header = context.header
@@ -193,10 +171,6 @@ class KafkaServer(TcpServer):
             raise FramingError(
                 f"cannot decode {api.name} v{header.api_version} from {header.client_id}: {exc!r}"
             ) from exc
-
-
-def api_versions_entries() -> list[tuple[int, int, int]]:
-    return sorted((api.key, api.min_version, api.max_version) for api in REGISTRY.values())
 
 
 def unsupported_api_versions_response(correlation_id: int) -> bytes:

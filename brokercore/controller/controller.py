@@ -14,59 +14,43 @@ import asyncio
 import base64
 import contextlib
 import logging
-import re
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
 
-from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_value
+from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
+from .configs import topic_config_records
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
 from .image import MetadataImage, PartitionRegistration, Record
 from .lifecycle import BrokerLifecycle, HeartbeatResult
-from .quorum import MetadataQuorum
+from .quorum import MetadataQuorum, QuorumState, VoterState
 from .raft import Role
 from .reassignment import Reassignment, list_partition_reassignments
+from .records import (
+    ClusterRecord,
+    MetadataRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    from_json,
+)
+from .topics import INTERNAL_TOPICS as INTERNAL_TOPICS  # handlers import these from here
+from .topics import NewTopic as NewTopic
+from .topics import TopicDecisions
+from .topics import validate_topic_name as validate_topic_name
 
 log = logging.getLogger(__name__)
 
-LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME_LENGTH = 249
 PRODUCER_ID_BLOCK = 1000
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def validate_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise ControllerError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise ControllerError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters",
-        )
-    if not LEGAL_TOPIC_NAME.match(name):
-        raise ControllerError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name {name!r} is illegal, it contains a character other than "
-            "ASCII alphanumerics, '.', '_' and '-'",
-        )
 
-
-@dataclass
-class NewTopic:
-    name: str
-    num_partitions: int = -1  # -1: the broker's num.partitions
-    replication_factor: int = -1  # -1: default.replication.factor
-    assignments: dict[int, list[int]] = field(default_factory=dict)
-    configs: dict[str, str] = field(default_factory=dict)
-
-
-Listener = Callable[[Record], None]
+Listener = Callable[[MetadataRecord], None]
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
@@ -88,7 +72,9 @@ class Controller:
             "alter_topic_configs": self._do_alter_topic_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
+            "describe_quorum": self._do_describe_quorum,
         }
+        self.topics = TopicDecisions(config, self.image)
         self.lifecycle = BrokerLifecycle(config, self.image, self.quorum)
         self._handlers.update(self.lifecycle.handlers())
 
@@ -123,7 +109,8 @@ class Controller:
             task.cancel()
         await self.quorum.stop()
 
-    def _apply(self, offset: int, record: Record) -> None:
+    def _apply(self, offset: int, raw: Record) -> None:
+        record = from_json(raw)
         self.image.apply(record, offset)
         if not self._replaying:
             for listener in self.listeners:
@@ -161,7 +148,25 @@ class Controller:
 
     async def _do_write_cluster_id(self, args: dict[str, Any]) -> None:
         if self.image.cluster_id is None:
-            await self.quorum.propose([{"type": "cluster", "cluster_id": args["cluster_id"]}])
+            await self.quorum.propose([ClusterRecord(args["cluster_id"])])
+
+    # -- the quorum -----------------------------------------------------------------------
+    async def describe_quorum(self) -> QuorumState:
+        """Leader, epoch, high watermark and voters' progress, from the active controller."""
+        answer = await self.quorum.call("describe_quorum", {})
+        return QuorumState(answer["leader_id"], answer["leader_epoch"],
+                           answer["high_watermark"],
+                           [VoterState(*voter) for voter in answer["voters"]])
+
+    def voter_addresses(self) -> dict[int, tuple[str, int]]:
+        """Each voter's controller listener (host, port), as this node knows them."""
+        return dict(self.quorum.transport.voters)
+
+    async def _do_describe_quorum(self, args: dict[str, Any]) -> dict[str, Any]:
+        state = self.quorum.describe()
+        return {"leader_id": state.leader_id, "leader_epoch": state.leader_epoch,
+                "high_watermark": state.high_watermark,
+                "voters": [astuple(v) for v in state.voters]}
 
     # -- brokers --------------------------------------------------------------------------
     async def register_broker(self, node_id: int, host: str, port: int,
@@ -242,7 +247,7 @@ class Controller:
                              raw["configs"])
             error = None
             try:
-                records = self._topic_records(topic)
+                records = self.topics.topic_records(topic)
                 if not args["validate_only"]:
                     await self.quorum.propose(records)
                     log.info("created topic %s with %d partitions", topic.name,
@@ -253,74 +258,6 @@ class Controller:
                 error = [int(exc.error_code), exc.message]
             answers.append({"topic": asdict(topic), "error": error})
         return answers
-
-    def _topic_records(self, topic: NewTopic) -> list[Record]:
-        validate_topic_name(topic.name)
-        if topic.name in self.image.topics:
-            raise ControllerError(
-                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists."
-            )
-        configs = self.validated_topic_configs(topic.configs)
-        assignments = topic.assignments or self._assign(topic)
-        topic.num_partitions = len(assignments)
-        topic.replication_factor = len(next(iter(assignments.values())))
-        topic.configs = configs
-        topic_id = str(uuid.uuid4())
-        records: list[Record] = [{"type": "topic", "name": topic.name, "topic_id": topic_id}]
-        records += [
-            {"type": "config", "resource": "topic", "name": topic.name, "key": k, "value": v}
-            for k, v in configs.items()
-        ]
-        records += [self._partition_record(topic_id, p, r) for p, r in sorted(assignments.items())]
-        return records
-
-    def _partition_record(self, topic_id: str, partition: int, replicas: list[int]) -> Record:
-        live = [b for b in replicas if self._is_live(b)]
-        return {"type": "partition", "topic_id": topic_id, "partition": partition,
-                "replicas": replicas, "isr": live, "leader": live[0] if live else -1,
-                "leader_epoch": 0, "adding_replicas": [], "removing_replicas": []}
-
-    def _is_live(self, node_id: int) -> bool:
-        broker = self.image.brokers.get(node_id)
-        return broker is not None and not broker.fenced
-
-    def _assign(self, topic: NewTopic, first_partition: int = 0) -> dict[int, list[int]]:
-        partitions = topic.num_partitions
-        if partitions == -1:
-            partitions = self.config.get_int("num.partitions")
-        rf = topic.replication_factor
-        if rf == -1:
-            rf = self.config.get_int("default.replication.factor")
-        if partitions <= 0:
-            raise ControllerError(ErrorCode.INVALID_PARTITIONS,
-                                  "Number of partitions must be larger than 0.")
-        if rf <= 0:
-            raise ControllerError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                                  "Replication factor must be larger than 0.")
-        brokers = sorted(b for b in self.image.brokers if self._is_live(b))
-        if rf > len(brokers):
-            raise ControllerError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {rf} time(s): The target replication factor "
-                f"of {rf} cannot be reached because only {len(brokers)} broker(s) are registered.",
-            )
-        return {
-            p: [brokers[(p + i) % len(brokers)] for i in range(rf)]
-            for p in range(first_partition, first_partition + partitions)
-        }
-
-    def validated_topic_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        validated = {}
-        for name, value in configs.items():
-            key = TOPIC_CONFIGS.get(name)
-            if key is None:
-                raise ControllerError(ErrorCode.INVALID_CONFIG,
-                                      f"Unknown topic config name: {name}")
-            try:
-                validated[name] = validate_value(key, value)
-            except ConfigError as exc:
-                raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        return validated
 
     async def delete_topic(self, name: str) -> None:
         await self.quorum.call("delete_topic", {"name": name})
@@ -333,8 +270,7 @@ class Controller:
                                   "This server does not host this topic-partition.")
         if not self.config.get_bool("delete.topic.enable"):
             raise ControllerError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
-        await self.quorum.propose(
-            [{"type": "remove_topic", "topic_id": topic.topic_id, "name": name}])
+        await self.quorum.propose([RemoveTopicRecord(topic.topic_id, name)])
         log.info("deleted topic %s", name)
 
     async def create_partitions(
@@ -361,62 +297,13 @@ class Controller:
             )
         rf = len(topic.partitions[0].replicas)
         if assignments is None:
-            placed = self._assign(NewTopic(name, count - current, rf), first_partition=current)
+            placed = self.topics.assign(NewTopic(name, count - current, rf),
+                                        first_partition=current)
         else:
-            placed = self._manual_new_partitions(current, count, assignments, rf)
+            placed = self.topics.manual_new_partitions(current, count, assignments, rf)
         if not args["validate_only"]:
-            await self.quorum.propose([self._partition_record(topic.topic_id, p, r)
+            await self.quorum.propose([self.topics.partition_record(topic.topic_id, p, r)
                                        for p, r in sorted(placed.items())])
-
-    def _manual_new_partitions(
-        self, current: int, count: int, assignments: list[list[int]], rf: int
-    ) -> dict[int, list[int]]:
-        if len(assignments) != count - current:
-            raise ControllerError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"Attempted to add {count - current} additional partition(s), but only "
-                f"{len(assignments)} assignment(s) were specified.",
-            )
-        placed = {current + i: list(replicas) for i, replicas in enumerate(assignments)}
-        self.validate_manual_assignment(placed, first_partition=current, replication_factor=rf)
-        return placed
-
-    def validate_manual_assignment(
-        self, assignments: dict[int, list[int]], *, first_partition: int = 0,
-        replication_factor: int | None = None,
-    ) -> None:
-        """INVALID_REPLICA_ASSIGNMENT unless the partitions follow on from `first_partition`
-        and each names distinct, registered brokers, as many for every partition."""
-        expected = list(range(first_partition, first_partition + len(assignments)))
-        if sorted(assignments) != expected:
-            raise ControllerError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"Partitions should be a consecutive sequence starting at {first_partition}, "
-                f"but got {sorted(assignments)}.",
-            )
-        for replicas in assignments.values():
-            self._check_replicas(replicas, replication_factor)
-            replication_factor = len(replicas)
-
-    def _check_replicas(self, replicas: list[int], replication_factor: int | None) -> None:
-        def invalid(message: str) -> ControllerError:
-            return ControllerError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, message)
-
-        if not replicas:
-            raise invalid("The manual partition assignment includes an empty replica list.")
-        for broker in replicas:
-            if replicas.count(broker) > 1:
-                raise invalid(f"The manual partition assignment includes the broker {broker} "
-                              "more than once.")
-            if broker not in self.image.brokers:
-                raise invalid(f"The manual partition assignment includes broker {broker}, "
-                              "but no such broker is registered.")
-        if replication_factor is not None and len(replicas) != replication_factor:
-            raise invalid(
-                f"The manual partition assignment includes a partition with {len(replicas)} "
-                f"replica(s), but this is not consistent with previous partitions, which have "
-                f"{replication_factor} replica(s)."
-            )
 
     # -- producer ids ---------------------------------------------------------------------
     async def allocate_producer_id(self) -> int:
@@ -437,8 +324,7 @@ class Controller:
 
     async def _do_allocate_producer_ids(self, args: dict[str, Any]) -> int:
         start = self.image.producer_id_block_end
-        await self.quorum.propose(
-            [{"type": "producer_ids", "block_end": start + PRODUCER_ID_BLOCK}])
+        await self.quorum.propose([ProducerIdsRecord(start + PRODUCER_ID_BLOCK)])
         return start
 
     # -- configs --------------------------------------------------------------------------
@@ -450,21 +336,9 @@ class Controller:
             "name": name, "changes": changes, "validate_only": validate_only})
 
     async def _do_alter_topic_configs(self, args: dict[str, Any]) -> None:
-        name, changes = args["name"], args["changes"]
-        if name not in self.image.topics:
-            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                  f"The topic '{name}' does not exist.")
-        to_set = self.validated_topic_configs({k: v for k, v in changes.items() if v is not None})
-        for key in changes:
-            if key not in TOPIC_CONFIGS:
-                raise ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
-        if args["validate_only"]:
-            return
-        await self.quorum.propose([
-            {"type": "config", "resource": "topic", "name": name, "key": k,
-             "value": to_set.get(k)}
-            for k in changes
-        ])
+        records = topic_config_records(self.image, args["name"], args["changes"])
+        if not args["validate_only"]:
+            await self.quorum.propose(list(records))
 
 
 

@@ -16,9 +16,10 @@ import enum
 from collections.abc import Iterable, Iterator, Set
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
-from .image import MetadataImage, PartitionRegistration, Record, TopicImage
+from .image import MetadataImage, PartitionRegistration, TopicImage
+from .records import FenceBrokerRecord, MetadataRecord, PartitionChangeRecord
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
@@ -82,7 +83,7 @@ def partition_change(
     replicas: list[int] | None = None,
     adding_replicas: list[int] | None = None,
     removing_replicas: list[int] | None = None,
-) -> Record | None:
+) -> PartitionChangeRecord | None:
     """The `partition_change` record taking `part` to the given fields, or None if nothing
     would change. Omitted fields keep their current value."""
     new_isr = list(part.isr if isr is None else isr)
@@ -96,19 +97,19 @@ def partition_change(
             new_replicas, adding, removing = target, [], []
             new_isr = [r for r in new_isr if r in target]
     leader, new_isr = _elect(new_replicas, new_isr, part.leader, live, mode)
-    record: Record = {"type": "partition_change", "topic_id": topic.topic_id, "partition": index}
-    for name, old, new in (
-        ("replicas", part.replicas, new_replicas),
-        ("isr", part.isr, new_isr),
-        ("adding_replicas", part.adding_replicas, adding),
-        ("removing_replicas", part.removing_replicas, removing),
-    ):
-        if old != new:
-            record[name] = new
-    if leader != part.leader:
-        record["leader"] = leader
-        record["leader_epoch"] = part.leader_epoch + 1
-    return record if len(record) > 3 else None
+    def changed(old: list[int], new: list[int]) -> tuple[int, ...] | None:
+        return None if old == new else tuple(new)
+
+    new_leader = leader != part.leader
+    record = PartitionChangeRecord(
+        topic.topic_id, index,
+        replicas=changed(part.replicas, new_replicas), isr=changed(part.isr, new_isr),
+        leader=leader if new_leader else None,
+        leader_epoch=part.leader_epoch + 1 if new_leader else None,
+        adding_replicas=changed(part.adding_replicas, adding),
+        removing_replicas=changed(part.removing_replicas, removing),
+    )
+    return None if record == PartitionChangeRecord(topic.topic_id, index) else record
 
 
 def _elect(
@@ -138,7 +139,7 @@ def _online_mode(image: MetadataImage, topic: TopicImage, unclean_default: bool)
 # -- broker lifecycle -----------------------------------------------------------------------
 def records_fence_broker(
     image: MetadataImage, node_id: int, *, unclean_default: bool = False
-) -> list[Record]:
+) -> list[MetadataRecord]:
     """Fence `node_id`: a `fence_broker` record, then one change per partition it was in the
     ISR of or led. It leaves each ISR unless it is the last member (the last member's log is
     the only one known complete). A partition it led gets the first live ISR member in
@@ -147,22 +148,24 @@ def records_fence_broker(
     broker = image.brokers.get(node_id)
     if broker is None or broker.fenced:
         return []
-    records: list[Record] = [{"type": "fence_broker", "node_id": node_id, "fenced": True}]
+    records: list[MetadataRecord] = [FenceBrokerRecord(node_id, True)]
     return records + _records_without(image, node_id, unclean_default)
 
 
 def records_controlled_shutdown(
     image: MetadataImage, node_id: int, *, unclean_default: bool = False
-) -> list[Record]:
+) -> list[MetadataRecord]:
     """A broker asked to shut down: its leaderships move to other live ISR members and it is
     fenced, all in one batch, so `shutdown_ready` can follow its commit. A partition with no
     other live ISR member goes to leader -1 (or unclean, where allowed), as when it dies."""
     return records_fence_broker(image, node_id, unclean_default=unclean_default)
 
 
-def _records_without(image: MetadataImage, node_id: int, unclean_default: bool) -> list[Record]:
+def _records_without(
+    image: MetadataImage, node_id: int, unclean_default: bool
+) -> list[MetadataRecord]:
     live = live_brokers(image) - {node_id}
-    records = []
+    records: list[MetadataRecord] = []
     for topic, index, part in partitions(image):
         if node_id not in part.isr and part.leader != node_id:
             continue
@@ -176,13 +179,13 @@ def _records_without(image: MetadataImage, node_id: int, unclean_default: bool) 
 
 def records_unfence_broker(
     image: MetadataImage, node_id: int, *, unclean_default: bool = False
-) -> list[Record]:
+) -> list[MetadataRecord]:
     """Leaders for leaderless partitions that `node_id` can lead once it is live: it is in
     their ISR, or unclean election is allowed and it is a replica. Only `partition_change`
     records: the caller writes the record that unfences the broker (`broker` on
     registration, `fence_broker` with `fenced: false` on a heartbeat) before them."""
     live = live_brokers(image) | {node_id}
-    records = []
+    records: list[MetadataRecord] = []
     for topic, index, part in partitions(image):
         if part.leader != -1 or node_id not in part.replicas:
             continue
@@ -202,7 +205,7 @@ def records_alter_partition(
     leader_epoch: int,
     partition_epoch: int,
     isr: list[int],
-) -> list[Record]:
+) -> list[MetadataRecord]:
     """Validate a leader's ISR change and return its record (none if the ISR is unchanged).
     The change may complete a reassignment, which can also move the leadership.
     Raises `Rejected` with FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA,
@@ -242,14 +245,14 @@ def records_elect_leaders(
     image: MetadataImage,
     election_type: ElectionType,
     tps: Iterable[TopicPartition] | None,
-) -> tuple[list[Record], dict[TopicPartition, Rejected | None]]:
+) -> tuple[list[MetadataRecord], dict[TopicPartition, Rejected | None]]:
     """ElectLeaders (KIP-460). PREFERRED moves leadership to the first replica if it is live
     and in the ISR; UNCLEAN elects a leader for a leaderless partition, from outside the ISR
     if need be, whatever the topic's config says (the operator asked for it).
     `tps=None` means every partition, and then only partitions that needed an election
     appear in the results, as in Kafka."""
     live = live_brokers(image)
-    records: list[Record] = []
+    records: list[MetadataRecord] = []
     results: dict[TopicPartition, Rejected | None] = {}
     elect_all = tps is None
     if tps is None:
@@ -268,7 +271,7 @@ def records_elect_leaders(
 
 def _elect_one(
     image: MetadataImage, election_type: ElectionType, tp: TopicPartition, live: Set[int]
-) -> Record:
+) -> PartitionChangeRecord:
     topic = image.topics.get(tp.topic)
     part = topic.partitions.get(tp.partition) if topic is not None else None
     if topic is None or part is None:
@@ -289,7 +292,7 @@ def _elect_one(
             raise Rejected(ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader already.")
         mode = Mode.UNCLEAN
     record = partition_change(topic, tp.partition, part, live, mode=mode)
-    if record is None or record.get("leader", -1) == -1:
+    if record is None or record.leader in (None, -1):
         raise Rejected(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                        f"Failed to elect leader for partition {tp}: no replica is live.")
     return record

@@ -1,22 +1,30 @@
 """The metadata image: cluster state as the replay of metadata records.
 
-Records are plain JSON objects with a "type". The image changes only in `apply`; the
-controller decides which records to write, and every broker builds the same image by
-replaying the same log (Kafka's KRaft design).
+Records are typed (`records.py`). The image changes only in `apply`; the controller decides
+which records to write, and every broker builds the same image by replaying the same log
+(Kafka's KRaft design).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
 
-Record = dict[str, Any]
-
-# The fields a `partition_change` record may carry (it always bumps `partition_epoch`).
-PARTITION_CHANGE_FIELDS = (
-    "replicas", "isr", "leader", "leader_epoch", "adding_replicas", "removing_replicas",
+from .records import (
+    BrokerRecord,
+    ClusterRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    Json,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    TopicRecord,
 )
+
+Record = Json  # a record's JSON form, as the Raft log holds it (records.to_json)
 
 
 @dataclass
@@ -62,62 +70,60 @@ class MetadataImage:
         self.producer_id_block_end = 0  # producer ids below this have been handed out
         self.offset = -1  # the offset of the last applied record
 
-    def apply(self, record: Record, offset: int) -> None:
-        handler = getattr(self, f"_apply_{record['type']}", None)
-        if handler is None:
-            raise ValueError(f"unknown metadata record type {record['type']!r}")
-        handler(record)
+    def apply(self, record: MetadataRecord, offset: int) -> None:
+        match record:
+            case ClusterRecord(cluster_id=cluster_id):
+                self.cluster_id = cluster_id
+            case BrokerRecord():
+                self.brokers[record.node_id] = BrokerRegistration(
+                    record.node_id, record.host, record.port, record.rack, record.fenced,
+                    record.epoch, record.incarnation,
+                )
+            case FenceBrokerRecord(node_id=node_id, fenced=fenced):
+                self.brokers[node_id].fenced = fenced
+            case TopicRecord(name=name, topic_id=topic_id):
+                topic = TopicImage(name, topic_id)
+                self.topics[name] = topic
+                self.topics_by_id[topic_id] = topic
+            case PartitionRecord():
+                self.topics_by_id[record.topic_id].partitions[record.partition] = (
+                    PartitionRegistration(
+                        list(record.replicas), list(record.isr), record.leader,
+                        record.leader_epoch, record.partition_epoch,
+                        list(record.adding_replicas), list(record.removing_replicas),
+                    ))
+            case PartitionChangeRecord():
+                self._change_partition(record)
+            case RemoveTopicRecord(topic_id=topic_id):
+                del self.topics[self.topics_by_id.pop(topic_id).name]
+            case ProducerIdsRecord(block_end=block_end):
+                self.producer_id_block_end = block_end
+            case ConfigRecord():
+                self._set_config(record)
         self.offset = offset
 
     def copy(self) -> MetadataImage:
         return copy.deepcopy(self)
 
-    def _apply_cluster(self, r: Record) -> None:
-        self.cluster_id = r["cluster_id"]
-
-    def _apply_broker(self, r: Record) -> None:
-        self.brokers[r["node_id"]] = BrokerRegistration(
-            r["node_id"], r["host"], r["port"], r.get("rack"), r.get("fenced", False),
-            r.get("epoch", 0), r.get("incarnation", ""),
-        )
-
-    def _apply_fence_broker(self, r: Record) -> None:
-        self.brokers[r["node_id"]].fenced = r["fenced"]
-
-    def _apply_topic(self, r: Record) -> None:
-        topic = TopicImage(r["name"], r["topic_id"])
-        self.topics[topic.name] = topic
-        self.topics_by_id[topic.topic_id] = topic
-
-    def _apply_partition(self, r: Record) -> None:
-        topic = self.topics_by_id[r["topic_id"]]
-        topic.partitions[r["partition"]] = PartitionRegistration(
-            list(r["replicas"]), list(r["isr"]), r["leader"], r.get("leader_epoch", 0),
-            r.get("partition_epoch", 0), list(r.get("adding_replicas", [])),
-            list(r.get("removing_replicas", [])),
-        )
-
-    def _apply_partition_change(self, r: Record) -> None:
-        part = self.topics_by_id[r["topic_id"]].partitions[r["partition"]]
-        for name in PARTITION_CHANGE_FIELDS:
-            if name in r:
-                value = r[name]
-                setattr(part, name, list(value) if isinstance(value, list) else value)
+    def _change_partition(self, r: PartitionChangeRecord) -> None:
+        part = self.topics_by_id[r.topic_id].partitions[r.partition]
+        if r.replicas is not None:
+            part.replicas = list(r.replicas)
+        if r.isr is not None:
+            part.isr = list(r.isr)
+        if r.leader is not None:
+            part.leader = r.leader
+        if r.leader_epoch is not None:
+            part.leader_epoch = r.leader_epoch
+        if r.adding_replicas is not None:
+            part.adding_replicas = list(r.adding_replicas)
+        if r.removing_replicas is not None:
+            part.removing_replicas = list(r.removing_replicas)
         part.partition_epoch += 1
 
-    def _apply_remove_topic(self, r: Record) -> None:
-        topic = self.topics_by_id.pop(r["topic_id"])
-        del self.topics[topic.name]
-
-    def _apply_producer_ids(self, r: Record) -> None:
-        self.producer_id_block_end = r["block_end"]
-
-    def _apply_config(self, r: Record) -> None:
-        if r["resource"] == "topic":
-            configs = self.topics[r["name"]].configs
+    def _set_config(self, r: ConfigRecord) -> None:
+        configs = self.topics[r.name].configs if r.resource == "topic" else self.broker_configs
+        if r.value is None:
+            configs.pop(r.key, None)
         else:
-            configs = self.broker_configs
-        if r["value"] is None:
-            configs.pop(r["key"], None)
-        else:
-            configs[r["key"]] = r["value"]
+            configs[r.key] = r.value

@@ -18,13 +18,14 @@ from typing import Any
 
 from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from . import elections, reassignment
 from .elections import ElectionType, Rejected
 from .errors import ControllerError
-from .image import MetadataImage, Record
+from .image import MetadataImage
 from .quorum import MetadataQuorum
+from .records import BrokerRecord, FenceBrokerRecord, MetadataRecord
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class BrokerLifecycle:
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
-    async def _propose(self, records: list[Record]) -> None:
+    async def _propose(self, records: list[MetadataRecord]) -> None:
         if records:
             await self.quorum.propose(records)
 
@@ -126,9 +127,9 @@ class BrokerLifecycle:
             await self._propose(elections.records_fence_broker(
                 self.image, node_id, unclean_default=self.unclean_default))
         epoch = current.epoch + 1 if current else 0
-        records: list[Record] = [{
-            "type": "broker", "node_id": node_id, "host": args["host"], "port": args["port"],
-            "rack": args["rack"], "fenced": False, "epoch": epoch, "incarnation": incarnation}]
+        records: list[MetadataRecord] = [BrokerRecord(
+            node_id, args["host"], args["port"], args["rack"], fenced=False, epoch=epoch,
+            incarnation=incarnation)]
         records += elections.records_unfence_broker(self.image, node_id,
                                                     unclean_default=self.unclean_default)
         self._last_heartbeat[node_id] = self._now()
@@ -156,7 +157,7 @@ class BrokerLifecycle:
             leaders = elections.records_unfence_broker(self.image, node_id,
                                                        unclean_default=self.unclean_default)
             await self._propose(
-                [{"type": "fence_broker", "node_id": node_id, "fenced": False}, *leaders])
+                [FenceBrokerRecord(node_id, False), *leaders])
         return {"fenced": self.image.brokers[node_id].fenced, "shutdown_ready": False}
 
     # -- partitions ----------------------------------------------------------------------

@@ -17,7 +17,9 @@ import itertools
 import json
 import logging
 import shutil
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from .listener import Address, ControllerServer, RpcClient, TcpTransport
 from .raft import ApplyHook, NotLeaderError, RaftConfig, RaftNode, Role, RoleHook
 from .raft_storage import Entry, FileRaftStorage
 from .raft_transport import AsyncioScheduler
+from .records import MetadataRecord, to_json
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,27 @@ def controller_listener(config: BrokerConfig) -> Address | None:
     if config.node_id in voters:
         return voters[config.node_id]
     return None
+
+
+@dataclass(frozen=True)
+class VoterState:
+    """One voter's replication of the metadata log, as DescribeQuorum reports it.
+
+    `last_caught_up_ms` is when it last answered while holding the leader's whole log; -1
+    while it lags (the leader keeps no older time)."""
+
+    node_id: int
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[VoterState]
 
 
 class MetadataQuorum:
@@ -154,12 +178,25 @@ class MetadataQuorum:
     def applied_offset(self) -> int:
         return self.raft.applied_offset if self.raft is not None else -1
 
-    async def propose(self, records: list[Record]) -> int:
+    def describe(self) -> QuorumState:
+        """The quorum as its leader sees it (DescribeQuorum); NOT_CONTROLLER elsewhere."""
+        raft = self.raft
+        if raft is None or not self.is_active:
+            raise ControllerError(ErrorCode.NOT_CONTROLLER, "This is not the active controller.")
+        now_ms, loop_now = int(time.time() * 1000), raft.scheduler.now()
+        voters = [VoterState(self.node_id, raft.end_offset, now_ms, now_ms)]
+        for voter, (end_offset, acked) in sorted(raft.follower_progress().items()):
+            acked_ms = now_ms - int((loop_now - acked) * 1000)
+            voters.append(VoterState(voter, end_offset, acked_ms,
+                                     acked_ms if end_offset >= raft.end_offset else -1))
+        return QuorumState(self.node_id, raft.term, raft.commit_offset + 1, voters)
+
+    async def propose(self, records: list[MetadataRecord]) -> int:
         """On the active controller: commit and apply `records`; the last one's offset."""
         if self.raft is None or not self.is_active:
             raise ControllerError(ErrorCode.NOT_CONTROLLER, "This is not the active controller.")
         try:
-            first = await self.raft.propose(records)
+            first = await self.raft.propose([to_json(r) for r in records])
         except NotLeaderError as exc:
             raise ControllerError(ErrorCode.NOT_CONTROLLER, str(exc)) from None
         return first + len(records) - 1

@@ -121,6 +121,13 @@ class RaftNode:
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
 
+    def follower_progress(self) -> dict[int, tuple[int, float]]:
+        """On the leader, each other voter's log end offset and when it last answered
+        (scheduler time); empty elsewhere. Read by DescribeQuorum."""
+        if self.role is not Role.LEADER:
+            return {}
+        return {v: (self._match_offset[v] + 1, self._last_ack[v]) for v in self._match_offset}
+
     def append_nowait(self, records: list[Record]) -> int:
         """Append `records` to the leader's log; the offset of the first (not yet committed)."""
         if self.role is not Role.LEADER:

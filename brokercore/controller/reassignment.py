@@ -16,21 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from . import elections
 from .elections import Rejected
-from .image import MetadataImage, PartitionRegistration, Record, TopicImage
+from .image import MetadataImage, PartitionRegistration, TopicImage
+from .records import MetadataRecord, PartitionChangeRecord
 
 Reassignment = tuple[list[int], list[int], list[int]]  # replicas, adding, removing
 
 
 def records_alter_partition_reassignments(
     image: MetadataImage, changes: dict[TopicPartition, list[int] | None]
-) -> tuple[list[Record], dict[TopicPartition, Rejected | None]]:
+) -> tuple[list[MetadataRecord], dict[TopicPartition, Rejected | None]]:
     """Start (a list of target replicas) or cancel (None) reassignments. A new target for a
     partition already being reassigned starts from its current, widened replicas."""
-    records: list[Record] = []
+    records: list[MetadataRecord] = []
     results: dict[TopicPartition, Rejected | None] = {}
     # Each record is decided on the image as it stands: one record per partition, so the
     # changes don't interact.
@@ -98,7 +99,7 @@ def _validate_target(image: MetadataImage, target: list[int]) -> None:
 
 
 def _start(image: MetadataImage, topic: TopicImage, index: int, part: PartitionRegistration,
-           target: list[int]) -> Record | None:
+           target: list[int]) -> PartitionChangeRecord | None:
     current = part.replicas
     return elections.partition_change(
         topic, index, part, elections.live_brokers(image),
@@ -109,7 +110,7 @@ def _start(image: MetadataImage, topic: TopicImage, index: int, part: PartitionR
 
 
 def _cancel(image: MetadataImage, topic: TopicImage, index: int,
-            part: PartitionRegistration) -> Record | None:
+            part: PartitionRegistration) -> PartitionChangeRecord | None:
     if not in_progress(part):
         raise Rejected(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
                        f"No ongoing reassignment for {topic.name}-{index}.")

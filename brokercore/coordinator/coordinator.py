@@ -17,7 +17,7 @@ from typing import Any
 from brokercore.clock import Clock
 from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .membership import Membership
 from .offsets import Offsets

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .records import group_key, offset_key, offset_value
 from .state import Group, GroupError, GroupState, OffsetAndMetadata

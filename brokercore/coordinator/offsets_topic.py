@@ -16,17 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from brokercore.controller.controller import NewTopic
+from brokercore.config import BrokerConfig
+from brokercore.controller.controller import Controller, NewTopic
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
+from brokercore.replication.partition import PartitionError
+from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.topic_partition import TopicPartition
 
 from .records import OffsetsRecord, build_batch, decode_record, read_batches
 from .state import GroupError
-
-if TYPE_CHECKING:
-    from brokercore.broker import Broker
 
 log = logging.getLogger(__name__)
 
@@ -128,46 +128,52 @@ class MemoryOffsetsTopic:
 class BrokerOffsetsTopic:
     """`__consumer_offsets` on this broker's logs, created through the controller."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(
+        self, replicas: ReplicaManager, controller: Controller, config: BrokerConfig
+    ) -> None:
+        self.replicas = replicas
+        self.controller = controller
+        self.config = config
+        self.image = controller.image
+        self.node_id = config.node_id
 
     @property
     def exists(self) -> bool:
-        return OFFSETS_TOPIC in self.broker.image.topics
+        return OFFSETS_TOPIC in self.image.topics
 
     @property
     def num_partitions(self) -> int:
-        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        topic = self.image.topics.get(OFFSETS_TOPIC)
         if topic is not None:
             return len(topic.partitions)
-        return self.broker.config.get_int("offsets.topic.num.partitions")
+        return self.config.get_int("offsets.topic.num.partitions")
 
     async def ensure_exists(self) -> None:
         if self.exists:
             return
-        config = self.broker.config
-        live = sum(1 for b in self.broker.image.brokers.values() if not b.fenced)
+        config = self.config
+        live = sum(1 for b in self.image.brokers.values() if not b.fenced)
         rf = max(1, min(config.get_int("offsets.topic.replication.factor"), live))
         topic = NewTopic(
             OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"), rf,
             configs={"cleanup.policy": "compact",
                      "segment.bytes": str(config.get_int("offsets.topic.segment.bytes"))},
         )
-        [(_, error)] = await self.broker.controller.create_topics([topic])
+        [(_, error)] = await self.controller.create_topics([topic])
         if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("node %d: cannot create %s: %s", self.broker.node_id, OFFSETS_TOPIC,
+            log.warning("node %d: cannot create %s: %s", self.node_id, OFFSETS_TOPIC,
                         error.message)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, error.message)
 
     def leader(self, partition: int) -> int:
-        topic = self.broker.image.topics.get(OFFSETS_TOPIC)
+        topic = self.image.topics.get(OFFSETS_TOPIC)
         if topic is None or partition not in topic.partitions:
             return -1
         return int(topic.partitions[partition].leader)
 
     def leader_epoch(self, partition: int) -> int | None:
         try:
-            leader = self.broker.replica_manager.leader_partition(
+            leader = self.replicas.leader_partition(
                 TopicPartition(OFFSETS_TOPIC, partition))
         except PartitionError:
             return None
@@ -176,7 +182,7 @@ class BrokerOffsetsTopic:
     def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         try:
-            leader = self.broker.replica_manager.leader_partition(tp)
+            leader = self.replicas.leader_partition(tp)
         except PartitionError as exc:
             raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
         try:
@@ -188,13 +194,13 @@ class BrokerOffsetsTopic:
         try:
             return leader.append_as_leader(build_batch(records, timestamp_ms)).last_offset + 1
         except Exception as exc:  # the log's own errors: the write did not happen
-            log.warning("node %d: cannot write to %s: %r", self.broker.node_id, tp, exc)
+            log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         try:
-            leader = self.broker.replica_manager.leader_partition(tp)
+            leader = self.replicas.leader_partition(tp)
         except PartitionError as exc:
             raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
         code = await leader.wait_until_replicated(offset - 1, timeout_ms / 1000)
@@ -203,7 +209,7 @@ class BrokerOffsetsTopic:
 
     def replay(self, partition: int) -> Iterator[OffsetsRecord]:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        plog = self.broker.replica_manager.partitions[tp].log
+        plog = self.replicas.partitions[tp].log
         offset = plog.log_start_offset
         while offset < plog.log_end_offset:
             data = plog.read(offset, _READ_CHUNK, min_one_batch=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .state import OffsetAndMetadata
 

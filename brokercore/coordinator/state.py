@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 
 class GroupState(enum.Enum):

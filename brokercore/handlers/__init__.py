@@ -14,6 +14,8 @@ from brokercore.handlers import (  # noqa: F401
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
+    describe_topic_partitions,
     elect_leaders,
     fetch,
     find_coordinator,

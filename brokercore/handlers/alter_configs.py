@@ -11,27 +11,28 @@ from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 
 from brokercore.controller.controller import ControllerError
 from brokercore.handlers.config_resources import alter_each, alterable_topic
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 
 @serves(AlterConfigsRequest, AlterConfigsResponse, min_version=0, max_version=2)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    return await alter_each(ctx, request, AlterConfigsResponse, _alter)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    return await alter_each(broker, request, AlterConfigsResponse, _alter)
 
 
-async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
-    if not alterable_topic(ctx.broker, resource):
+async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:
+    if not alterable_topic(broker, resource):
         return
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
         raise ControllerError(ErrorCode.INVALID_REQUEST,
                               f"Null value not supported for : {', '.join(nulls)}")
-    current = ctx.broker.image.topics[resource.resource_name].configs
+    current = broker.image.topics[resource.resource_name].configs
     changes: dict[str, str | None] = {name: None for name in current}
     changes.update({c.name: c.value for c in resource.configs})
-    await ctx.broker.controller.alter_topic_configs(
+    await broker.controller.alter_topic_configs(
         resource.resource_name, changes, validate_only=validate_only
     )
 

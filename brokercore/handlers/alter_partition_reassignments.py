@@ -15,10 +15,11 @@ from kafka.protocol.admin import (
 
 from brokercore.controller.controller import ControllerError
 from brokercore.controller.image import MetadataImage
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 Partition = Topic.ReassignablePartitionResponse
@@ -27,14 +28,14 @@ Results = dict[TopicPartition, ControllerError | None]
 
 @serves(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
         min_version=0, max_version=1)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     allow_rf_change = ctx.api_version < 1 or bool(request.allow_replication_factor_change)
-    changes, refused = requested_changes(ctx.broker.image, request, allow_rf_change)
+    changes, refused = requested_changes(broker.image, request, allow_rf_change)
     error = None
     results: Results = dict(refused)
     if changes:
         try:
-            results.update(await ctx.broker.controller.alter_partition_reassignments(changes))
+            results.update(await broker.controller.alter_partition_reassignments(changes))
         except ControllerError as exc:
             error = exc
             results.update(dict.fromkeys(changes, exc))

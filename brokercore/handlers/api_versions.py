@@ -4,13 +4,14 @@ from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import api_versions_entries, serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext, api_versions_entries
 
 
 @serves(ApiVersionsRequest, ApiVersionsResponse, min_version=0, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,
         api_keys=[

@@ -19,8 +19,7 @@ from brokercore.controller.controller import ControllerError, validate_topic_nam
 from brokercore.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from brokercore.broker import Broker
-    from brokercore.server import RequestContext
+    from brokercore.handlers.parts import BrokerParts
 
 
 class ResourceType(enum.IntEnum):
@@ -56,12 +55,12 @@ class ConfigEntry:
         return self.key.type is ConfigType.PASSWORD
 
 
-def topic_entries(broker: Broker, topic: str) -> list[ConfigEntry]:
+def topic_entries(broker: BrokerParts, topic: str) -> list[ConfigEntry]:
     """Every topic config of an existing topic, in name order."""
     return topic_entries_for(broker, broker.image.topics[topic].configs)
 
 
-def topic_entries_for(broker: Broker, overrides: dict[str, str]) -> list[ConfigEntry]:
+def topic_entries_for(broker: BrokerParts, overrides: dict[str, str]) -> list[ConfigEntry]:
     """Every topic config of a topic with these overrides (which may not exist yet)."""
     entries = []
     for name, key in sorted(TOPIC_CONFIGS.items()):
@@ -75,7 +74,7 @@ def topic_entries_for(broker: Broker, overrides: dict[str, str]) -> list[ConfigE
     return entries
 
 
-def _topic_synonyms(broker: Broker, key: ConfigKey, override: str | None) -> list[Synonym]:
+def _topic_synonyms(broker: BrokerParts, key: ConfigKey, override: str | None) -> list[Synonym]:
     """Where a topic value could come from, most specific first, as Kafka lists them."""
     synonyms = []
     if override is not None:
@@ -94,7 +93,7 @@ def _topic_synonyms(broker: Broker, key: ConfigKey, override: str | None) -> lis
     return synonyms
 
 
-def broker_entries(broker: Broker) -> list[ConfigEntry]:
+def broker_entries(broker: BrokerParts) -> list[ConfigEntry]:
     """Every broker config of this broker, in name order."""
     entries = []
     for name, key in sorted(BROKER_CONFIGS.items()):
@@ -102,7 +101,7 @@ def broker_entries(broker: Broker) -> list[ConfigEntry]:
         if name in ("node.id", "broker.id"):
             value = str(broker.node_id)
         elif name == "cluster.id" and value is None:
-            value = broker.cluster_id
+            value = broker.image.cluster_id
         synonyms = []
         if source is ConfigSource.STATIC_BROKER_CONFIG:
             synonyms.append(Synonym(name, value, source))
@@ -112,7 +111,7 @@ def broker_entries(broker: Broker) -> list[ConfigEntry]:
     return entries
 
 
-def check_topic(broker: Broker, name: str) -> None:
+def check_topic(broker: BrokerParts, name: str) -> None:
     """ControllerError unless `name` is a legal, existing topic."""
     validate_topic_name(name)
     if name not in broker.image.topics:
@@ -120,7 +119,7 @@ def check_topic(broker: Broker, name: str) -> None:
                               f"The topic '{name}' does not exist.")
 
 
-def check_broker(broker: Broker, name: str) -> None:
+def check_broker(broker: BrokerParts, name: str) -> None:
     """ControllerError unless `name` is this broker's id or "" (the cluster-wide default)."""
     if name == "":
         return
@@ -159,12 +158,12 @@ def unsupported_resource(resource_type: int) -> ControllerError:
     return ControllerError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {label}")
 
 
-# Alter one resource: (ctx, resource, validate_only); raises ControllerError to refuse it.
-AlterOne = Callable[["RequestContext", Any, bool], Awaitable[None]]
+# Alter one resource: (broker, resource, validate_only); raises ControllerError to refuse it.
+AlterOne = Callable[["BrokerParts", Any, bool], Awaitable[None]]
 
 
 async def alter_each(
-    ctx: RequestContext, request: Any, response_class: Any, alter: AlterOne
+    broker: BrokerParts, request: Any, response_class: Any, alter: AlterOne
 ) -> Any:
     """The response of AlterConfigs or IncrementalAlterConfigs: every resource altered on
     its own, and a resource named twice in one request refused."""
@@ -175,7 +174,7 @@ async def alter_each(
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
-            await alter(ctx, resource, request.validate_only)
+            await alter(broker, resource, request.validate_only)
         except ControllerError as exc:
             code, message = exc.error_code, exc.message
         results.append(response_class.AlterConfigsResourceResponse(
@@ -185,7 +184,7 @@ async def alter_each(
     return response_class(throttle_time_ms=0, responses=results)
 
 
-def alterable_topic(broker: Broker, resource: Any) -> bool:
+def alterable_topic(broker: BrokerParts, resource: Any) -> bool:
     """Checks shared by both alter APIs; False when there is nothing to change.
 
     Broker resources accept only an empty change (there are no dynamic broker configs);

@@ -10,15 +10,16 @@ from typing import Any
 from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
 
 from brokercore.controller.controller import ControllerError
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 @serves(CreatePartitionsRequest, CreatePartitionsResponse, min_version=0, max_version=3)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     results = []
     for topic in request.topics:
@@ -27,7 +28,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             assignments = (None if topic.assignments is None
                            else [list(a.broker_ids) for a in topic.assignments])
-            await ctx.broker.controller.create_partitions(
+            await broker.controller.create_partitions(
                 topic.name, topic.count, validate_only=request.validate_only,
                 assignments=assignments,
             )

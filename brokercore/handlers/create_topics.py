@@ -14,9 +14,10 @@ from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 
 from brokercore.controller.controller import ControllerError, NewTopic, validate_topic_name
 from brokercore.handlers.config_resources import topic_entries_for
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Result = CreateTopicsResponse.CreatableTopicResult
 ResultConfig = Result.CreatableTopicConfigs
@@ -24,7 +25,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @serves(CreateTopicsRequest, CreateTopicsResponse, min_version=0, max_version=7)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     validate_only = ctx.api_version >= 1 and request.validate_only
     counts = Counter(t.name for t in request.topics)
     results: dict[str, Any] = dict.fromkeys(counts)  # answers in request order
@@ -33,21 +34,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-            to_create.append(_new_topic(ctx, topic))
+            to_create.append(_new_topic(broker, ctx, topic))
         except ControllerError as exc:
             results[topic.name] = _failed(topic.name, exc)
-    created = await ctx.broker.controller.create_topics(to_create, validate_only=validate_only)
+    created = await broker.controller.create_topics(to_create, validate_only=validate_only)
     for new, error in created:
-        results[new.name] = _failed(new.name, error) if error else _created(ctx, new)
+        results[new.name] = _failed(new.name, error) if error else _created(broker, new)
     return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
 
 
-def _new_topic(ctx: RequestContext, topic: Any) -> NewTopic:
+def _new_topic(broker: BrokerParts, ctx: RequestContext, topic: Any) -> NewTopic:
     validate_topic_name(topic.name)
-    if topic.name in ctx.broker.image.topics:
+    if topic.name in broker.image.topics:
         raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,
                               f"Topic '{topic.name}' already exists.")
-    colliding = _colliding(ctx, topic.name)
+    colliding = _colliding(broker, topic.name)
     if colliding:
         raise ControllerError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -57,22 +58,22 @@ def _new_topic(ctx: RequestContext, topic: Any) -> NewTopic:
     if nulls:
         raise ControllerError(ErrorCode.INVALID_CONFIG,
                               f"Null value not supported for topic configs: {', '.join(nulls)}")
-    assignments = _assignments(ctx, topic)
+    assignments = _assignments(broker, topic)
     if not assignments:
         _check_counts(topic.num_partitions, topic.replication_factor)
     return NewTopic(topic.name, topic.num_partitions, topic.replication_factor, assignments,
                     {c.name: c.value for c in topic.configs})
 
 
-def _colliding(ctx: RequestContext, name: str) -> list[str]:
+def _colliding(broker: BrokerParts, name: str) -> list[str]:
     """Existing topics that differ only in '.' versus '_': their metric names would clash."""
     if "." not in name and "_" not in name:
         return []
     key = name.replace(".", "_")
-    return sorted(t for t in ctx.broker.image.topics if t.replace(".", "_") == key)
+    return sorted(t for t in broker.image.topics if t.replace(".", "_") == key)
 
 
-def _assignments(ctx: RequestContext, topic: Any) -> dict[int, list[int]]:
+def _assignments(broker: BrokerParts, topic: Any) -> dict[int, list[int]]:
     assignments: dict[int, list[int]] = {}
     for a in topic.assignments:
         if a.partition_index in assignments:
@@ -88,7 +89,7 @@ def _assignments(ctx: RequestContext, topic: Any) -> dict[int, list[int]]:
         if topic.num_partitions != -1:
             raise ControllerError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was "
                                   "specified, but numPartitions was not set to -1.")
-        ctx.broker.controller.validate_manual_assignment(assignments)
+        broker.controller.topics.validate_manual_assignment(assignments)
     return assignments
 
 
@@ -108,8 +109,8 @@ def _failed(name: str, error: ControllerError) -> Any:
                   num_partitions=-1, replication_factor=-1, configs=None)
 
 
-def _created(ctx: RequestContext, topic: NewTopic) -> Any:
-    image_topic = ctx.broker.image.topics.get(topic.name)
+def _created(broker: BrokerParts, topic: NewTopic) -> Any:
+    image_topic = broker.image.topics.get(topic.name)
     return Result(
         name=topic.name,
         topic_id=uuid.UUID(image_topic.topic_id) if image_topic else ZERO_UUID,
@@ -118,6 +119,6 @@ def _created(ctx: RequestContext, topic: NewTopic) -> Any:
         configs=[
             ResultConfig(name=e.name, value=e.value, read_only=e.read_only,
                          config_source=e.source, is_sensitive=e.sensitive)
-            for e in topic_entries_for(ctx.broker, topic.configs)
+            for e in topic_entries_for(broker, topic.configs)
         ],
     )

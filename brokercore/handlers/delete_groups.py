@@ -4,16 +4,16 @@ from typing import Any
 
 from kafka.protocol.admin import DeleteGroupsRequest, DeleteGroupsResponse
 
-from brokercore.coordinator import coordinator_of
-from brokercore.protocol.apis import serves
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 
 Result = DeleteGroupsResponse.DeletableGroupResult
 
 
 @serves(DeleteGroupsRequest, DeleteGroupsResponse, min_version=0, max_version=2)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    offsets = coordinator_of(ctx).offsets
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    offsets = broker.groups.offsets
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         Result(group_id=group_id, error_code=await offsets.delete_group(group_id))
         for group_id in request.groups_names

@@ -15,11 +15,13 @@ from typing import Any
 from kafka.protocol.admin import DeleteRecordsRequest, DeleteRecordsResponse
 
 from brokercore.controller.elections import live_brokers
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
 from brokercore.log import LogError
-from brokercore.protocol.apis import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import PartitionError
+from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -29,20 +31,22 @@ HIGH_WATERMARK = -1
 
 
 @serves(DeleteRecordsRequest, DeleteRecordsResponse, min_version=0, max_version=2)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     max_wait = max(request.timeout_ms, 0) / 1000
     topics = []
     for t in request.topics:
-        results = await asyncio.gather(*(_delete(ctx, t.name, p, max_wait)
+        results = await asyncio.gather(*(_delete(broker, ctx, t.name, p, max_wait)
                                          for p in t.partitions))
         topics.append(TopicResult(name=t.name, partitions=list(results)))
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-async def _delete(ctx: RequestContext, topic: str, p: Any, max_wait: float) -> Any:
+async def _delete(
+    broker: BrokerParts, ctx: RequestContext, topic: str, p: Any, max_wait: float
+) -> Any:
     tp = TopicPartition(topic, p.partition_index)
     try:
-        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition = broker.replicas.leader_partition(tp)
         offset = partition.high_watermark if p.offset == HIGH_WATERMARK else p.offset
         if not 0 <= offset <= partition.high_watermark:
             raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE)
@@ -51,8 +55,8 @@ async def _delete(ctx: RequestContext, topic: str, p: Any, max_wait: float) -> A
         return PartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                error_code=exc.error_code)
     log.info("node %d: %s deleted records of %s before %d; log start is %d",
-             ctx.broker.node_id, ctx.client_id, tp, offset, log_start)
+             broker.node_id, ctx.client_id, tp, offset, log_start)
     code, low_watermark = await partition.wait_for_low_watermark(
-        log_start, lambda: live_brokers(ctx.broker.replica_manager.image), max_wait)
+        log_start, lambda: live_brokers(broker.replicas.image), max_wait)
     return PartitionResult(partition_index=p.partition_index, low_watermark=low_watermark,
                            error_code=code)

@@ -4,17 +4,18 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Broker = DescribeClusterResponse.DescribeClusterBroker
 BROKERS_ENDPOINT = 1
 
 
 @serves(DescribeClusterRequest, DescribeClusterResponse, min_version=0, max_version=2)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    image = ctx.broker.image
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    image = broker.image
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
         # Kafka serves controller endpoints only on controller listeners.
         return DescribeClusterResponse(
@@ -27,7 +28,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
         endpoint_type=BROKERS_ENDPOINT, cluster_id=image.cluster_id or "",
-        controller_id=ctx.broker.controller.active_controller_id,
+        controller_id=broker.controller.active_controller_id,
         brokers=[
             Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
                    is_fenced=b.fenced)

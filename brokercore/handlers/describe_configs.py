@@ -20,9 +20,10 @@ from brokercore.handlers.config_resources import (
     topic_entries,
     unsupported_resource,
 )
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 ResultConfig = Result.DescribeConfigsResourceResult
@@ -30,16 +31,16 @@ ResultSynonym = ResultConfig.DescribeConfigsSynonym
 
 
 @serves(DescribeConfigsRequest, DescribeConfigsResponse, min_version=0, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return DescribeConfigsResponse(
         throttle_time_ms=0,
-        results=[_describe(ctx, request, resource) for resource in request.resources],
+        results=[_describe(broker, ctx, request, resource) for resource in request.resources],
     )
 
 
-def _describe(ctx: RequestContext, request: Any, resource: Any) -> Any:
+def _describe(broker: BrokerParts, ctx: RequestContext, request: Any, resource: Any) -> Any:
     try:
-        entries = _entries(ctx, resource.resource_type, resource.resource_name)
+        entries = _entries(broker, resource.resource_type, resource.resource_name)
     except ControllerError as exc:
         return Result(error_code=exc.error_code, error_message=exc.message,
                       resource_type=resource.resource_type,
@@ -57,14 +58,14 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> Any:
     )
 
 
-def _entries(ctx: RequestContext, resource_type: int, name: str) -> list[ConfigEntry]:
+def _entries(broker: BrokerParts, resource_type: int, name: str) -> list[ConfigEntry]:
     if resource_type == ResourceType.TOPIC:
-        check_topic(ctx.broker, name)
-        return topic_entries(ctx.broker, name)
+        check_topic(broker, name)
+        return topic_entries(broker, name)
     if resource_type == ResourceType.BROKER:
-        check_broker(ctx.broker, name)
+        check_broker(broker, name)
         # "" is the cluster-wide dynamic default: there are no dynamic broker configs.
-        return broker_entries(ctx.broker) if name else []
+        return broker_entries(broker) if name else []
     raise unsupported_resource(resource_type)
 
 

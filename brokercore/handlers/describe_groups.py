@@ -4,11 +4,11 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.state import Group, GroupError, GroupState
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
@@ -19,19 +19,19 @@ GROUP_OPERATIONS = frozenset({3, 6, 8})
 
 
 @serves(DescribeGroupsRequest, DescribeGroupsResponse, min_version=0, max_version=5)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     with_ops = ctx.api_version >= 3 and request.include_authorized_operations
     return DescribeGroupsResponse(throttle_time_ms=0, groups=[
-        _describe(ctx, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED)
+        _describe(broker, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED)
         for group_id in request.groups
     ])
 
 
-def _describe(ctx: RequestContext, group_id: str, operations: frozenset[int] | None) -> Any:
+def _describe(broker: BrokerParts, group_id: str, operations: frozenset[int] | None) -> Any:
     try:
         if not group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
-        group = coordinator_of(ctx).describe_group(group_id)
+        group = broker.groups.describe_group(group_id)
     except GroupError as exc:
         return _described(group_id, exc.error_code, "", operations)
     if group is None:

@@ -6,10 +6,12 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import Partition, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import Partition
+from brokercore.topic_partition import TopicPartition
 
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
 TopicResult = Result.DescribeLogDirsTopic
@@ -17,14 +19,14 @@ PartitionResult = TopicResult.DescribeLogDirsPartition
 
 
 @serves(DescribeLogDirsRequest, DescribeLogDirsResponse, min_version=1, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     by_topic: dict[str, list[Partition]] = defaultdict(list)
-    for partition in _requested(ctx, request.topics):
+    for partition in _requested(broker, request.topics):
         by_topic[partition.tp.topic].append(partition)
-    usage = shutil.disk_usage(ctx.broker.log_dir)
+    usage = shutil.disk_usage(broker.log_dir)
     result = Result(
         error_code=ErrorCode.NONE,
-        log_dir=str(ctx.broker.log_dir.resolve()),
+        log_dir=str(broker.log_dir.resolve()),
         topics=[
             TopicResult(name=name, partitions=[
                 # A replica's lag only matters while it is moved between dirs (future
@@ -42,8 +44,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                                    results=[result])
 
 
-def _requested(ctx: RequestContext, topics: Any) -> list[Partition]:
-    hosted = ctx.broker.replica_manager.partitions
+def _requested(broker: BrokerParts, topics: Any) -> list[Partition]:
+    hosted = broker.replicas.partitions
     if topics is None:
         return list(hosted.values())
     wanted = (TopicPartition(t.topic, index) for t in topics for index in t.partitions)

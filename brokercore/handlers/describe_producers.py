@@ -4,10 +4,12 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeProducersRequest, DescribeProducersResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import PartitionError
+from brokercore.topic_partition import TopicPartition
 
 TopicResponse = DescribeProducersResponse.TopicResponse
 PartitionResponse = TopicResponse.PartitionResponse
@@ -15,20 +17,20 @@ ProducerState = PartitionResponse.ProducerState
 
 
 @serves(DescribeProducersRequest, DescribeProducersResponse, min_version=0, max_version=0)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return DescribeProducersResponse(
         throttle_time_ms=0,
         topics=[
             TopicResponse(name=t.name,
-                          partitions=[_describe(ctx, t.name, i) for i in t.partition_indexes])
+                          partitions=[_describe(broker, t.name, i) for i in t.partition_indexes])
             for t in request.topics
         ],
     )
 
 
-def _describe(ctx: RequestContext, topic: str, index: int) -> Any:
+def _describe(broker: BrokerParts, topic: str, index: int) -> Any:
     try:
-        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, index))
+        partition = broker.replicas.leader_partition(TopicPartition(topic, index))
     except PartitionError as exc:
         return PartitionResponse(partition_index=index, error_code=exc.error_code,
                                  error_message=None, active_producers=[])

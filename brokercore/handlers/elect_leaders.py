@@ -12,10 +12,11 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
 from brokercore.controller.controller import ControllerError
 from brokercore.controller.elections import ElectionType
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 Topic = ElectLeadersResponse.ReplicaElectionResult
 Partition = Topic.PartitionResult
@@ -23,7 +24,7 @@ Results = dict[TopicPartition, ControllerError | None]
 
 
 @serves(ElectLeadersRequest, ElectLeadersResponse, min_version=0, max_version=2)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     tps = requested_partitions(request)
     raw_type = request.election_type if ctx.api_version >= 1 else ElectionType.PREFERRED
     try:
@@ -32,7 +33,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         except ValueError:
             raise ControllerError(ErrorCode.INVALID_REQUEST,
                                   f"Unknown election type {int(raw_type)}.") from None
-        results = await ctx.broker.controller.elect_leaders(election_type, tps)
+        results = await broker.controller.elect_leaders(election_type, tps)
     except ControllerError as exc:
         # The whole request failed (no active controller, a timeout, a bad type).
         return response(dict.fromkeys(tps or [], exc), exc)

@@ -13,11 +13,13 @@ from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
 from brokercore.log import LogError
-from brokercore.protocol.apis import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import Partition, PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import Partition, PartitionError
+from brokercore.topic_partition import TopicPartition
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = TopicData.PartitionData
@@ -35,11 +37,11 @@ class _Read:
 
 
 @serves(FetchRequest, FetchResponse, min_version=4, max_version=12)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     if request.replica_id >= 0:
-        _record_follower_fetch(ctx, request)
-    reads = _read_all(ctx, request)
+        _record_follower_fetch(broker, request)
+    reads = _read_all(broker, ctx, request)
     partitions = [r.partition for r in reads if r.partition is not None]
     while (
         sum(len(r.records or b"") for r in reads) < request.min_bytes
@@ -47,8 +49,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         and not any(r.error for r in reads)
         and (remaining := deadline - time.monotonic()) > 0
     ):
-        await ctx.broker.replica_manager.wait_for_data(partitions, remaining)
-        reads = _read_all(ctx, request)
+        await broker.replicas.wait_for_data(partitions, remaining)
+        reads = _read_all(broker, ctx, request)
     topics: dict[str, list[Any]] = {}
     for r in reads:
         if r.partition is not None and request.replica_id < 0:
@@ -65,9 +67,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _record_follower_fetch(ctx: RequestContext, request: Any) -> None:
+def _record_follower_fetch(broker: BrokerParts, request: Any) -> None:
     """Once per request, not per long-poll round: the fetch offset is the follower's log end."""
-    manager = ctx.broker.replica_manager
+    manager = broker.replicas
     for topic in request.topics:
         for p in topic.partitions:
             partition = manager.partitions.get(TopicPartition(topic.topic, p.partition))
@@ -80,14 +82,14 @@ def _record_follower_fetch(ctx: RequestContext, request: Any) -> None:
                                               p.log_start_offset)
 
 
-def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
+def _read_all(broker: BrokerParts, ctx: RequestContext, request: Any) -> list[_Read]:
     budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
     reads: list[_Read] = []
     for topic in request.topics:
         for p in topic.partitions:
             # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
             nothing_yet = not any(r.records for r in reads)
-            read = _read(ctx, topic.topic, p, budget, first=nothing_yet,
+            read = _read(broker, topic.topic, p, budget, first=nothing_yet,
                          replica_id=request.replica_id)
             budget -= len(read.records or b"")
             reads.append(read)
@@ -95,12 +97,12 @@ def _read_all(ctx: RequestContext, request: Any) -> list[_Read]:
 
 
 def _read(
-    ctx: RequestContext, topic: str, p: Any, budget: int, first: bool, replica_id: int
+    broker: BrokerParts, topic: str, p: Any, budget: int, first: bool, replica_id: int
 ) -> _Read:
     follower = replica_id >= 0
     tp = TopicPartition(topic, p.partition)
     try:
-        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition = broker.replicas.leader_partition(tp)
         partition.check_leader_epoch(p.current_leader_epoch)
         if follower and replica_id not in partition.followers:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)

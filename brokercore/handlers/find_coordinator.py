@@ -11,11 +11,11 @@ from typing import Any
 
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.state import GroupError
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
@@ -23,34 +23,34 @@ TRANSACTION_KEY_TYPE = 1
 
 
 @serves(FindCoordinatorRequest, FindCoordinatorResponse, min_version=0, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
     if ctx.api_version >= 4:
-        found = [await _find(ctx, key, key_type) for key in request.coordinator_keys]
+        found = [await _find(broker, key, key_type) for key in request.coordinator_keys]
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=found)
-    one = await _find(ctx, request.key, key_type)
+    one = await _find(broker, request.key, key_type)
     return FindCoordinatorResponse(
         throttle_time_ms=0, error_code=one.error_code, error_message=one.error_message,
         node_id=one.node_id, host=one.host, port=one.port,
     )
 
 
-async def _find(ctx: RequestContext, key: str, key_type: int) -> Any:
+async def _find(broker: BrokerParts, key: str, key_type: int) -> Any:
     if key_type == TRANSACTION_KEY_TYPE:
         return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                       "transactions are not supported by this broker")
     if key_type != GROUP_KEY_TYPE:
         return _error(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    coordinator = coordinator_of(ctx)
+    coordinator = broker.groups
     try:
         await coordinator.store.ensure_exists()
     except GroupError as exc:
         return _error(key, exc.error_code, str(exc))
     leader = coordinator.store.leader(coordinator.partition_of(key))
-    broker = ctx.broker.image.brokers.get(leader)
-    if broker is None or broker.fenced:
+    node = broker.image.brokers.get(leader)
+    if node is None or node.fenced:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available")
-    return Coordinator(key=key, node_id=broker.node_id, host=broker.host, port=broker.port,
+    return Coordinator(key=key, node_id=node.node_id, host=node.host, port=node.port,
                        error_code=ErrorCode.NONE, error_message=None)
 
 

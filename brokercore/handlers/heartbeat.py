@@ -4,14 +4,14 @@ from typing import Any
 
 from kafka.protocol.consumer import HeartbeatRequest, HeartbeatResponse
 
-from brokercore.coordinator import coordinator_of
-from brokercore.protocol.apis import serves
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 
 
 @serves(HeartbeatRequest, HeartbeatResponse, min_version=0, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    error = coordinator_of(ctx).membership.heartbeat(
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    error = broker.groups.membership.heartbeat(
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if ctx.api_version >= 3 else None,
     )

@@ -13,9 +13,10 @@ from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlte
 from brokercore.config import TOPIC_CONFIGS, ConfigType
 from brokercore.controller.controller import ControllerError
 from brokercore.handlers.config_resources import alter_each, alterable_topic
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 
 class OpType(enum.IntEnum):
@@ -27,21 +28,21 @@ class OpType(enum.IntEnum):
 
 @serves(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
         min_version=0, max_version=1)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    return await alter_each(ctx, request, IncrementalAlterConfigsResponse, _alter)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    return await alter_each(broker, request, IncrementalAlterConfigsResponse, _alter)
 
 
-async def _alter(ctx: RequestContext, resource: Any, validate_only: bool) -> None:
-    if not alterable_topic(ctx.broker, resource):
+async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:
+    if not alterable_topic(broker, resource):
         return
-    current = ctx.broker.image.topics[resource.resource_name].configs
-    changes = {c.name: _new_value(ctx, current, c) for c in resource.configs}
-    await ctx.broker.controller.alter_topic_configs(
+    current = broker.image.topics[resource.resource_name].configs
+    changes = {c.name: _new_value(broker, current, c) for c in resource.configs}
+    await broker.controller.alter_topic_configs(
         resource.resource_name, changes, validate_only=validate_only
     )
 
 
-def _new_value(ctx: RequestContext, current: dict[str, str], config: Any) -> str | None:
+def _new_value(broker: BrokerParts, current: dict[str, str], config: Any) -> str | None:
     """The override after the operation; None removes it."""
     key = TOPIC_CONFIGS.get(config.name)
     if key is None:
@@ -65,7 +66,7 @@ def _new_value(ctx: RequestContext, current: dict[str, str], config: Any) -> str
     if config.name in current:
         base = current[config.name]
     else:
-        base = ctx.broker.config.topic_default(config.name)[0] or ""
+        base = broker.config.topic_default(config.name)[0] or ""
     items = [item for item in base.split(",") if item]
     given = [item.strip() for item in config.value.split(",") if item.strip()]
     if op == OpType.APPEND:

@@ -4,22 +4,22 @@ from typing import Any
 
 from kafka.protocol.consumer import JoinGroupRequest, JoinGroupResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.membership import JoinRequest
-from brokercore.protocol.apis import serves
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 
 Member = JoinGroupResponse.JoinGroupResponseMember
 
 
 @serves(JoinGroupRequest, JoinGroupResponse, min_version=0, max_version=7)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     # v0 has no rebalance timeout: the session timeout served as both.
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms
-    result = await coordinator_of(ctx).membership.join(JoinRequest(
+    result = await broker.groups.membership.join(JoinRequest(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=request.group_instance_id if version >= 5 else None,

@@ -4,20 +4,20 @@ from typing import Any
 
 from kafka.protocol.consumer import LeaveGroupRequest, LeaveGroupResponse
 
-from brokercore.coordinator import coordinator_of
-from brokercore.protocol.apis import serves
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 
 MemberResponse = LeaveGroupResponse.MemberResponse
 
 
 @serves(LeaveGroupRequest, LeaveGroupResponse, min_version=0, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error, member_errors = coordinator_of(ctx).membership.leave(request.group_id, leaving)
+    error, member_errors = broker.groups.membership.leave(request.group_id, leaving)
     if ctx.api_version < 3:
         error = member_errors[0] if error == 0 else error
     return LeaveGroupResponse(

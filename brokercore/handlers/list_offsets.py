@@ -1,5 +1,9 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or first at a timestamp.
 
+v8's earliest local offset (-4) is the log start offset, and v9's latest tiered offset (-5)
+is -1, as on a Kafka broker without tiered storage: every segment is local. v10's
+`timeout_ms` bounds remote-storage reads, which never happen here.
+
 Latest is the high watermark: clients never learn of offsets that are not committed yet.
 A leader elected moments ago may still hold a high watermark below the start of its own
 epoch (the old leader's may have been higher); until its followers report, it answers a
@@ -11,30 +15,32 @@ from typing import Any
 
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import PartitionError
+from brokercore.topic_partition import TopicPartition
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = TopicResponse.ListOffsetsPartitionResponse
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-@serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=7)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+@serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=10)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return ListOffsetsResponse(
         throttle_time_ms=0,
         topics=[
             TopicResponse(name=t.name, partitions=[
-                _offset(ctx, t.name, p, request.replica_id) for p in t.partitions])
+                _offset(broker, t.name, p, request.replica_id) for p in t.partitions])
             for t in request.topics
         ],
     )
 
 
-def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
+def _offset(broker: BrokerParts, topic: str, p: Any, replica_id: int) -> Any:
     def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
         return PartitionResponse(partition_index=p.partition_index, error_code=code,
                                  old_style_offsets=[], timestamp=timestamp, offset=offset,
@@ -42,7 +48,7 @@ def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
 
     try:
         tp = TopicPartition(topic, p.partition_index)
-        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition = broker.replicas.leader_partition(tp)
         partition.check_leader_epoch(p.current_leader_epoch)
     except PartitionError as exc:
         return answer(exc.error_code)
@@ -55,8 +61,10 @@ def _offset(ctx: RequestContext, topic: str, p: Any, replica_id: int) -> Any:
         if lagging:
             return answer(ErrorCode.OFFSET_NOT_AVAILABLE)
         return answer(ErrorCode.NONE, -1, fetchable, epoch)
-    if p.timestamp == EARLIEST:
+    if p.timestamp in (EARLIEST, EARLIEST_LOCAL):
         return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
+    if p.timestamp == LATEST_TIERED:
+        return answer(ErrorCode.NONE, -1, -1, -1)
     if p.timestamp == MAX_TIMESTAMP:
         # (offset, timestamp) of the record with the largest timestamp
         found = partition.log.max_timestamp()

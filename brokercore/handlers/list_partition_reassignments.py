@@ -12,10 +12,11 @@ from kafka.protocol.admin import (
 )
 
 from brokercore.controller.controller import ControllerError
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 Partition = Topic.OngoingPartitionReassignment
@@ -24,12 +25,12 @@ Ongoing = dict[TopicPartition, tuple[list[int], list[int], list[int]]]
 
 @serves(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
         min_version=0, max_version=0)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     tps = None
     if request.topics is not None:
         tps = [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
     try:
-        ongoing = await ctx.broker.controller.list_partition_reassignments(tps)
+        ongoing = await broker.controller.list_partition_reassignments(tps)
     except ControllerError as exc:
         return response({}, exc)
     return response(ongoing, None)

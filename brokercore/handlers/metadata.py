@@ -12,26 +12,26 @@ from brokercore.controller.controller import (
     validate_topic_name,
 )
 from brokercore.controller.image import TopicImage
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.server import RequestContext
 
 Topic = MetadataResponse.MetadataResponseTopic
 PartitionMeta = Topic.MetadataResponsePartition
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@serves(MetadataRequest, MetadataResponse, min_version=0, max_version=12)
-async def handle(ctx: RequestContext, request: Any) -> Any:
-    broker = ctx.broker
+@serves(MetadataRequest, MetadataResponse, min_version=0, max_version=13)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     image = broker.image
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [_describe(ctx, t) for t in sorted(image.topics.values(), key=lambda t: t.name)]
+        topics = [_describe(broker, t) for t in sorted(image.topics.values(), key=lambda t: t.name)]
     else:
         auto_create = broker.config.get_bool("auto.create.topics.enable") and (
             ctx.api_version < 4 or request.allow_auto_topic_creation
         )
-        topics = [await _lookup(ctx, t, auto_create) for t in request.topics]
+        topics = [await _lookup(broker, ctx, t, auto_create) for t in request.topics]
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -44,38 +44,41 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=image.cluster_id,
         controller_id=broker.controller.active_controller_id,
         topics=topics,
+        error_code=ErrorCode.NONE,  # v13: a top-level error (REBOOTSTRAP_REQUIRED), never set
     )
 
 
-async def _lookup(ctx: RequestContext, requested: Any, auto_create: bool) -> Any:
-    image = ctx.broker.image
+async def _lookup(
+    broker: BrokerParts, ctx: RequestContext, requested: Any, auto_create: bool
+) -> Any:
+    image = broker.image
     name = requested.name
     if name is None and requested.topic_id not in (None, ZERO_UUID):
         topic = image.topics_by_id.get(str(requested.topic_id))
         if topic is None:
             return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, requested.topic_id)
-        return _describe(ctx, topic)
+        return _describe(broker, topic)
     try:
         validate_topic_name(name or "")
     except ControllerError:
         return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     topic = image.topics.get(name)
     if topic is None and auto_create and name not in INTERNAL_TOPICS:
-        [(_, error)] = await ctx.broker.controller.create_topics([NewTopic(name)])
+        [(_, error)] = await broker.controller.create_topics([NewTopic(name)])
         if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return _error(error.error_code, name)
         topic = image.topics.get(name)
     if topic is None:
         return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
-    return _describe(ctx, topic)
+    return _describe(broker, topic)
 
 
 def _error(code: ErrorCode, name: str | None, topic_id: Any = ZERO_UUID) -> Any:
     return Topic(error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[])
 
 
-def _describe(ctx: RequestContext, topic: TopicImage) -> Any:
-    brokers = ctx.broker.image.brokers
+def _describe(broker: BrokerParts, topic: TopicImage) -> Any:
+    brokers = broker.image.brokers
     partitions = []
     for index, p in sorted(topic.partitions.items()):
         offline = [r for r in p.replicas if r not in brokers or brokers[r].fenced]

@@ -4,19 +4,20 @@ from typing import Any
 
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.offsets import Commit
-from brokercore.protocol.apis import serves
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = TopicResponse.OffsetCommitResponsePartition
 
 
-# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
-@serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=8)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+# v9 is v8 for classic groups (its KIP-848 member epochs apply to consumer-protocol groups,
+# which this coordinator does not have). v10 (topic ids) is left out.
+@serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=9)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     commits: dict[TopicPartition, Commit] = {
         TopicPartition(topic.name, p.partition_index): (
@@ -29,7 +30,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # v0 commits carry no generation: they are the "simple" kind.
     generation = request.generation_id_or_member_epoch if version >= 1 else -1
     member_id = request.member_id if version >= 1 else ""
-    errors = await coordinator_of(ctx).offsets.commit(
+    errors = await broker.groups.offsets.commit(
         request.group_id, generation, member_id,
         request.group_instance_id if version >= 7 else None, commits,
     )

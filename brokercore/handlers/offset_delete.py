@@ -4,23 +4,23 @@ from typing import Any
 
 from kafka.protocol.consumer import OffsetDeleteRequest, OffsetDeleteResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.state import GroupError
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 Partition = Topic.OffsetDeleteResponsePartition
 
 
 @serves(OffsetDeleteRequest, OffsetDeleteResponse, min_version=0, max_version=0)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     wanted = [TopicPartition(t.name, p.partition_index)
               for t in request.topics for p in t.partitions]
     try:
-        errors = await coordinator_of(ctx).offsets.delete_offsets(request.group_id, wanted)
+        errors = await broker.groups.offsets.delete_offsets(request.group_id, wanted)
     except GroupError as exc:
         return OffsetDeleteResponse(error_code=exc.error_code, throttle_time_ms=0, topics=[])
     return OffsetDeleteResponse(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[

@@ -5,25 +5,26 @@ from typing import Any
 
 from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
 
-from brokercore.coordinator import coordinator_of
 from brokercore.coordinator.state import GroupError, OffsetAndMetadata
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 R = OffsetFetchResponse
 Fetched = dict[TopicPartition, OffsetAndMetadata | None]
 
 
-# v9 adds KIP-848 member epochs and v10 topic ids; we stop before both.
-@serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=8)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+# v9 adds KIP-848 member ids and epochs, which Kafka checks for consumer-protocol groups
+# only; every group here is classic, so they are ignored. v10 (topic ids) is left out.
+@serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=9)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 8:
-        return R(throttle_time_ms=0, groups=[_fetch_group(ctx, g) for g in request.groups])
+        return R(throttle_time_ms=0, groups=[_fetch_group(broker, g) for g in request.groups])
     wanted = _partitions(request.topics)
     try:
-        fetched = coordinator_of(ctx).offsets.fetch(request.group_id, wanted)
+        fetched = broker.groups.offsets.fetch(request.group_id, wanted)
     except GroupError as exc:
         if ctx.api_version >= 2:
             return R(throttle_time_ms=0, error_code=exc.error_code, topics=[])
@@ -39,11 +40,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     ])
 
 
-def _fetch_group(ctx: RequestContext, group: Any) -> Any:
+def _fetch_group(broker: BrokerParts, group: Any) -> Any:
     Group = R.OffsetFetchResponseGroup
     Topic = Group.OffsetFetchResponseTopics
     try:
-        fetched = coordinator_of(ctx).offsets.fetch(group.group_id, _partitions(group.topics))
+        fetched = broker.groups.offsets.fetch(group.group_id, _partitions(group.topics))
     except GroupError as exc:
         return Group(group_id=group.group_id, topics=[], error_code=exc.error_code)
     return Group(group_id=group.group_id, error_code=ErrorCode.NONE, topics=[

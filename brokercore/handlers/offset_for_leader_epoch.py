@@ -4,29 +4,31 @@ from typing import Any
 
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
-from brokercore.protocol.apis import serves
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import PartitionError, TopicPartition
-from brokercore.server import RequestContext
+from brokercore.replication.partition import PartitionError
+from brokercore.topic_partition import TopicPartition
 
 TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 EpochEndOffset = TopicResult.EpochEndOffset
 
 
 @serves(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, min_version=2, max_version=4)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return OffsetForLeaderEpochResponse(
         throttle_time_ms=0,
         topics=[
-            TopicResult(topic=t.topic, partitions=[_end(ctx, t.topic, p) for p in t.partitions])
+            TopicResult(topic=t.topic, partitions=[_end(broker, t.topic, p) for p in t.partitions])
             for t in request.topics
         ],
     )
 
 
-def _end(ctx: RequestContext, topic: str, p: Any) -> Any:
+def _end(broker: BrokerParts, topic: str, p: Any) -> Any:
     try:
-        partition = ctx.broker.replica_manager.leader_partition(TopicPartition(topic, p.partition))
+        partition = broker.replicas.leader_partition(TopicPartition(topic, p.partition))
         partition.check_leader_epoch(p.current_leader_epoch)
     except PartitionError as exc:
         return EpochEndOffset(error_code=exc.error_code, partition=p.partition, leader_epoch=-1,

@@ -7,11 +7,13 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
 from brokercore.log import LogError
-from brokercore.protocol.apis import serves
+from brokercore.protocol.context import NO_RESPONSE, RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import Partition, PartitionError, TopicPartition
-from brokercore.server import NO_RESPONSE, RequestContext
+from brokercore.replication.partition import Partition, PartitionError
+from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,11 @@ PartitionResponse = TopicResponse.PartitionProduceResponse
 # min 0 is still advertised because librdkafka before 2.11.1 checks features against exact
 # versions and would otherwise silently disable compression.
 @serves(ProduceRequest, ProduceResponse, min_version=0, max_version=11)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     # Every append happens before the first await, so appends keep request order even when
     # the server runs a connection's produce requests concurrently.
     appended = [
-        (topic.name, [_append(ctx, request.acks, topic.name, p.index, p.records)
+        (topic.name, [_append(broker, ctx, request.acks, topic.name, p.index, p.records)
                       for p in topic.partition_data])
         for topic in request.topic_data
     ]
@@ -35,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return NO_RESPONSE
     if request.acks == -1:
         timeout = max(request.timeout_ms, 0) / 1000
-        waits = [_replicated(ctx, outcome, timeout) for _, outcomes in appended
+        waits = [_replicated(broker, ctx, outcome, timeout) for _, outcomes in appended
                  for outcome in outcomes]
         await asyncio.gather(*waits)
     responses = [
@@ -52,12 +54,14 @@ class _Outcome:
     last_offset: int = -1
 
 
-def _append(ctx: RequestContext, acks: int, topic: str, index: int, records: Any) -> _Outcome:
+def _append(
+    broker: BrokerParts, ctx: RequestContext, acks: int, topic: str, index: int, records: Any
+) -> _Outcome:
     tp = TopicPartition(topic, index)
     try:
         if acks not in (-1, 0, 1):
             raise PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
-        partition = ctx.broker.replica_manager.leader_partition(tp)
+        partition = broker.replicas.leader_partition(tp)
         if acks == -1:
             partition.check_min_insync_replicas()
         if not records:
@@ -67,7 +71,7 @@ def _append(ctx: RequestContext, acks: int, topic: str, index: int, records: Any
         return _Outcome(_failed(index, exc.error_code, str(exc)))
     except LogError as exc:
         log.info("node %d: rejected produce to %s from %s: %s",
-                 ctx.broker.node_id, tp, ctx.client_id, exc)
+                 broker.node_id, tp, ctx.client_id, exc)
         return _Outcome(_failed(index, exc.error_code, str(exc)))
     response = PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
@@ -77,13 +81,15 @@ def _append(ctx: RequestContext, acks: int, topic: str, index: int, records: Any
     return _Outcome(response, partition, result.last_offset)
 
 
-async def _replicated(ctx: RequestContext, outcome: _Outcome, max_wait: float) -> None:
+async def _replicated(
+    broker: BrokerParts, ctx: RequestContext, outcome: _Outcome, max_wait: float
+) -> None:
     """acks=all: hold the answer until the ISR has the batch, or say why it may not have."""
     if outcome.partition is None:
         return
     code = await outcome.partition.wait_until_replicated(outcome.last_offset, max_wait)
     if code != ErrorCode.NONE:
-        log.info("node %d: acks=all produce to %s from %s ends with %s", ctx.broker.node_id,
+        log.info("node %d: acks=all produce to %s from %s ends with %s", broker.node_id,
                  outcome.partition.tp, ctx.client_id, code.name)
         outcome.response = _failed(outcome.response.index, code, code.name)
 

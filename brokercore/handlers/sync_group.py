@@ -4,17 +4,17 @@ from typing import Any
 
 from kafka.protocol.consumer import SyncGroupRequest, SyncGroupResponse
 
-from brokercore.coordinator import coordinator_of
-from brokercore.protocol.apis import serves
-from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
 
 
 @serves(SyncGroupRequest, SyncGroupResponse, min_version=0, max_version=5)
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     protocol = ((request.protocol_type, request.protocol_name) if version >= 5
                 else (None, None))
-    result = await coordinator_of(ctx).membership.sync(
+    result = await broker.groups.membership.sync(
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if version >= 3 else None, protocol,
         {a.member_id: bytes(a.assignment) for a in request.assignments},

@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 from brokercore.log.checkpoint import fsync_directory
-
-from .partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,10 @@ from kafka.protocol.consumer import (
 from brokercore.log import LogError
 from brokercore.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
 
 from .connection import BrokerConnection, ConnectionFailed
-from .partition import Partition, TopicPartition
+from .partition import Partition
 
 if TYPE_CHECKING:
     from .replica_manager import ReplicaManager

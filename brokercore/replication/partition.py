@@ -18,18 +18,10 @@ from typing import TypeVar
 
 from brokercore.log import AppendResult, LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
 
 UNKNOWN_OFFSET = -1
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class PartitionError(Exception):

@@ -20,13 +20,22 @@ from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
-from brokercore.controller.image import MetadataImage, Record
+from brokercore.controller.image import MetadataImage
+from brokercore.controller.records import (
+    BrokerRecord,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+)
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
 
 from .checkpoint import read_high_watermarks, write_high_watermarks
 from .fetcher import ReplicaFetcher
-from .partition import Partition, PartitionError, TopicPartition
+from .partition import Partition, PartitionError
 
 log = logging.getLogger(__name__)
 
@@ -61,22 +70,22 @@ class ReplicaManager:
                 self._sync_partition(topic.name, index)
         self._delete_stray_logs()
 
-    def on_metadata(self, record: Record) -> None:
-        kind = record["type"]
-        if kind in ("partition", "partition_change"):
-            topic = self.image.topics_by_id[record["topic_id"]]
-            self._sync_partition(topic.name, record["partition"])
-        elif kind == "remove_topic":
-            for tp in [tp for tp in self.partitions if tp.topic == record["name"]]:
-                self._remove(tp)
-        elif kind == "config" and record["resource"] == "topic":
-            config = self.log_config(record["name"])
-            for tp, partition in self.partitions.items():
-                if tp.topic == record["name"]:
-                    partition.update_config(config)
-                    partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
-        elif kind == "broker" and record["node_id"] in self.fetchers:
-            self.fetchers[record["node_id"]].reconnect()
+    def on_metadata(self, record: MetadataRecord) -> None:
+        match record:
+            case PartitionRecord(topic_id=topic_id, partition=index) | PartitionChangeRecord(
+                    topic_id=topic_id, partition=index):
+                self._sync_partition(self.image.topics_by_id[topic_id].name, index)
+            case RemoveTopicRecord(name=name):
+                for tp in [tp for tp in self.partitions if tp.topic == name]:
+                    self._remove(tp)
+            case ConfigRecord(resource="topic", name=name):
+                config = self.log_config(name)
+                for tp, partition in self.partitions.items():
+                    if tp.topic == name:
+                        partition.update_config(config)
+                        partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
+            case BrokerRecord(node_id=node_id) if node_id in self.fetchers:
+                self.fetchers[node_id].reconnect()
 
     def _sync_partition(self, topic_name: str, index: int) -> None:
         topic = self.image.topics[topic_name]

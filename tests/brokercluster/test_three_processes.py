@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
 
 from tests.brokerproc import ClusterProcess
 from tests.cluster.faults import wait_until
@@ -79,3 +80,26 @@ def test_three_brokers_agree_survive_the_active_controller_and_take_it_back(
     cluster.start(controller_id)
     wait_until("every broker to list all three again",
                lambda: all(sorted(metadata(cluster, n).brokers) == [1, 2, 3] for n in NODES))
+
+
+def test_describe_quorum_from_any_broker_names_the_leader_and_every_voters_progress(
+        cluster: ClusterProcess) -> None:
+    wait_until("broker 1 to see three brokers", lambda: len(metadata(cluster, 1).brokers) == 3)
+    controller_id = metadata(cluster, 1).controller_id
+    asked = next(n for n in NODES if n != controller_id)  # forwarded to the leader
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_of(asked))
+    try:
+        def caught_up() -> dict[str, Any] | None:
+            [partition] = admin.describe_metadata_quorum()["topics"][0]["partitions"]
+            ends = {v["log_end_offset"] for v in partition["current_voters"]}
+            return partition if ends == {partition["high_watermark"]} else None
+
+        partition = wait_until("every voter to hold the leader's log", caught_up)
+        quorum = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    assert partition["leader_id"] == controller_id and partition["leader_epoch"] >= 1
+    assert sorted(v["replica_id"] for v in partition["current_voters"]) == list(NODES)
+    assert all(v["last_fetch_timestamp"] > 0 for v in partition["current_voters"])
+    assert sorted(n["node_id"] for n in quorum["nodes"]) == list(NODES)
+    assert {n["listeners"][0]["name"] for n in quorum["nodes"]} == {"CONTROLLER"}

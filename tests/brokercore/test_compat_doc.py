@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 import brokercore.handlers  # noqa: F401  (registers the handlers)
-from brokercore.protocol.apis import REGISTRY
+from brokercore.handlers.registry import REGISTRY
 
 COMPAT = Path(__file__).resolve().parents[2] / "brokercore" / "COMPAT.md"
 ROW = re.compile(r"^\| (\w+) \| (\d+) \| (\d+)\u2013(\d+) \|", re.MULTILINE)

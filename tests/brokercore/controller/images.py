@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from brokercore.controller.image import MetadataImage, PartitionRegistration, Record
+from collections.abc import Sequence
+
+from brokercore.controller.image import MetadataImage, PartitionRegistration
+from brokercore.controller.records import (
+    BrokerRecord,
+    ClusterRecord,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    TopicRecord,
+)
 
 TOPIC_ID = "tid-t"
 
@@ -13,30 +23,26 @@ class Images:
     def __init__(self, brokers: int = 3, *, fenced: tuple[int, ...] = ()) -> None:
         self.image = MetadataImage()
         self.offset = -1
-        self.write([{"type": "cluster", "cluster_id": "c"}])
+        self.write([ClusterRecord("c")])
         self.write([
-            {"type": "broker", "node_id": b, "host": "127.0.0.1", "port": 9091 + b,
-             "fenced": b in fenced, "epoch": 0, "incarnation": f"inc-{b}"}
+            BrokerRecord(b, "127.0.0.1", 9091 + b, fenced=b in fenced, incarnation=f"inc-{b}")
             for b in range(1, brokers + 1)
         ])
-        self.write([{"type": "topic", "name": "t", "topic_id": TOPIC_ID}])
+        self.write([TopicRecord("t", TOPIC_ID)])
 
-    def write(self, records: list[Record]) -> None:
+    def write(self, records: Sequence[MetadataRecord]) -> None:
         for record in records:
             self.offset += 1
             self.image.apply(record, self.offset)
 
     def partition(self, index: int, replicas: list[int], isr: list[int] | None = None,
-                  leader: int | None = None, **fields: object) -> None:
+                  leader: int | None = None) -> None:
         isr = list(replicas) if isr is None else isr
-        self.write([{"type": "partition", "topic_id": TOPIC_ID, "partition": index,
-                     "replicas": replicas, "isr": isr,
-                     "leader": isr[0] if leader is None else leader, "leader_epoch": 0,
-                     **fields}])
+        self.write([PartitionRecord(TOPIC_ID, index, tuple(replicas), tuple(isr),
+                                    isr[0] if leader is None else leader)])
 
     def topic_config(self, key: str, value: str) -> None:
-        self.write([{"type": "config", "resource": "topic", "name": "t", "key": key,
-                     "value": value}])
+        self.write([ConfigRecord("topic", "t", key, value)])
 
     def part(self, index: int = 0) -> PartitionRegistration:
         return self.image.topics["t"].partitions[index]

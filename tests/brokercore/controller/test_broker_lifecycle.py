@@ -13,7 +13,7 @@ import pytest
 from brokercore.controller.controller import Controller, NewTopic
 from brokercore.controller.errors import ControllerError
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .test_controller_quorum import active, free_ports, metadata_dir, quorum_config, until
 

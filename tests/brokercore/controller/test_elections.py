@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 from brokercore.controller import elections
 from brokercore.controller.elections import ElectionType, Rejected
+from brokercore.controller.records import FenceBrokerRecord
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .images import TOPIC_ID, Images
 
@@ -26,7 +27,7 @@ def fence(images: Images, node: int, *, unclean: bool = False) -> None:
 
 def unfence(images: Images, node: int, *, unclean: bool = False) -> None:
     records = elections.records_unfence_broker(images.image, node, unclean_default=unclean)
-    images.write([{"type": "fence_broker", "node_id": node, "fenced": False}, *records])
+    images.write([FenceBrokerRecord(node, False), *records])
 
 
 # -- fencing ----------------------------------------------------------------------------------

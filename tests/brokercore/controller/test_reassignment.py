@@ -7,7 +7,7 @@ import pytest
 from brokercore.controller import elections, reassignment
 from brokercore.controller.elections import Rejected
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .images import TOPIC_ID, Images
 

@@ -6,7 +6,7 @@ import pytest
 
 from brokercore.coordinator.state import GroupState, IllegalStateTransition
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .harness import REBALANCE_MS, SESSION_MS, Harness, settle, subscription
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from brokercore.coordinator.state import GroupState
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .harness import Harness, subscription
 

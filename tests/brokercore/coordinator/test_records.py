@@ -18,7 +18,7 @@ from brokercore.coordinator.records import (
     read_batches,
 )
 from brokercore.coordinator.state import OffsetAndMetadata
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 names = st.text(min_size=0, max_size=30)
 i32 = st.integers(-(2**31), 2**31 - 1)

@@ -7,7 +7,7 @@ import asyncio
 from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.state import GroupState, OffsetAndMetadata
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import TopicPartition
+from brokercore.topic_partition import TopicPartition
 
 from .harness import INITIAL_DELAY_MS, Harness, settle
 

@@ -20,10 +20,10 @@ from kafka.protocol.admin import (
 
 from brokercore.broker import Broker
 from brokercore.config import BrokerConfig
-from brokercore.protocol.apis import REGISTRY
+from brokercore.handlers.registry import REGISTRY
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.framing import RequestHeader
-from brokercore.replication.partition import TopicPartition
-from brokercore.server import RequestContext
+from brokercore.topic_partition import TopicPartition
 
 TOPIC = 2
 
@@ -43,7 +43,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
 async def call(broker: Broker, request: Any, version: int) -> Any:
     api = REGISTRY[int(request.API_KEY)]
     header = RequestHeader(api.key, version, 1, "in-process")
-    return await api.handler(RequestContext(broker, header, "test"), request)
+    return await api.handler(broker.parts, RequestContext(header, "test"), request)
 
 
 async def create(broker: Broker, name: str, validate_only: bool = False) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import brokercore.handlers  # noqa: F401  (registers the handlers)
-from brokercore.protocol.apis import REGISTRY
+from brokercore.handlers.registry import REGISTRY
 from brokercore.protocol.framing import (
     FramingError,
     encode_response,

@@ -24,11 +24,14 @@ import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import SystemClock
 from brokercore.config import BrokerConfig
 from brokercore.controller.image import MetadataImage, PartitionRegistration, Record
+from brokercore.controller.records import from_json
+from brokercore.handlers.parts import BrokerParts
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection
-from brokercore.replication.partition import Partition, TopicPartition
+from brokercore.replication.partition import Partition
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
+from brokercore.topic_partition import TopicPartition
 
 FAST = {
     "replica.fetch.wait.max.ms": "100",
@@ -55,11 +58,14 @@ class Node:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.image = MetadataImage()
         self.replica_manager = ReplicaManager(self.config, self.image, data_dir, SystemClock())
-        self.server = KafkaServer(self, "127.0.0.1", port)  # type: ignore[arg-type]
-        self.group_coordinator = None
+        # Replication's handlers (Produce, Fetch, ListOffsets...) use no controller or groups.
+        parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
+                            controller=None, groups=None)  # type: ignore[arg-type]
+        self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 
-    def apply(self, record: Record, offset: int) -> None:
+    def apply(self, raw: Record, offset: int) -> None:
+        record = from_json(raw)
         self.image.apply(record, offset)
         if self.running:
             self.replica_manager.on_metadata(record)
@@ -123,7 +129,7 @@ class Cluster:
             await old.stop()
         node = self.nodes[node_id] = self._node(node_id, old.server.port)
         for offset, record in enumerate(self.history):
-            node.image.apply(record, offset)
+            node.image.apply(from_json(record), offset)
         await node.start()
         return node
 
@@ -146,7 +152,7 @@ class Cluster:
     def history_image(self) -> MetadataImage:
         image = MetadataImage()
         for offset, record in enumerate(self.history):
-            image.apply(record, offset)
+            image.apply(from_json(record), offset)
         return image
 
     def change_leader(self, topic: str, leader: int, isr: list[int] | None = None,

@@ -11,7 +11,8 @@ from brokercore.clock import FakeClock
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.checkpoint import read_high_watermarks, write_high_watermarks
-from brokercore.replication.partition import Partition, TopicPartition
+from brokercore.replication.partition import Partition
+from brokercore.topic_partition import TopicPartition
 from tests.brokercore.wire import record_batch
 
 TP = TopicPartition("orders", 0)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from brokercore.server import RequestContext
+from brokercore.handlers.parts import BrokerParts
+from brokercore.protocol.context import RequestContext
 
-Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+# (the broker's parts, the request's context, the decoded request) -> the response
+Handler = Callable[[BrokerParts, RequestContext, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -51,3 +52,8 @@ def serves(
         return handler
 
     return register
+
+
+def api_versions_entries() -> list[tuple[int, int, int]]:
+    """(key, min, max) of every API served, by key: what ApiVersions answers."""
+    return sorted((api.key, api.min_version, api.max_version) for api in REGISTRY.values())

@@ -1,0 +1,31 @@
+"""The parts of a broker that API handlers work with, handed to every handler call.
+
+Handlers reach the replica manager, the controller and the group coordinator through this
+typed record, never through the `Broker` that owns them, so this package and the broker
+that builds it import each other in one direction only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokercore.config import BrokerConfig
+from brokercore.controller.controller import Controller
+from brokercore.controller.image import MetadataImage
+from brokercore.coordinator import GroupCoordinator
+from brokercore.replication.replica_manager import ReplicaManager
+
+
+@dataclass(frozen=True)
+class BrokerParts:
+    node_id: int
+    config: BrokerConfig
+    log_dir: Path
+    replicas: ReplicaManager
+    controller: Controller
+    groups: GroupCoordinator
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.controller.image

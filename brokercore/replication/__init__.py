@@ -1,0 +1,1 @@
+"""Replication: this broker's partition replicas and the fetchers that copy leaders' logs."""
