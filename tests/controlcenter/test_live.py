@@ -132,9 +132,7 @@ async def test_pages_keep_receiving_after_the_hub_process_exits(own_hub: str) ->
         "async_to_sync(get_channel_layer().group_send)('cluster', {'type': 'x'})\n"
         "print('hub', flush=True); sys.stdin.readline()\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
-    hub = subprocess.Popen([sys.executable, "-c", script, json.dumps(layers)], cwd=REPO,
-                           env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hub = start_process(script, json.dumps(layers))
     try:
         assert hub.stdout is not None and hub.stdout.readline().strip() == "hub"
         with override_settings(CHANNEL_LAYERS=layers):
@@ -163,6 +161,12 @@ async def test_a_publish_from_another_process_reaches_the_page_over_redis() -> N
         await _in_thread(publish_from_another_process, layers, "groups", text)
         assert await page.receive_from(timeout=10) == text
         await page.disconnect()
+
+
+def start_process(script: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
+    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
 async def _in_thread(func: object, *args: object) -> None:
