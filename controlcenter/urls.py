@@ -3,11 +3,11 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import views
+from .pages import health, overview
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", overview.overview, name="overview"),
+    path("healthz", health.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
