@@ -1,0 +1,253 @@
+"""The control center's tables.
+
+The read model (ClusterState ... ThroughputHistory) is written by ONE process, the collector
+(`manage.py collect`), every MILLRACE_COLLECT_INTERVAL_S; pages and the JSON API only read it,
+so rendering a page never calls a broker. README.md ("The read model") lists the tables and
+what each column means.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+# --- The read model: the latest snapshot ---------------------------------------------------
+
+
+class BurrowStatus(models.TextChoices):
+    """Burrow's evaluation statuses (laganalysis.burrow computes them)."""
+
+    NOTFOUND = "NOTFOUND"
+    OK = "OK"
+    WARN = "WARN"
+    ERR = "ERR"
+    STOP = "STOP"
+    STALL = "STALL"
+    REWIND = "REWIND"
+
+
+class ClusterState(models.Model):
+    """One row per watched cluster (keyed by its bootstrap servers): health and counts."""
+
+    bootstrap_servers = models.CharField(max_length=1000, unique=True)
+    cluster_id = models.CharField(max_length=200, null=True, blank=True)
+    controller_id = models.IntegerField(null=True)
+    collected_at = models.DateTimeField(null=True)  # end of the last successful cycle
+    reachable = models.BooleanField(default=False)
+    last_error = models.TextField(blank=True, default="")
+    unreachable_since = models.DateTimeField(null=True)
+    cycle_seconds = models.FloatField(null=True)  # how long the last cycle took
+    interval_seconds = models.FloatField(default=5.0)
+    brokers = models.IntegerField(default=0)  # brokers in the metadata (up)
+    topics = models.IntegerField(default=0)
+    partitions = models.IntegerField(default=0)
+    under_replicated = models.IntegerField(default=0)
+    offline = models.IntegerField(default=0)
+    under_min_isr = models.IntegerField(default=0)
+    groups = models.IntegerField(default=0)
+    # From the brokers' metrics on the built-in cluster; None where no metrics are reachable.
+    active_controller_count = models.IntegerField(null=True)
+    # Partitions led by their preferred (first) replica / partitions with a leader.
+    preferred_leader_ratio = models.FloatField(null=True)
+
+    @classmethod
+    def current(cls) -> ClusterState | None:
+        """The row of the cluster this platform watches (settings.KAFKA_BOOTSTRAP_SERVERS)."""
+        return cls.objects.filter(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS).first()
+
+
+class BrokerStatus(models.TextChoices):
+    UP = "up"  # in the cluster's metadata
+    FENCED = "fenced"  # its process runs but the cluster does not list it
+    DOWN = "down"  # seen before, now neither listed nor running
+
+
+class BrokerState(models.Model):
+    node_id = models.IntegerField(unique=True)
+    host = models.CharField(max_length=255)
+    port = models.IntegerField()
+    rack = models.CharField(max_length=255, null=True, blank=True)
+    status = models.CharField(max_length=8, choices=BrokerStatus.choices)
+    is_controller = models.BooleanField(default=False)
+    partitions = models.IntegerField(default=0)  # replicas it holds
+    leaders = models.IntegerField(default=0)  # partitions it leads
+    bytes_in_per_sec = models.FloatField(null=True)
+    bytes_out_per_sec = models.FloatField(null=True)
+    messages_in_per_sec = models.FloatField(null=True)
+    # The built-in cluster's supervisor: running/paused/killed/stopped/exited/...; None for
+    # an external cluster.
+    process_state = models.CharField(max_length=40, null=True, blank=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node_id"]
+
+
+class TopicState(models.Model):
+    name = models.CharField(max_length=249, unique=True)  # indexed: search and pagination
+    internal = models.BooleanField(default=False)
+    partitions = models.IntegerField()
+    replication_factor = models.IntegerField()
+    under_replicated = models.IntegerField(default=0)
+    offline = models.IntegerField(default=0)
+    under_min_isr = models.IntegerField(default=0)
+    min_insync_replicas = models.IntegerField(null=True)
+    total_messages = models.BigIntegerField(default=0)  # sum of end - log start
+    size_bytes = models.BigIntegerField(null=True)
+    messages_in_per_sec = models.FloatField(null=True)
+    bytes_in_per_sec = models.FloatField(null=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name"]
+
+
+class PartitionState(models.Model):
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    leader = models.IntegerField(null=True)  # None: offline
+    replicas = models.JSONField(default=list)  # node ids, preferred leader first
+    isr = models.JSONField(default=list)
+    offline = models.BooleanField(default=False)
+    under_replicated = models.BooleanField(default=False)
+    under_min_isr = models.BooleanField(default=False)
+    log_start_offset = models.BigIntegerField(null=True)
+    log_end_offset = models.BigIntegerField(null=True)  # the high watermark
+    size_bytes = models.BigIntegerField(null=True)
+    messages_in_per_sec = models.FloatField(null=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["topic", "partition"]
+        constraints = [
+            models.UniqueConstraint(fields=["topic", "partition"], name="partitionstate_tp")
+        ]
+
+
+class GroupState(models.Model):
+    group_id = models.CharField(max_length=255, unique=True)
+    state = models.CharField(max_length=40)  # Stable, Empty, PreparingRebalance, Dead, ...
+    protocol_type = models.CharField(max_length=80, blank=True, default="")
+    protocol = models.CharField(max_length=80, blank=True, default="")  # assignor
+    members = models.IntegerField(default=0)
+    coordinator = models.IntegerField(null=True)
+    topics = models.IntegerField(default=0)  # topics with committed offsets
+    partitions = models.IntegerField(default=0)
+    total_lag = models.BigIntegerField(default=0)
+    max_lag = models.BigIntegerField(default=0)
+    max_lag_seconds = models.FloatField(null=True)
+    status = models.CharField(max_length=8, choices=BurrowStatus.choices,
+                              default=BurrowStatus.NOTFOUND)
+    complete = models.FloatField(default=0.0)  # fraction of Burrow's window filled
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["group_id"]
+        indexes = [models.Index(fields=["status", "-max_lag"], name="groupstate_trouble")]
+
+
+class GroupPartitionLag(models.Model):
+    group_id = models.CharField(max_length=255)
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    committed_offset = models.BigIntegerField(null=True)  # None: no commit for it
+    end_offset = models.BigIntegerField(null=True)
+    lag = models.BigIntegerField(default=0)
+    lag_seconds = models.FloatField(null=True)  # None: too few end-offset points yet
+    status = models.CharField(max_length=8, choices=BurrowStatus.choices,
+                              default=BurrowStatus.NOTFOUND)
+    consumer_id = models.CharField(max_length=255, blank=True, default="")
+    client_id = models.CharField(max_length=255, blank=True, default="")
+    host = models.CharField(max_length=255, blank=True, default="")
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["group_id", "topic", "partition"]
+        constraints = [
+            models.UniqueConstraint(fields=["group_id", "topic", "partition"],
+                                    name="grouppartitionlag_gtp")
+        ]
+        indexes = [models.Index(fields=["topic"], name="grouppartitionlag_topic")]
+
+
+# --- History: bounded by laganalysis's retention policy ------------------------------------
+
+
+class Resolution(models.TextChoices):
+    RAW = "raw"  # one row per collector cycle (or per change)
+    MINUTE = "minute"  # downsampled: the last sample of each minute, max lag of that minute
+
+
+class GroupLagHistory(models.Model):
+    """A group's lag every cycle; the group-level chart reads only this table."""
+
+    group_id = models.CharField(max_length=255)
+    ts = models.DateTimeField()
+    resolution = models.CharField(max_length=6, choices=Resolution.choices,
+                                  default=Resolution.RAW)
+    total_lag = models.BigIntegerField()
+    max_lag = models.BigIntegerField()
+    max_lag_seconds = models.FloatField(null=True)
+    status = models.CharField(max_length=8, choices=BurrowStatus.choices)
+
+    class Meta:
+        indexes = [models.Index(fields=["group_id", "ts"], name="grouplaghistory_gts"),
+                   models.Index(fields=["resolution", "ts"], name="grouplaghistory_rts")]
+
+
+class PartitionLagHistory(models.Model):
+    """A partition's lag, written only when its committed or end offset changed (README)."""
+
+    group_id = models.CharField(max_length=255)
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    ts = models.DateTimeField()
+    resolution = models.CharField(max_length=6, choices=Resolution.choices,
+                                  default=Resolution.RAW)
+    committed_offset = models.BigIntegerField(null=True)
+    end_offset = models.BigIntegerField(null=True)
+    lag = models.BigIntegerField()
+    lag_seconds = models.FloatField(null=True)
+    status = models.CharField(max_length=8, choices=BurrowStatus.choices)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["group_id", "topic", "partition", "ts"],
+                         name="partlaghistory_gtpts"),
+            models.Index(fields=["resolution", "ts"], name="partlaghistory_rts"),
+        ]
+
+
+class ThroughputKind(models.TextChoices):
+    TOPIC = "topic"
+    BROKER = "broker"
+
+
+class ThroughputHistory(models.Model):
+    """Messages/bytes per second of a topic or broker (name = topic or node id) over time."""
+
+    kind = models.CharField(max_length=6, choices=ThroughputKind.choices)
+    name = models.CharField(max_length=249)
+    ts = models.DateTimeField()
+    resolution = models.CharField(max_length=6, choices=Resolution.choices,
+                                  default=Resolution.RAW)
+    messages_in_per_sec = models.FloatField(null=True)
+    bytes_in_per_sec = models.FloatField(null=True)
+    bytes_out_per_sec = models.FloatField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["kind", "name", "ts"], name="throughput_knts"),
+                   models.Index(fields=["resolution", "ts"], name="throughput_rts")]
+
+
+class ClusterEvent(models.Model):
+    """What the collector saw change (also appended to the internal events topic)."""
+
+    ts = models.DateTimeField()
+    kind = models.CharField(max_length=40)  # laganalysis.records event kinds, plus unreachable
+    subject = models.CharField(max_length=300)  # "broker 2", "orders-3", "group g1"
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-ts", "-id"]
+        indexes = [models.Index(fields=["-ts"], name="clusterevent_ts")]
