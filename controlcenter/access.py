@@ -47,6 +47,12 @@ class Capability(enum.StrEnum):
     def codename(self) -> str:
         return self.value.split(".", 1)[1]
 
+    @property
+    def description(self) -> str:
+        from .models import ClusterAccess  # models need the app registry; this module not
+
+        return dict(ClusterAccess._meta.permissions)[self.codename]
+
 
 def may_view(user: User | AnonymousUser) -> bool:
     """Whether `user` may see pages and receive their live updates."""
@@ -123,7 +129,9 @@ def _refusal(
     if not user.is_authenticated:
         return redirect_to_login(_came_from(request), settings.LOGIN_URL)
     if not user.has_perm(capability.value):
-        raise PermissionDenied(f"This needs the permission “{capability.codename}”.")
+        raise PermissionDenied(
+            f"This needs the permission “{capability.description}” ({capability.codename})."
+        )
     return None
 
 
