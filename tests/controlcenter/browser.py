@@ -38,13 +38,12 @@ class LiveServer:
 
 
 @contextmanager
-def serve(get_application: Callable[[], Any], urlconf: str | None = None) -> Iterator[LiveServer]:
+def serve(get_application: Callable[[], Any], **settings: Any) -> Iterator[LiveServer]:
     """Daphne serving `get_application()` in a child process forked from this one, so it
-    sees the test database and, if given, `urlconf` as ROOT_URLCONF. This process keeps its
-    own settings: the override lasts only until the child has forked."""
+    sees the test database and `settings` (e.g. ROOT_URLCONF, KAFKA_BOOTSTRAP_SERVERS).
+    This process keeps its own: the override lasts only until the child has forked."""
     connections.close_all()  # a child must not share this process's database sockets
-    overrides = override_settings(ROOT_URLCONF=urlconf) if urlconf else override_settings()
-    with overrides:
+    with override_settings(**settings):
         process = DaphneProcess("127.0.0.1", get_application)
         process.start()
     try:
