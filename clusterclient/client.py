@@ -1,0 +1,288 @@
+"""ClusterClient: one cluster, one AdminClient, a short-lived metadata cache, typed answers.
+
+Every call is bounded by `timeout` seconds (librdkafka's request timeout and our wait on its
+future), so a dead cluster raises ClusterUnavailable instead of hanging. Batched calls fire
+every request first and then wait, so N groups cost about one round trip, not N.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
+from confluent_kafka.admin import ConfigEntry as KafkaConfigEntry
+
+from .configs import ConfigChange, ConfigEntry, ResourceKind, entry_from_confluent
+from .errors import ClusterRequestError, error_value, result, translate
+from .groups import (
+    ConsumerGroup,
+    GroupListing,
+    GroupOffsets,
+    group_from_confluent,
+    listing_from_confluent,
+)
+from .lag import GroupLag, group_lag
+from .metadata import ClusterMetadata, TopicMetadata, TopicPartition, from_confluent
+from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetQuery
+
+UNKNOWN_TOPIC = 3  # Kafka's UNKNOWN_TOPIC_OR_PART
+_RESOURCE = {ResourceKind.TOPIC: ConfigResource.Type.TOPIC,
+             ResourceKind.BROKER: ConfigResource.Type.BROKER}
+
+
+class ClusterClient:
+    """The platform's connection to one Kafka cluster (thread-safe; share one per process).
+
+        client = ClusterClient("127.0.0.1:9092", {"client.id": "millrace-collector"})
+        snapshot = client.metadata()            # cached for `metadata_ttl` seconds
+        lag = client.group_lag("orders-app")    # GroupLag with per-partition PartitionLag
+    """
+
+    def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None, *,
+                 timeout: float = 10.0, metadata_ttl: float = 5.0) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        self.metadata_ttl = metadata_ttl
+        ms = int(timeout * 1000)
+        self.config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": ms, "socket.connection.setup.timeout.ms": ms,
+            **(config or {}),
+        }
+        self.admin = AdminClient(self.config)
+        self._metadata: ClusterMetadata | None = None
+        self._metadata_at = 0.0
+        self._lock = threading.Lock()
+
+    def _wait(self, future: Future[Any], topic: str | None = None,
+              partition: int | None = None) -> Any:
+        # A little longer than librdkafka's own timeout, so that its answer wins the race.
+        return result(future, self.timeout + 2.0, topic, partition)
+
+    def _kw(self) -> dict[str, Any]:
+        return {"request_timeout": self.timeout}
+
+    # --- metadata ---------------------------------------------------------------------
+    def metadata(self, refresh: bool = False) -> ClusterMetadata:
+        """All brokers and topics; the cached snapshot when younger than `metadata_ttl`."""
+        with self._lock:
+            fresh = time.monotonic() - self._metadata_at < self.metadata_ttl
+            if self._metadata is not None and fresh and not refresh:
+                return self._metadata
+        try:
+            raw = self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise translate(exc) from exc
+        snapshot = from_confluent(raw)
+        with self._lock:
+            self._metadata, self._metadata_at = snapshot, time.monotonic()
+        return snapshot
+
+    def invalidate_metadata(self) -> None:
+        with self._lock:
+            self._metadata_at = 0.0
+
+    def topic(self, name: str) -> TopicMetadata:
+        """One topic (refreshed once on a miss); ClusterRequestError UNKNOWN_TOPIC_OR_PART."""
+        found = self.metadata().topics.get(name)
+        if found is None or found.error is not None:
+            found = self.metadata(refresh=True).topics.get(name)
+        if found is None or (found.error is not None and not found.partitions):
+            raise ClusterRequestError(UNKNOWN_TOPIC, "UNKNOWN_TOPIC_OR_PART",
+                                      f"Topic {name} not found.", name)
+        return found
+
+    # --- topics -----------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: Mapping[str, str] | None = None,
+                     validate_only: bool = False) -> None:
+        """-1 takes the broker's num.partitions / default.replication.factor."""
+        new = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
+        futures = self.admin.create_topics([new], validate_only=validate_only,
+                                           operation_timeout=self.timeout, **self._kw())
+        self._wait(futures[name], name)
+        self.invalidate_metadata()
+
+    def delete_topic(self, name: str) -> None:
+        futures = self.admin.delete_topics([name], operation_timeout=self.timeout,
+                                           **self._kw())
+        self._wait(futures[name], name)
+        self.invalidate_metadata()
+
+    def create_partitions(self, topic: str, total_count: int,
+                          validate_only: bool = False) -> None:
+        """Grow `topic` to `total_count` partitions."""
+        futures = self.admin.create_partitions([NewPartitions(topic, total_count)],
+                                               validate_only=validate_only, **self._kw())
+        self._wait(futures[topic], topic)
+        self.invalidate_metadata()
+
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Move each partition's log start up to the given offset (-1: the end); the new
+        low watermarks."""
+        if not before:
+            return {}
+        futures = self.admin.delete_records(
+            [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in before.items()],
+            operation_timeout=self.timeout, **self._kw())
+        return {TopicPartition(k.topic, k.partition):
+                int(self._wait(f, k.topic, k.partition).low_watermark)
+                for k, f in futures.items()}
+
+    # --- configs ----------------------------------------------------------------------
+    def describe_configs(self, kind: ResourceKind, name: str) -> list[ConfigEntry]:
+        """Every config of a topic or broker (name = broker id), sorted by name."""
+        resource = ConfigResource(_RESOURCE[kind], name)
+        futures = self.admin.describe_configs([resource], **self._kw())
+        entries = self._wait(futures[resource], name if kind is ResourceKind.TOPIC else None)
+        return sorted((entry_from_confluent(e) for e in entries.values()), key=lambda e: e.name)
+
+    def topic_configs(self, topic: str) -> list[ConfigEntry]:
+        return self.describe_configs(ResourceKind.TOPIC, topic)
+
+    def broker_configs(self, broker_id: int) -> list[ConfigEntry]:
+        return self.describe_configs(ResourceKind.BROKER, str(broker_id))
+
+    def incremental_alter_configs(self, kind: ResourceKind, name: str,
+                                  changes: Sequence[ConfigChange],
+                                  validate_only: bool = False) -> None:
+        """SET, DELETE (back to the default), APPEND or SUBTRACT configs in one request."""
+        entries = [KafkaConfigEntry(c.name, c.value,
+                                    incremental_operation=AlterConfigOpType[c.operation.value])
+                   for c in changes]
+        resource = ConfigResource(_RESOURCE[kind], name, incremental_configs=entries)
+        futures = self.admin.incremental_alter_configs([resource], validate_only=validate_only,
+                                                       **self._kw())
+        self._wait(futures[resource], name if kind is ResourceKind.TOPIC else None)
+
+    def alter_configs(self, kind: ResourceKind, name: str, configs: Mapping[str, str],
+                      validate_only: bool = False) -> None:
+        """The legacy AlterConfigs: `configs` replaces every dynamic config of the resource."""
+        resource = ConfigResource(_RESOURCE[kind], name, set_config=dict(configs))
+        futures = self.admin.alter_configs([resource], validate_only=validate_only,
+                                           **self._kw())
+        self._wait(futures[resource], name if kind is ResourceKind.TOPIC else None)
+
+    # --- offsets ----------------------------------------------------------------------
+    def list_offsets(self, queries: Mapping[TopicPartition, OffsetQuery]) -> ListOffsetsResult:
+        """One batched ListOffsets for many partitions (librdkafka groups them per leader);
+        a partition's own error is a value in the result, not an exception."""
+        if not queries:
+            return ListOffsetsResult()
+        futures = self.admin.list_offsets(
+            {KafkaTopicPartition(tp.topic, tp.partition): q.spec() for tp, q in queries.items()},
+            **self._kw())
+        found = ListOffsetsResult()
+        for k, future in futures.items():
+            tp = TopicPartition(k.topic, k.partition)
+            try:
+                info = self._wait(future, k.topic, k.partition)
+            except ClusterRequestError as exc:
+                found.errors[tp] = exc
+                continue
+            found.offsets[tp] = ListedOffset(int(info.offset), int(info.timestamp),
+                                             info.leader_epoch)
+        return found
+
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> ListOffsetsResult:
+        return self.list_offsets(dict.fromkeys(partitions, LATEST))
+
+    # --- consumer groups --------------------------------------------------------------
+    def list_groups(self) -> list[GroupListing]:
+        """Every group of every broker. If some broker did not answer, the groups of the
+        others are returned; if none answered, its error is raised."""
+        listing = self._wait(self.admin.list_consumer_groups(**self._kw()))
+        if listing.errors and not listing.valid:
+            raise translate(listing.errors[0])
+        return sorted((listing_from_confluent(g) for g in listing.valid),
+                      key=lambda g: g.group_id)
+
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, ConsumerGroup]:
+        """Every group described in one batch (a group unknown to Kafka comes back DEAD)."""
+        if not group_ids:
+            return {}
+        futures = self.admin.describe_consumer_groups(list(group_ids), **self._kw())
+        return {g: group_from_confluent(self._wait(f)) for g, f in futures.items()}
+
+    def describe_group(self, group_id: str) -> ConsumerGroup:
+        return self.describe_groups([group_id])[group_id]
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """The group's committed offsets; partitions without a commit are left out."""
+        offsets = self.committed_offsets_many([group_id])[group_id]
+        if offsets.error is not None:
+            raise offsets.error
+        return offsets.offsets
+
+    def committed_offsets_many(self, group_ids: Sequence[str]) -> dict[str, GroupOffsets]:
+        """Committed offsets of many groups: every OffsetFetch is sent before any answer is
+        awaited. A group's own error is a value; an unreachable cluster raises."""
+        futures = {
+            g: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                      **self._kw())[g]
+            for g in dict.fromkeys(group_ids)
+        }
+        answers = {}
+        for group_id, future in futures.items():
+            try:
+                found = self._wait(future)
+            except ClusterRequestError as exc:
+                answers[group_id] = GroupOffsets(group_id, {}, exc)
+                continue
+            answers[group_id] = GroupOffsets(group_id, {
+                TopicPartition(tp.topic, tp.partition): int(tp.offset)
+                for tp in found.topic_partitions or [] if tp.offset >= 0 and tp.error is None
+            })
+        return answers
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit `offsets` for an inactive group (Kafka refuses while members are active)."""
+        request = ConsumerGroupTopicPartitions(group_id, [
+            KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()])
+        future = self.admin.alter_consumer_group_offsets([request], **self._kw())[group_id]
+        answer = self._wait(future)
+        for tp in answer.topic_partitions or []:
+            problem = error_value(tp.error, tp.topic, tp.partition)
+            if problem is not None:
+                raise problem
+
+    def delete_groups(self, group_ids: Sequence[str]) -> None:
+        """Delete empty groups and their offsets; the first refusal is raised."""
+        if not group_ids:
+            return
+        futures = self.admin.delete_consumer_groups(list(group_ids), **self._kw())
+        for future in futures.values():
+            self._wait(future)
+
+    # --- lag --------------------------------------------------------------------------
+    def group_lag(self, group_id: str) -> GroupLag:
+        return self.group_lags([group_id])[group_id]
+
+    def group_lags(self, group_ids: Sequence[str]) -> dict[str, GroupLag]:
+        """Lag of many groups from three batched round trips: DescribeGroups, OffsetFetch
+        per group (all in flight at once) and one ListOffsets for every partition involved.
+        A group whose OffsetFetch failed gets its error raised."""
+        groups = self.describe_groups(group_ids)
+        committed = self.committed_offsets_many(group_ids)
+        partitions: set[TopicPartition] = set()
+        for g in group_ids:
+            problem = committed[g].error
+            if problem is not None:
+                raise problem
+            partitions |= set(committed[g].offsets)
+            partitions |= {tp for m in groups[g].members for tp in m.assignment}
+        ends = self.end_offsets(sorted(partitions))
+        return {g: group_lag(groups[g], committed[g].offsets, ends) for g in group_ids}
+
