@@ -3,6 +3,9 @@
 Static files (our CSS/JS and the vendored Swagger UI) are served by Django's own static
 files handler, so a single Daphne process needs nothing in front of it; put a CDN-less
 reverse proxy or whitenoise in front only when traffic calls for it.
+
+Websockets accept only pages of our own origin (AllowedHostsOriginValidator: the Origin
+header's host must be in ALLOWED_HOSTS) and carry the session's user (AuthMiddlewareStack).
 """
 
 import os
@@ -13,6 +16,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
+# These need Django set up first.
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from controlcenter.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

@@ -160,7 +160,13 @@ if REDIS_URL:
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Shared by the collector and every web worker without a server (controlcenter/README.md).
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "controlcenter.channelhub.HubChannelLayer",
+            "CONFIG": {"data_dir": str(DATA_DIR), "name": env_str("MILLRACE_CHANNEL_HUB", "")},
+        }
+    }
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",

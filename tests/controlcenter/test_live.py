@@ -1,0 +1,175 @@
+"""The live websocket: pages join event groups and get what is published, from any process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import override_settings
+
+from controlcenter import events
+from controlcenter.asgi import application
+from tests.brokerproc import REPO
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+def hub_layer(name: str) -> dict[str, object]:
+    return {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
+                        "CONFIG": {"data_dir": str(settings.DATA_DIR), "name": name}}}
+
+
+def redis_layer(prefix: str) -> dict[str, object]:
+    return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                        "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix}}}
+
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def own_hub() -> Iterator[str]:
+    """A hub of this test's own, so that parallel runs never share groups."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    with override_settings(CHANNEL_LAYERS=hub_layer(name)):
+        yield name
+
+
+async def connect(topics: str, origin: tuple[bytes, bytes] = ORIGIN) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(application, f"/ws/live/?topics={topics}",
+                                         headers=[origin, (b"host", b"127.0.0.1:8000")])
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    return communicator
+
+
+async def test_a_page_receives_the_fragments_of_the_groups_it_joined(own_hub: str) -> None:
+    page = await connect("overview,topic.orders")
+    other = await connect("topic.payments")
+    await events.asend_all([(events.group_name("topic", "orders"),
+                             events.fragment_message("partitions", "<table>3</table>"))])
+    message = json.loads(await page.receive_from(timeout=10))
+    assert message == {"type": "fragment", "id": "partitions", "html": "<table>3</table>"}
+    assert await other.receive_nothing(timeout=0.3)
+    await page.disconnect()
+    await other.disconnect()
+
+
+async def test_every_page_gets_the_cluster_banner(own_hub: str) -> None:
+    pages = [await connect("overview"), await connect("group.my%20group")]
+    await events.asend_all([("cluster", events.banner_message("error", "cluster unreachable"))])
+    for page in pages:
+        assert json.loads(await page.receive_from(timeout=10))["type"] == "banner"
+        await page.disconnect()
+
+
+async def test_group_ids_that_channels_cannot_spell_still_get_their_own_group(
+        own_hub: str) -> None:
+    page = await connect("group.my%20group%2Fwith%20%E2%9C%93")
+    group = events.group_name("group", "my group/with ✓")
+    assert group.startswith("group._")
+    await events.asend_all([(group, events.fragment_message("lag", "<p>7</p>"))])
+    assert json.loads(await page.receive_from(timeout=10))["html"] == "<p>7</p>"
+    await page.disconnect()
+
+
+async def test_a_socket_from_another_origin_is_refused(own_hub: str) -> None:
+    communicator = WebsocketCommunicator(application, "/ws/live/?topics=overview",
+                                         headers=[(b"origin", b"http://evil.example"),
+                                                  (b"host", b"127.0.0.1:8000")])
+    connected, _ = await communicator.connect(timeout=10)
+    assert not connected
+
+
+async def test_an_unknown_event_group_is_refused(own_hub: str) -> None:
+    communicator = WebsocketCommunicator(application, "/ws/live/?topics=secrets",
+                                         headers=[ORIGIN, (b"host", b"127.0.0.1:8000")])
+    connected, code = await communicator.connect(timeout=10)
+    assert not connected
+    assert code == 4400
+
+
+def publish_from_another_process(layers: dict[str, object], group: str, text: str) -> None:
+    """`manage.py shell`-like: a fresh interpreter with the given layer publishes once."""
+    script = (
+        "import json, sys, django; django.setup()\n"
+        "from django.conf import settings\n"
+        "settings.CHANNEL_LAYERS = json.loads(sys.argv[1])\n"
+        "from controlcenter import events\n"
+        "events.publish(sys.argv[2], sys.argv[3])\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
+    subprocess.run([sys.executable, "-c", script, json.dumps(layers), group, text],
+                   cwd=REPO, env=env, check=True, timeout=60)
+
+
+async def test_a_publish_from_another_process_reaches_the_page_over_the_hub(
+        own_hub: str) -> None:
+    page = await connect("brokers")  # this process binds the hub; the publisher connects
+    text = events.fragment_message("broker-2", "<tr>down</tr>")
+    await _in_thread(publish_from_another_process, hub_layer(own_hub), "brokers", text)
+    assert await page.receive_from(timeout=10) == text
+    await page.disconnect()
+
+
+async def test_pages_keep_receiving_after_the_hub_process_exits(own_hub: str) -> None:
+    """A publisher that became the hub exits; this process takes over the name."""
+    other_hub = f"{own_hub}-takeover"
+    layers = hub_layer(other_hub)
+    script = (
+        "import json, sys, time, django; django.setup()\n"
+        "from django.conf import settings\n"
+        "settings.CHANNEL_LAYERS = json.loads(sys.argv[1])\n"
+        "from channels.layers import get_channel_layer\n"
+        "from asgiref.sync import async_to_sync\n"
+        "async_to_sync(get_channel_layer().group_send)('cluster', {'type': 'x'})\n"
+        "print('hub', flush=True); sys.stdin.readline()\n"
+    )
+    hub = start_process(script, json.dumps(layers))
+    try:
+        assert hub.stdout is not None and hub.stdout.readline().strip() == "hub"
+        with override_settings(CHANNEL_LAYERS=layers):
+            page = await connect("overview")
+            hub.kill()  # no clean goodbye: the kernel frees the name
+            hub.wait()
+            text = events.fragment_message("cluster-health", "<p>after</p>")
+            await _in_thread(publish_from_another_process, layers, "overview", text)
+            assert await page.receive_from(timeout=15) == text
+            await page.disconnect()
+    finally:
+        hub.kill()
+        hub.wait()
+
+
+async def test_a_publish_from_another_process_reaches_the_page_over_redis() -> None:
+    redis = pytest.importorskip("redis")
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
+    except redis.exceptions.ConnectionError:
+        pytest.fail(f"Redis is not running at {REDIS_URL}")
+    layers = redis_layer(f"millrace-test-{uuid.uuid4().hex[:8]}")
+    with override_settings(CHANNEL_LAYERS=layers):
+        page = await connect("groups")
+        text = events.fragment_message("groups-table", "<tr>g1</tr>")
+        await _in_thread(publish_from_another_process, layers, "groups", text)
+        assert await page.receive_from(timeout=10) == text
+        await page.disconnect()
+
+
+def start_process(script: str, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
+    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+async def _in_thread(func: object, *args: object) -> None:
+    import asyncio
+
+    await asyncio.to_thread(func, *args)  # type: ignore[arg-type]
