@@ -4,10 +4,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import views
+from .pages import audit, auth
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("healthz", views.healthz, name="healthz"),
+    path("login/", auth.login, name="login"),
+    path("logout/", auth.logout, name="logout"),
+    path("audit/", audit.audit_log, name="audit-log"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
