@@ -139,6 +139,10 @@ KAFKA_BOOTSTRAP_SERVERS = env_str(
     "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 )
 
+# The built-in cluster's data directory, where its supervisor serves the control socket the
+# Brokers page uses to stop, kill, start and restart brokers (absent for an external cluster).
+MILLRACE_CLUSTER_DIR = Path(env_str("MILLRACE_CLUSTER_DIR", str(DATA_DIR / "cluster")))
+
 # --- Ports and prefixes: one server, with the registry and proxy also at their own ports ---
 WEB_PORT = env_int("MILLRACE_WEB_PORT", 8000)
 REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)

@@ -4,10 +4,22 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import views
-from .pages import audit, auth
+from .pages import audit, auth, brokers, messages, overview, topics
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
+    path("brokers/", brokers.brokers, name="brokers"),
+    path("brokers/<int:node_id>/", brokers.broker, name="broker"),
+    path("brokers/<int:node_id>/<str:command>/", brokers.broker_command, name="broker-command"),
+    path("topics/", topics.topics, name="topics"),
+    # "+" cannot occur in a topic name, so no topic hides the create page.
+    path("topics/+create/", topics.topic_create, name="topic-create"),
+    path("topics/<str:name>/", topics.topic, name="topic"),
+    path("topics/<str:name>/delete/", topics.topic_delete, name="topic-delete"),
+    path("topics/<str:name>/config/", topics.topic_config, name="topic-config"),
+    path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
+    path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),
+    path("topics/<str:name>/produce/", messages.produce, name="produce"),
     path("healthz", views.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),

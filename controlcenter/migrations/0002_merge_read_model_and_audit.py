@@ -11,4 +11,4 @@ class Migration(migrations.Migration):
         ("controlcenter", "0001_read_model"),
     ]
 
-    operations: list[migrations.operations.base.Operation] = []
+    operations = []

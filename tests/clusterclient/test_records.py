@@ -7,8 +7,8 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusterclient.records import RecordReader, produce
 from clusterclient import ClusterRequestError, ClusterUnavailable
+from clusterclient.records import RecordReader, produce
 from tests.compat.clients import new_topic
 
 

@@ -83,8 +83,9 @@ def test_filters_match_keys_headers_and_decoded_values(kafka_bootstrap: str) -> 
         produce(kafka_bootstrap, topic, value, key=f"user-{i}".encode(),
                 headers=[("source", b"web" if i else b"app")], partition=0)
     with RecordReader(kafka_bootstrap) as reader:
-        def found(**filters: str) -> list[int]:
-            page = messagebrowser.browse(reader, MessageQuery(topic, start="oldest", **filters))
+        def found(key: str = "", value: str = "", header: str = "") -> list[int]:
+            query = MessageQuery(topic, start="oldest", key=key, value=value, header=header)
+            page = messagebrowser.browse(reader, query)
             return [m.offset for m in page.messages]
 
         assert found(value="tea") == [0, 2]
