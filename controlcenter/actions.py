@@ -25,7 +25,7 @@ from clusterclient import (
     ResourceKind,
 )
 from clusterclient.records import ProducedRecord, produce
-from controlcenter import connections, events, live
+from controlcenter import connection, events, live
 from controlcenter.audit import Actor, audited
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def create_topic(actor: Actor, name: str, partitions: int | None = None,
     parameters = {"partitions": partitions, "replication_factor": replication_factor,
                   "configs": dict(configs or {})}
     with audited(actor, "topic.create", f"topic {name}", parameters) as note, _system_words():
-        connections.cluster().create_topic(name, partitions or -1, replication_factor or -1,
+        connection.cluster().create_topic(name, partitions or -1, replication_factor or -1,
                                            configs)
         note.message = "created"
     _notify([("topics", None), ("overview", None)], f"Topic {name} was created.")
@@ -85,7 +85,7 @@ def create_topic(actor: Actor, name: str, partitions: int | None = None,
 
 def delete_topic(actor: Actor, name: str) -> None:
     with audited(actor, "topic.delete", f"topic {name}") as note, _system_words():
-        connections.cluster().delete_topic(name)
+        connection.cluster().delete_topic(name)
         note.message = "deleted"
     _notify([("topics", None), ("topic", name), ("overview", None)],
             f"Topic {name} was deleted.")
@@ -95,7 +95,7 @@ def set_topic_config(actor: Actor, topic: str, name: str, value: str) -> None:
     """Set one topic config (IncrementalAlterConfigs SET): the broker validates it."""
     with audited(actor, "topic.config.set", f"topic {topic}", {name: value}) as note, \
             _system_words():
-        connections.cluster().incremental_alter_configs(
+        connection.cluster().incremental_alter_configs(
             ResourceKind.TOPIC, topic, [ConfigChange(name, value, ConfigOperation.SET)])
         note.message = f"{name} = {value}"
     _notify([("topic", topic)], f"{topic}: {name} set to {value}.")
@@ -105,7 +105,7 @@ def reset_topic_config(actor: Actor, topic: str, name: str) -> None:
     """Remove a topic override (IncrementalAlterConfigs DELETE): back to the broker default."""
     with audited(actor, "topic.config.reset", f"topic {topic}", {"config": name}) as note, \
             _system_words():
-        connections.cluster().incremental_alter_configs(
+        connection.cluster().incremental_alter_configs(
             ResourceKind.TOPIC, topic, [ConfigChange(name, None, ConfigOperation.DELETE)])
         note.message = f"{name} reset to its default"
     _notify([("topic", topic)], f"{topic}: {name} reset to its default.")
@@ -119,8 +119,8 @@ def produce_message(actor: Actor, topic: str, value: bytes | None, key: bytes | 
                   "bytes": len(value or b""), "schema_id": schema_id}
     with audited(actor, "topic.produce", f"topic {topic}", parameters) as note, \
             _system_words():
-        produced = produce(connections.bootstrap_servers(), topic, value, key, list(headers),
-                           partition, timeout=connections.REQUEST_TIMEOUT_S)
+        produced = produce(connection.bootstrap_servers(), topic, value, key, list(headers),
+                           partition, timeout=connection.TIMEOUT)
         note.message = f"partition {produced.partition} offset {produced.offset}"
     return produced
 
@@ -136,7 +136,7 @@ class BrokerCommand(enum.StrEnum):
 
 def operate_broker(actor: Actor, node_id: int, command: BrokerCommand) -> BrokerProcess:
     """Stop, kill, start or restart one broker of the built-in cluster."""
-    supervisor = connections.supervisor()
+    supervisor = connection.supervisor()
     with audited(actor, f"broker.{command.value}", f"broker {node_id}") as note, \
             _system_words():
         if supervisor is None:

@@ -139,9 +139,16 @@ KAFKA_BOOTSTRAP_SERVERS = env_str(
     "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 )
 
-# The built-in cluster's data directory, where its supervisor serves the control socket the
-# Brokers page uses to stop, kill, start and restart brokers (absent for an external cluster).
-MILLRACE_CLUSTER_DIR = Path(env_str("MILLRACE_CLUSTER_DIR", str(DATA_DIR / "cluster")))
+# --- The collector (controlcenter/README.md, "The collector") -----------------------------
+MILLRACE_COLLECT_INTERVAL_S = float(env_str("MILLRACE_COLLECT_INTERVAL_S", "5"))
+MILLRACE_COLLECTOR_METRICS_HOST = env_str("MILLRACE_COLLECTOR_METRICS_HOST", "127.0.0.1")
+MILLRACE_COLLECTOR_METRICS_PORT = env_int("MILLRACE_COLLECTOR_METRICS_PORT", 9308)
+# The built-in cluster's data dir, where its supervisor's control socket lives.
+MILLRACE_CLUSTER_DIR = env_str("MILLRACE_CLUSTER_DIR", str(DATA_DIR / "cluster"))
+# The cluster_name label of the lag metrics (kafka-lag-exporter's).
+MILLRACE_CLUSTER_NAME = env_str("MILLRACE_CLUSTER_NAME", "millrace")
+# laganalysis.retention.Policy.parse: every point for an hour, one a minute for a week.
+MILLRACE_LAG_HISTORY_RETENTION = env_str("MILLRACE_LAG_HISTORY_RETENTION", "1h=raw,7d=1m")
 
 # --- Ports and prefixes: one server, with the registry and proxy also at their own ports ---
 WEB_PORT = env_int("MILLRACE_WEB_PORT", 8000)

@@ -3,8 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import views
-from .pages import audit, auth, brokers, messages, overview, topics
+from .pages import audit, auth, brokers, health, messages, overview, topics
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -20,7 +19,7 @@ urlpatterns = [
     path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
     path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),
     path("topics/<str:name>/produce/", messages.produce, name="produce"),
-    path("healthz", views.healthz, name="healthz"),
+    path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
     path("audit/", audit.audit_log, name="audit-log"),

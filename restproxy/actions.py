@@ -9,26 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import (
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    NewPartitions,
-    NewTopic,
-)
 
-from . import errors, records
-from .client import DeliveryReport, PendingBatch, gateway
+from clusterclient import ConfigChange, ConfigOperation, ResourceKind
+
+from . import client, errors, records
+from .client import DeliveryReport, PendingBatch, cluster, gateway
 from .consumers import ConsumerInstance, InstanceConfig
 from .content_types import EmbeddedFormat
-from .kafka_admin import result
 from .manager import manager
 
 
 def _check_partitions(topic: str, chosen: list[int | None]) -> None:
-    partitions = gateway().topic(topic).partitions
+    known = client.topic(topic)
     for partition in chosen:
-        if partition is not None and partition not in partitions:
+        if partition is not None and known.partition(partition) is None:
             raise errors.partition_not_found(partition)
 
 
@@ -44,7 +38,7 @@ def v2_offset(report: DeliveryReport) -> dict[str, Any]:
 
 def produce_v2(topic: str, partition: int | None, fmt: EmbeddedFormat,
                body: dict[str, Any]) -> dict[str, Any]:
-    gateway().topic(topic)
+    client.topic(topic)
     batch = records.v2_batch(topic, partition, fmt, body)
     _check_partitions(topic, [r.partition for r in batch.records])
     reports = gateway().produce_and_wait(topic, batch.records)
@@ -78,14 +72,14 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
                ) -> PendingBatch:
     """Start producing v3 entries (ones that failed to parse are already final); the
     caller collects reports from the batch in order."""
-    known = gateway().topic(topic).partitions
+    known = client.topic(topic)
     batch = PendingBatch(len(entries))
     for index, entry in enumerate(entries):
         if isinstance(entry, errors.RestProxyError):
             batch.complete(index)
             continue
         partition = entry.record.partition
-        if partition is not None and partition not in known:
+        if partition is not None and known.partition(partition) is None:
             batch.fail(index, KafkaError(KafkaError._UNKNOWN_PARTITION))
             continue
         gateway().produce_one(topic, entry.record, batch, index)
@@ -159,48 +153,37 @@ def create_topic(body: dict[str, Any]) -> str:
         replication = int(body.get("replication_factor", -1))
     except (TypeError, ValueError) as exc:
         raise errors.bad_request("partitions_count and replication_factor are integers") from exc
-    new = NewTopic(name, partitions, replication,
-                   config={str(c["name"]): str(c.get("value")) for c in configs})
-    futures = gateway().admin.create_topics(
-        [new], validate_only=bool(body.get("validate_only")), request_timeout=15)
-    result(futures[name], name)
-    gateway().invalidate_metadata()
+    cluster().create_topic(name, partitions, replication,
+                           {str(c["name"]): str(c.get("value")) for c in configs},
+                           validate_only=bool(body.get("validate_only")))
     return name
 
 
 def delete_topic(name: str) -> None:
-    gateway().topic(name)
-    result(gateway().admin.delete_topics([name], request_timeout=15)[name], name)
-    gateway().invalidate_metadata()
+    client.topic(name)
+    cluster().delete_topic(name)
 
 
 def set_partition_count(name: str, count: int) -> None:
-    gateway().topic(name)
-    futures = gateway().admin.create_partitions([NewPartitions(name, count)],
-                                                request_timeout=15)
-    result(futures[name], name)
-    gateway().invalidate_metadata()
+    client.topic(name)
+    cluster().create_partitions(name, count)
 
 
-_OPERATIONS = {"SET": AlterConfigOpType.SET, "DELETE": AlterConfigOpType.DELETE,
-               "APPEND": AlterConfigOpType.APPEND, "SUBTRACT": AlterConfigOpType.SUBTRACT}
 
 
 def alter_topic_configs(name: str, changes: list[dict[str, Any]],
                         validate_only: bool = False) -> None:
     """Incrementally SET or DELETE (reset to default) topic configs in one request."""
-    gateway().topic(name)
+    client.topic(name)
     entries = []
     for change in changes:
         if not isinstance(change, dict) or not isinstance(change.get("name"), str):
             raise errors.bad_request("each config change needs a name")
-        operation = _OPERATIONS.get(str(change.get("operation") or "SET").upper())
-        if operation is None:
-            raise errors.bad_request(f"Unknown operation {change.get('operation')}")
+        try:
+            operation = ConfigOperation(str(change.get("operation") or "SET").upper())
+        except ValueError as exc:
+            raise errors.bad_request(f"Unknown operation {change.get('operation')}") from exc
         value = change.get("value")
-        entries.append(ConfigEntry(change["name"], None if value is None else str(value),
-                                   incremental_operation=operation))
-    resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
-    futures = gateway().admin.incremental_alter_configs(
-        [resource], validate_only=validate_only, request_timeout=15)
-    result(futures[resource], name)
+        entries.append(ConfigChange(change["name"], None if value is None else str(value),
+                                    operation))
+    cluster().incremental_alter_configs(ResourceKind.TOPIC, name, entries, validate_only)

@@ -1,9 +1,10 @@
 """The Kafka client wrapper: the only way the proxy reaches brokers.
 
 One process-wide confluent-kafka Producer (thread-safe; a background thread serves its
-delivery callbacks) and one AdminClient, both configured from bootstrap servers only, so
-the proxy works unchanged against the built-in cluster or any Apache Kafka cluster.
-Metadata is cached briefly: produce checks topic and partition on every request.
+delivery callbacks) and one clusterclient.ClusterClient for every metadata and admin read,
+both configured from bootstrap servers only, so the proxy works unchanged against the
+built-in cluster or any Apache Kafka cluster. clusterclient caches metadata briefly:
+produce checks topic and partition on every request.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 from django.conf import settings
+
+from clusterclient import ClusterClient, TopicMetadata
 
 from . import errors
 
 METADATA_TTL = 5.0
+ADMIN_TIMEOUT = 15.0
 
 
 def base_config() -> dict[str, Any]:
@@ -112,18 +115,13 @@ class PendingBatch:
 
 
 class KafkaGateway:
-    """Shared producer, admin client and metadata cache of one proxy process."""
+    """The shared producer of one proxy process."""
 
     def __init__(self) -> None:
-        config = base_config()
         self.producer = Producer({
-            **config, "linger.ms": 2, "acks": "all", "message.timeout.ms": 30000,
+            **base_config(), "linger.ms": 2, "acks": "all", "message.timeout.ms": 30000,
             "queue.buffering.max.messages": 1_000_000,
         })
-        self.admin = AdminClient(config)
-        self._metadata: ClusterMetadata | None = None
-        self._metadata_at = 0.0
-        self._lock = threading.Lock()
         self._closed = False
         threading.Thread(target=self._serve_callbacks, name="restproxy-producer",
                          daemon=True).start()
@@ -131,40 +129,6 @@ class KafkaGateway:
     def _serve_callbacks(self) -> None:
         while not self._closed:
             self.producer.poll(0.05)
-
-    # --- metadata -----------------------------------------------------------------------
-    def metadata(self, refresh: bool = False, timeout: float = 10.0) -> ClusterMetadata:
-        with self._lock:
-            fresh = time.monotonic() - self._metadata_at < METADATA_TTL
-            if self._metadata is not None and fresh and not refresh:
-                return self._metadata
-        try:
-            metadata = self.admin.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise errors.from_kafka(exc) from exc
-        with self._lock:
-            self._metadata, self._metadata_at = metadata, time.monotonic()
-        return metadata
-
-    def topic(self, name: str) -> TopicMetadata:
-        """A topic's metadata, refreshed once on a miss; 40401 when it does not exist."""
-        found = self.metadata().topics.get(name)
-        if found is None or found.error is not None:
-            found = self.metadata(refresh=True).topics.get(name)
-        if found is None or (found.error is not None and not found.partitions):
-            raise errors.topic_not_found(name)
-        return found
-
-    def partition_ids(self, topic: str) -> list[int]:
-        return sorted(self.topic(topic).partitions)
-
-    def check_partition(self, topic: str, partition: int) -> None:
-        if partition not in self.topic(topic).partitions:
-            raise errors.partition_not_found(partition)
-
-    def invalidate_metadata(self) -> None:
-        with self._lock:
-            self._metadata_at = 0.0
 
     # --- produce ------------------------------------------------------------------------
     def produce(self, topic: str, records: list[OutgoingRecord]) -> PendingBatch:
@@ -204,6 +168,7 @@ class KafkaGateway:
 
 
 _gateway: KafkaGateway | None = None
+_cluster: ClusterClient | None = None
 _gateway_lock = threading.Lock()
 
 
@@ -216,13 +181,33 @@ def gateway() -> KafkaGateway:
         return _gateway
 
 
+def cluster() -> ClusterClient:
+    """The process's cluster client, created on first use from settings."""
+    global _cluster
+    with _gateway_lock:
+        if _cluster is None:
+            _cluster = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS, base_config(),
+                                     timeout=ADMIN_TIMEOUT, metadata_ttl=METADATA_TTL)
+        return _cluster
+
+
 def reset_gateway() -> None:
-    """Drop the gateway (tests point the proxy at another cluster)."""
-    global _gateway
+    """Drop the producer and the cluster client (tests point the proxy at another cluster)."""
+    global _gateway, _cluster
     with _gateway_lock:
         if _gateway is not None:
             _gateway.close()
-        _gateway = None
+        _gateway, _cluster = None, None
+
+
+def topic(name: str) -> TopicMetadata:
+    """A topic's metadata; 40401 when it does not exist (refreshed once on a miss)."""
+    return cluster().topic(name)
+
+
+def check_partition(topic_name: str, partition: int) -> None:
+    if topic(topic_name).partition(partition) is None:
+        raise errors.partition_not_found(partition)
 
 
 def retriable(error: KafkaError) -> bool:

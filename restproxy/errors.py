@@ -1,9 +1,10 @@
 """The proxy's one error type and the DRF exception handler that renders it.
 
 Every failure leaves the proxy as Confluent's body `{"error_code": N, "message": "..."}`.
-Constructors are named for the Confluent condition they report; `from_kafka` maps a
-confluent-kafka error to the code a REST client expects, so a client mistake never
-becomes a 500.
+Constructors are named for the Confluent condition they report; `from_cluster` maps
+clusterclient's two exceptions (every metadata and admin read) and `from_kafka` the
+producer's and consumers' confluent-kafka errors to the code a REST client expects, by the
+same Kafka error code table, so a client mistake never becomes a 500.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from confluent_kafka import KafkaError, KafkaException
 from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
+
+from clusterclient import ClusterRequestError, ClusterUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +187,16 @@ def from_kafka(exc: KafkaException | KafkaError, topic: str = "") -> RestProxyEr
     error = exc.args[0] if isinstance(exc, KafkaException) else exc
     if not isinstance(error, KafkaError):
         return kafka_error(str(error))
-    code, text = error.code(), error.str()
+    return _by_code(error.code(), error.str(), topic)
+
+
+def from_cluster(exc: ClusterRequestError | ClusterUnavailable) -> RestProxyError:
+    if isinstance(exc, ClusterUnavailable):
+        return kafka_unavailable(exc.message)
+    return _by_code(exc.code, exc.message, exc.topic or "")
+
+
+def _by_code(code: int, text: str, topic: str) -> RestProxyError:
     if code in _NOT_FOUND:
         return topic_not_found(topic)
     if code in _NO_PARTITION:
@@ -220,6 +232,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's EXCEPTION_HANDLER for every restproxy view (set per view class)."""
     if isinstance(exc, KafkaException):
         exc = from_kafka(exc)
+    elif isinstance(exc, ClusterRequestError | ClusterUnavailable):
+        exc = from_cluster(exc)
     elif isinstance(exc, Http404):
         exc = not_found()
     elif isinstance(exc, exceptions.APIException):

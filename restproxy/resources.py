@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka.admin import ConfigSource
 from django.urls import reverse
 from rest_framework.request import Request
+
+from clusterclient import ConfigEntry, PartitionMetadata, TopicMetadata
 
 
 class Links:
@@ -66,13 +67,13 @@ def broker(links: Links, broker_id: int, host: str, port: int) -> dict[str, Any]
     )
 
 
-def topic(links: Links, metadata: Any) -> dict[str, Any]:
-    name = metadata.topic
-    replication = max((len(p.replicas) for p in metadata.partitions.values()), default=0)
+def topic(links: Links, metadata: TopicMetadata) -> dict[str, Any]:
+    name = metadata.name
     return links.resource(
         "KafkaTopic", ("topics", name), (("topic", name),),
-        topic_name=name, is_internal=name.startswith("__"),
-        replication_factor=replication, partitions_count=len(metadata.partitions),
+        topic_name=name, is_internal=metadata.internal,
+        replication_factor=metadata.replication_factor,
+        partitions_count=len(metadata.partitions),
         partitions=links.related("topics", name, "partitions"),
         configs=links.related("topics", name, "configs"),
         partition_reassignments=links.related("topics", name, "partitions", "-",
@@ -81,14 +82,7 @@ def topic(links: Links, metadata: Any) -> dict[str, Any]:
     )
 
 
-def _source(entry: Any) -> str:
-    try:
-        return str(ConfigSource(entry.source).name)
-    except ValueError:
-        return "UNKNOWN"
-
-
-def config(links: Links, entry: Any, owner: tuple[str, object]) -> dict[str, Any]:
+def config(links: Links, entry: ConfigEntry, owner: tuple[str, object]) -> dict[str, Any]:
     kind, name = owner
     if kind == "topic":
         path: tuple[object, ...] = ("topics", name, "configs", entry.name)
@@ -97,32 +91,34 @@ def config(links: Links, entry: Any, owner: tuple[str, object]) -> dict[str, Any
     else:
         path, extra, kind_name = (("brokers", name, "configs", entry.name),
                                   {"broker_id": int(str(name))}, "KafkaBrokerConfig")
-    synonyms = [{"name": s.name, "value": s.value, "source": _source(s)}
-                for s in (entry.synonyms or {}).values()]
+    synonyms = [{"name": s.name, "value": s.value, "source": s.source} for s in entry.synonyms]
     return links.resource(
         kind_name, path, ((kind, name), ("config", entry.name)), **extra,
         name=entry.name, value=None if entry.is_sensitive else entry.value,
         is_default=bool(entry.is_default), is_read_only=bool(entry.is_read_only),
-        is_sensitive=bool(entry.is_sensitive), source=_source(entry), synonyms=synonyms,
+        is_sensitive=bool(entry.is_sensitive), source=entry.source, synonyms=synonyms,
     )
 
 
-def partition(links: Links, topic_name: str, p: Any) -> dict[str, Any]:
+def partition(links: Links, topic_name: str, p: PartitionMetadata) -> dict[str, Any]:
+    n = p.partition
     return links.resource(
-        "KafkaPartition", ("topics", topic_name, "partitions", p.id),
-        (("topic", topic_name), ("partition", p.id)),
-        topic_name=topic_name, partition_id=p.id,
-        leader=links.related("topics", topic_name, "partitions", p.id, "replicas", p.leader),
-        replicas=links.related("topics", topic_name, "partitions", p.id, "replicas"),
-        reassignment=links.related("topics", topic_name, "partitions", p.id, "reassignment"),
+        "KafkaPartition", ("topics", topic_name, "partitions", n),
+        (("topic", topic_name), ("partition", n)),
+        topic_name=topic_name, partition_id=n,
+        leader=links.related("topics", topic_name, "partitions", n, "replicas", p.leader),
+        replicas=links.related("topics", topic_name, "partitions", n, "replicas"),
+        reassignment=links.related("topics", topic_name, "partitions", n, "reassignment"),
     )
 
 
-def replica(links: Links, topic_name: str, p: Any, broker_id: int) -> dict[str, Any]:
+def replica(links: Links, topic_name: str, p: PartitionMetadata, broker_id: int
+            ) -> dict[str, Any]:
+    n = p.partition
     return links.resource(
-        "KafkaReplica", ("topics", topic_name, "partitions", p.id, "replicas", broker_id),
-        (("topic", topic_name), ("partition", p.id), ("replica", broker_id)),
-        topic_name=topic_name, partition_id=p.id, broker_id=broker_id,
-        is_leader=broker_id == p.leader, is_in_sync=broker_id in p.isrs,
+        "KafkaReplica", ("topics", topic_name, "partitions", n, "replicas", broker_id),
+        (("topic", topic_name), ("partition", n), ("replica", broker_id)),
+        topic_name=topic_name, partition_id=n, broker_id=broker_id,
+        is_leader=broker_id == p.leader, is_in_sync=broker_id in p.isr,
         broker=links.related("brokers", broker_id),
     )

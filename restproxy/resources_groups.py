@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from clusterclient import ConsumerGroup, GroupMember, TopicPartition
+
 from .resources import Links
 
 
-def group(links: Links, description: Any) -> dict[str, Any]:
+def group(links: Links, description: ConsumerGroup) -> dict[str, Any]:
     g = description.group_id
-    state = getattr(description.state, "name", str(description.state))
-    coordinator = description.coordinator.id if description.coordinator else -1
+    coordinator = description.coordinator.node_id if description.coordinator else -1
     return links.resource(
         "KafkaConsumerGroup", ("consumer-groups", g), (("consumer-group", g),),
-        consumer_group_id=g, is_simple=bool(description.is_simple_consumer_group),
-        partition_assignor=description.partition_assignor or "", state=state.upper(),
+        consumer_group_id=g, is_simple=description.is_simple,
+        partition_assignor=description.partition_assignor, state=description.state,
         coordinator=links.related("brokers", coordinator),
         consumers=links.related("consumer-groups", g, "consumers"),
         lag_summary=links.related("consumer-groups", g, "lag-summary"),
     )
 
 
-def consumer(links: Links, g: str, member: Any) -> dict[str, Any]:
+def consumer(links: Links, g: str, member: GroupMember) -> dict[str, Any]:
     return links.resource(
         "KafkaConsumer", ("consumer-groups", g, "consumers", member.member_id),
         (("consumer-group", g), ("consumer", member.member_id)),
@@ -32,7 +33,7 @@ def consumer(links: Links, g: str, member: Any) -> dict[str, Any]:
     )
 
 
-def assignment(links: Links, g: str, consumer_id: str, tp: Any) -> dict[str, Any]:
+def assignment(links: Links, g: str, consumer_id: str, tp: TopicPartition) -> dict[str, Any]:
     return links.resource(
         "KafkaConsumerAssignment",
         ("consumer-groups", g, "consumers", consumer_id, "assignments", tp.topic, "partitions",
@@ -55,8 +56,9 @@ def lag(links: Links, g: str, row: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def lag_summary(links: Links, g: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    worst = max(rows, key=lambda r: r["lag"], default=None)
+def lag_summary(links: Links, g: str, total_lag: int, worst: dict[str, Any] | None
+                ) -> dict[str, Any]:
+    """`worst` is the lag row of the partition with the largest lag (None without any)."""
     fields: dict[str, Any] = {
         "consumer_group_id": g,
         "max_lag_consumer_id": worst["consumer_id"] if worst else "",
@@ -65,7 +67,7 @@ def lag_summary(links: Links, g: str, rows: list[dict[str, Any]]) -> dict[str, A
         "max_lag_topic_name": worst["topic_name"] if worst else "",
         "max_lag_partition_id": worst["partition_id"] if worst else 0,
         "max_lag": worst["lag"] if worst else 0,
-        "total_lag": sum(r["lag"] for r in rows),
+        "total_lag": total_lag,
     }
     if worst:
         fields["max_lag_consumer"] = links.related(

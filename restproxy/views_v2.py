@@ -7,18 +7,19 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, content_types, errors
-from . import kafka_admin as admin
+from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
+
+from . import actions, client, content_types, errors
 from .api import ProxyView, json_object, parse_json, read_body
-from .client import gateway
+from .client import cluster
 
 
-def v2_partition(partition: Any) -> dict[str, Any]:
+def v2_partition(partition: PartitionMetadata) -> dict[str, Any]:
     return {
-        "partition": partition.id,
+        "partition": partition.partition,
         "leader": partition.leader,
         "replicas": [
-            {"broker": b, "leader": b == partition.leader, "in_sync": b in partition.isrs}
+            {"broker": b, "leader": b == partition.leader, "in_sync": b in partition.isr}
             for b in partition.replicas
         ],
     }
@@ -33,8 +34,8 @@ def parse_partition(raw: str) -> int:
 
 class TopicListView(ProxyView):
     def get(self, request: Request) -> Response:
-        topics = gateway().metadata(refresh=True).topics
-        return Response(sorted(name for name in topics if not name.startswith("__")))
+        topics = cluster().metadata(refresh=True).topics
+        return Response(sorted(name for name, t in topics.items() if not t.internal))
 
 
 class TopicView(ProxyView):
@@ -43,9 +44,9 @@ class TopicView(ProxyView):
     def get(self, request: Request, topic: str) -> Response:
         if not content_types.accepts_metadata(request.META.get("HTTP_ACCEPT")):
             raise errors.not_acceptable()
-        metadata = gateway().topic(topic)
-        configs = {entry.name: entry.value for entry in admin.topic_configs(topic)}
-        partitions = [v2_partition(metadata.partitions[p]) for p in sorted(metadata.partitions)]
+        metadata = client.topic(topic)
+        configs = {entry.name: entry.value for entry in cluster().topic_configs(topic)}
+        partitions = [v2_partition(p) for p in metadata.partitions]
         return Response({"name": topic, "configs": configs, "partitions": partitions})
 
     def post(self, request: Request, topic: str) -> Response:
@@ -54,8 +55,7 @@ class TopicView(ProxyView):
 
 class PartitionListView(ProxyView):
     def get(self, request: Request, topic: str) -> Response:
-        metadata = gateway().topic(topic)
-        return Response([v2_partition(metadata.partitions[p]) for p in sorted(metadata.partitions)])
+        return Response([v2_partition(p) for p in client.topic(topic).partitions])
 
 
 class PartitionView(ProxyView):
@@ -63,8 +63,10 @@ class PartitionView(ProxyView):
 
     def get(self, request: Request, topic: str, partition: str) -> Response:
         number = parse_partition(partition)
-        gateway().check_partition(topic, number)
-        return Response(v2_partition(gateway().topic(topic).partitions[number]))
+        found = client.topic(topic).partition(number)
+        if found is None:
+            raise errors.partition_not_found(number)
+        return Response(v2_partition(found))
 
     def post(self, request: Request, topic: str, partition: str) -> Response:
         number = parse_partition(partition)
@@ -74,14 +76,17 @@ class PartitionView(ProxyView):
 class PartitionOffsetsView(ProxyView):
     def get(self, request: Request, topic: str, partition: str) -> Response:
         number = parse_partition(partition)
-        gateway().check_partition(topic, number)
-        earliest, latest = admin.watermarks(topic, [number])[number]
+        client.check_partition(topic, number)
+        tp = TopicPartition(topic, number)
+        earliest = cluster().list_offsets({tp: EARLIEST}).checked()[tp].offset
+        latest = cluster().list_offsets({tp: LATEST}).checked()[tp].offset
         return Response({"beginning_offset": earliest, "end_offset": latest})
 
 
 class BrokerListView(ProxyView):
     def get(self, request: Request) -> Response:
-        return Response({"brokers": sorted(gateway().metadata(refresh=True).brokers)})
+        brokers = cluster().metadata(refresh=True).brokers
+        return Response({"brokers": [b.node_id for b in brokers]})
 
 
 def produce(request: Request, topic: str, partition: int | None) -> Response:

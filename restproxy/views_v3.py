@@ -7,10 +7,11 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, errors, resources
-from . import kafka_admin as admin
+from clusterclient import PartitionMetadata
+
+from . import actions, client, errors, resources
 from .api import V3View, json_object, parse_json, read_body
-from .client import gateway
+from .client import cluster
 from .resources import Links
 
 
@@ -23,7 +24,7 @@ class ClusterView(V3View):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        cluster_id = gateway().metadata().cluster_id or "millrace"
+        cluster_id = cluster().metadata().cluster_id or "millrace"
         wanted = kwargs.get("cluster_id")
         if wanted is not None and wanted != cluster_id:
             raise errors.cluster_not_found(wanted)
@@ -32,7 +33,7 @@ class ClusterView(V3View):
 
 class ClusterListView(ClusterView):
     def get(self, request: Request) -> Response:
-        metadata = gateway().metadata(refresh=True)
+        metadata = cluster().metadata(refresh=True)
         data = [resources.cluster(self.links, metadata.controller_id)]
         return Response({"kind": "KafkaClusterList",
                          "metadata": {"self": self.links.base, "next": None}, "data": data})
@@ -40,19 +41,19 @@ class ClusterListView(ClusterView):
 
 class ClusterDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str) -> Response:
-        metadata = gateway().metadata(refresh=True)
+        metadata = cluster().metadata(refresh=True)
         return Response(resources.cluster(self.links, metadata.controller_id))
 
 
 class BrokerListView(ClusterView):
     def get(self, request: Request, cluster_id: str) -> Response:
-        brokers = sorted(gateway().metadata(refresh=True).brokers.values(), key=lambda b: b.id)
-        data = [resources.broker(self.links, b.id, b.host, b.port) for b in brokers]
+        brokers = cluster().metadata(refresh=True).brokers
+        data = [resources.broker(self.links, b.node_id, b.host, b.port) for b in brokers]
         return Response(self.links.collection("KafkaBrokerList", ("brokers",), data))
 
 
 def _broker_id(raw: str) -> int:
-    broker = gateway().metadata().brokers.get(int(raw)) if raw.isdigit() else None
+    broker = cluster().metadata().broker(int(raw)) if raw.isdigit() else None
     if broker is None:
         raise errors.broker_not_found(raw)
     return int(raw)
@@ -60,15 +61,16 @@ def _broker_id(raw: str) -> int:
 
 class BrokerDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
-        b = gateway().metadata().brokers[_broker_id(broker_id)]
-        return Response(resources.broker(self.links, b.id, b.host, b.port))
+        b = cluster().metadata().broker(_broker_id(broker_id))
+        assert b is not None
+        return Response(resources.broker(self.links, b.node_id, b.host, b.port))
 
 
 class BrokerConfigListView(ClusterView):
     def get(self, request: Request, cluster_id: str, broker_id: str) -> Response:
         number = _broker_id(broker_id)
         data = [resources.config(self.links, e, ("broker", number))
-                for e in admin.broker_configs(number)]
+                for e in cluster().broker_configs(number)]
         return Response(self.links.collection(
             "KafkaBrokerConfigList", ("brokers", number, "configs"), data))
 
@@ -76,7 +78,7 @@ class BrokerConfigListView(ClusterView):
 class BrokerConfigDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str, broker_id: str, name: str) -> Response:
         number = _broker_id(broker_id)
-        for entry in admin.broker_configs(number):
+        for entry in cluster().broker_configs(number):
             if entry.name == name:
                 return Response(resources.config(self.links, entry, ("broker", number)))
         raise errors.config_not_found(name)
@@ -84,8 +86,8 @@ class BrokerConfigDetailView(ClusterView):
 
 class TopicListView(ClusterView):
     def get(self, request: Request, cluster_id: str) -> Response:
-        topics = gateway().metadata(refresh=True).topics
-        data = [resources.topic(self.links, topics[n]) for n in sorted(topics)]
+        topics = cluster().metadata(refresh=True).topics
+        data = [resources.topic(self.links, t) for t in topics.values()]
         return Response(self.links.collection("KafkaTopicList", ("topics",), data))
 
     def post(self, request: Request, cluster_id: str) -> Response:
@@ -99,12 +101,12 @@ class TopicListView(ClusterView):
                 partitions_count=partitions, configs=self.links.related("topics", name, "configs"),
                 partitions=self.links.related("topics", name, "partitions"),
                 authorized_operations=[]), status=201)
-        return Response(resources.topic(self.links, gateway().topic(name)), status=201)
+        return Response(resources.topic(self.links, client.topic(name)), status=201)
 
 
 class TopicDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str, topic: str) -> Response:
-        return Response(resources.topic(self.links, gateway().topic(topic)))
+        return Response(resources.topic(self.links, client.topic(topic)))
 
     def delete(self, request: Request, cluster_id: str, topic: str) -> Response:
         actions.delete_topic(topic)
@@ -116,14 +118,14 @@ class TopicDetailView(ClusterView):
         if not isinstance(count, int):
             raise errors.bad_request("partitions_count must be an integer")
         actions.set_partition_count(topic, count)
-        return Response(resources.topic(self.links, gateway().topic(topic)))
+        return Response(resources.topic(self.links, client.topic(topic)))
 
 
 class TopicConfigListView(ClusterView):
     def get(self, request: Request, cluster_id: str, topic: str) -> Response:
-        gateway().topic(topic)
+        client.topic(topic)
         data = [resources.config(self.links, e, ("topic", topic))
-                for e in admin.topic_configs(topic)]
+                for e in cluster().topic_configs(topic)]
         return Response(self.links.collection(
             "KafkaTopicConfigList", ("topics", topic, "configs"), data))
 
@@ -140,8 +142,8 @@ class TopicConfigAlterView(ClusterView):
 
 class TopicConfigDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str, topic: str, name: str) -> Response:
-        gateway().topic(topic)
-        for entry in admin.topic_configs(topic):
+        client.topic(topic)
+        for entry in cluster().topic_configs(topic):
             if entry.name == name:
                 return Response(resources.config(self.links, entry, ("topic", topic)))
         raise errors.config_not_found(name)
@@ -156,18 +158,19 @@ class TopicConfigDetailView(ClusterView):
         return Response(status=204)
 
 
-def _partition(topic: str, raw: str) -> Any:
-    metadata = gateway().topic(topic)
+def _partition(topic: str, raw: str) -> PartitionMetadata:
+    metadata = client.topic(topic)
     number = int(raw) if raw.lstrip("-").isdigit() else None
-    if number is None or number not in metadata.partitions:
+    found = None if number is None else metadata.partition(number)
+    if found is None:
         raise errors.partition_not_found(raw)
-    return metadata.partitions[number]
+    return found
 
 
 class PartitionListView(ClusterView):
     def get(self, request: Request, cluster_id: str, topic: str) -> Response:
-        partitions = gateway().topic(topic).partitions
-        data = [resources.partition(self.links, topic, partitions[p]) for p in sorted(partitions)]
+        partitions = client.topic(topic).partitions
+        data = [resources.partition(self.links, topic, p) for p in partitions]
         return Response(self.links.collection(
             "KafkaPartitionList", ("topics", topic, "partitions"), data))
 
@@ -182,6 +185,6 @@ class ReplicaListView(ClusterView):
         p = _partition(topic, partition)
         data = [resources.replica(self.links, topic, p, b) for b in p.replicas]
         return Response(self.links.collection(
-            "KafkaReplicaList", ("topics", topic, "partitions", p.id, "replicas"), data))
+            "KafkaReplicaList", ("topics", topic, "partitions", p.partition, "replicas"), data))
 
 

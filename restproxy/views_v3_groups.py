@@ -2,61 +2,62 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from confluent_kafka.admin import OffsetSpec
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from clusterclient import ConsumerGroup, GroupLag, GroupMember, PartitionLag
+
 from . import errors, resources_groups
-from . import kafka_admin as admin
+from .client import cluster
 from .views_v3 import ClusterView
 
 
-def _describe(group_id: str) -> Any:
-    description = admin.describe_group(group_id)
-    state = getattr(description.state, "name", "")
-    if state.upper() == "DEAD" and not description.members:
+def _describe(group_id: str) -> ConsumerGroup:
+    description = cluster().describe_group(group_id)
+    if description.state == "DEAD" and not description.members:
         raise errors.group_not_found(group_id)
     return description
 
 
-def _member(description: Any, consumer_id: str) -> Any:
+def _member(description: ConsumerGroup, consumer_id: str) -> GroupMember:
     for member in description.members:
         if member.member_id == consumer_id:
             return member
     raise errors.RestProxyError(404, 404, f"Consumer {consumer_id} cannot be found.")
 
 
-def lag_rows(description: Any) -> list[dict[str, Any]]:
-    owners = {}
-    for member in description.members:
-        for tp in member.assignment.topic_partitions if member.assignment else []:
-            owners[(tp.topic, tp.partition)] = member
-    committed = [tp for tp in admin.group_offsets(description.group_id) if tp.offset >= 0]
-    by_topic: dict[str, list[int]] = {}
-    for tp in committed:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    ends = {(t, p): o for t, ps in by_topic.items()
-            for p, o in admin.offsets(t, ps, OffsetSpec.latest()).items()}
-    rows = []
-    for tp in sorted(committed, key=lambda tp: (tp.topic, tp.partition)):
-        end = ends[(tp.topic, tp.partition)]
-        owner = owners.get((tp.topic, tp.partition))
-        rows.append({
-            "topic_name": tp.topic, "partition_id": tp.partition, "current_offset": tp.offset,
-            "log_end_offset": end, "lag": max(0, end - tp.offset),
-            "consumer_id": owner.member_id if owner else "",
-            "instance_id": owner.group_instance_id if owner else None,
-            "client_id": owner.client_id if owner else "",
-        })
-    return rows
+def group_lag(group_id: str) -> GroupLag:
+    """clusterclient's lag of the partitions the group has committed (Confluent shows no
+    others); an end offset that could not be read fails the request, as before."""
+    lag = cluster().group_lag(group_id)
+    committed = tuple(p for p in lag.partitions if p.committed_offset is not None)
+    for p in committed:
+        problem = lag.errors.get(p.topic_partition)
+        if problem is not None:
+            raise problem
+    return replace(lag, partitions=committed)
+
+
+def lag_row(p: PartitionLag) -> dict[str, Any]:
+    owner = p.member
+    return {
+        "topic_name": p.topic, "partition_id": p.partition,
+        "current_offset": p.committed_offset, "log_end_offset": p.log_end_offset,
+        "lag": p.lag,
+        "consumer_id": owner.member_id if owner else "",
+        "instance_id": owner.group_instance_id if owner else None,
+        "client_id": owner.client_id if owner else "",
+    }
 
 
 class GroupListView(ClusterView):
     def get(self, request: Request, cluster_id: str) -> Response:
-        ids = [g.group_id for g in admin.list_groups()]
-        data = [resources_groups.group(self.links, admin.describe_group(g)) for g in ids]
+        ids = [g.group_id for g in cluster().list_groups()]
+        described = cluster().describe_groups(ids)
+        data = [resources_groups.group(self.links, described[g]) for g in ids]
         return Response(self.links.collection("KafkaConsumerGroupList", ("consumer-groups",),
                                               data))
 
@@ -83,8 +84,8 @@ class ConsumerDetailView(ClusterView):
 class AssignmentListView(ClusterView):
     def get(self, request: Request, cluster_id: str, group: str, consumer: str) -> Response:
         member = _member(_describe(group), consumer)
-        tps = member.assignment.topic_partitions if member.assignment else []
-        data = [resources_groups.assignment(self.links, group, consumer, tp) for tp in tps]
+        data = [resources_groups.assignment(self.links, group, consumer, tp)
+                for tp in member.assignment]
         return Response(self.links.collection(
             "KafkaConsumerAssignmentList",
             ("consumer-groups", group, "consumers", consumer, "assignments"), data))
@@ -92,8 +93,9 @@ class AssignmentListView(ClusterView):
 
 class LagListView(ClusterView):
     def get(self, request: Request, cluster_id: str, group: str) -> Response:
-        rows = lag_rows(_describe(group))
-        data = [resources_groups.lag(self.links, group, row) for row in rows]
+        _describe(group)
+        data = [resources_groups.lag(self.links, group, lag_row(p))
+                for p in group_lag(group).partitions]
         return Response(self.links.collection(
             "KafkaConsumerLagList", ("consumer-groups", group, "lags"), data))
 
@@ -101,13 +103,17 @@ class LagListView(ClusterView):
 class LagDetailView(ClusterView):
     def get(self, request: Request, cluster_id: str, group: str, topic: str,
             partition: str) -> Response:
-        for row in lag_rows(_describe(group)):
-            if row["topic_name"] == topic and str(row["partition_id"]) == partition:
-                return Response(resources_groups.lag(self.links, group, row))
+        _describe(group)
+        for p in group_lag(group).partitions:
+            if p.topic == topic and str(p.partition) == partition:
+                return Response(resources_groups.lag(self.links, group, lag_row(p)))
         raise errors.partition_not_found(partition)
 
 
 class LagSummaryView(ClusterView):
     def get(self, request: Request, cluster_id: str, group: str) -> Response:
-        rows = lag_rows(_describe(group))
-        return Response(resources_groups.lag_summary(self.links, group, rows))
+        _describe(group)
+        lag = group_lag(group)
+        worst = lag.max_lag_partition
+        return Response(resources_groups.lag_summary(
+            self.links, group, lag.total_lag, None if worst is None else lag_row(worst)))

@@ -1,1 +1,1 @@
-"""The control center's pages: one module per page (views and their forms)."""
+"""The control center's pages: one module per page (README.md)."""

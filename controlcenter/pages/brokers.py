@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from clusterclient import ClusterRequestError, ClusterUnavailable, ConfigEntry
-from controlcenter import actions, connections
+from controlcenter import actions, connection
 from controlcenter.access import Capability, requires
 from controlcenter.models import BrokerState, ClusterState, PartitionState
 from controlcenter.pages.banners import cluster_banners
@@ -60,7 +60,7 @@ def broker_configs(row: BrokerState) -> tuple[list[ConfigEntry], str]:
     if row.status == "down":
         return [], f"Broker {row.node_id} is down: its configs cannot be read."
     try:
-        return connections.cluster().broker_configs(row.node_id), ""
+        return connection.cluster().broker_configs(row.node_id), ""
     except ClusterRequestError as exc:
         return [], f"{exc.code_name}: {exc.message}"
     except ClusterUnavailable as exc:

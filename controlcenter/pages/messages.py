@@ -20,7 +20,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from clusterclient import ClusterRequestError, ClusterUnavailable
-from controlcenter import actions, connections, messagebrowser
+from controlcenter import actions, connection, messagebrowser
 from controlcenter.access import Capability, requires
 from controlcenter.messagebrowser import MessagePage, MessageQuery
 from controlcenter.messagecodec import EncodeError, encode_avro
@@ -66,7 +66,7 @@ class BrowseForm(forms.Form):
 def read_page(query: MessageQuery) -> tuple[MessagePage | None, str]:
     """One bounded read; (None, what went wrong in the cluster's words) on failure."""
     try:
-        with connections.record_reader() as reader:
+        with connection.record_reader() as reader:
             return messagebrowser.browse(reader, query), ""
     except ClusterRequestError as exc:
         return None, f"{exc.code_name}: {exc.message}"
@@ -119,7 +119,7 @@ def topic_messages_tail(request: HttpRequest, name: str) -> JsonResponse:
     if not form.is_valid():
         return JsonResponse({"error": form.errors.get_json_data()}, status=400)
     try:
-        with connections.record_reader() as reader:
+        with connection.record_reader() as reader:
             page = messagebrowser.tail(reader, form.query(name), positions)
     except ClusterRequestError as exc:
         return JsonResponse({"error": f"{exc.code_name}: {exc.message}"}, status=502)

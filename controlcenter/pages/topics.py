@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from clusterclient import ClusterRequestError, ClusterUnavailable, ConfigEntry
-from controlcenter import actions, connections
+from controlcenter import actions, connection
 from controlcenter.access import Capability, requires
 from controlcenter.models import (
     BrokerState,
@@ -97,7 +97,7 @@ def topic_context(name: str | None) -> Mapping[str, Any]:
 
 def topic_configs(name: str) -> tuple[list[ConfigEntry], str]:
     try:
-        return connections.cluster().topic_configs(name), ""
+        return connection.cluster().topic_configs(name), ""
     except ClusterRequestError as exc:
         return [], f"{exc.code_name}: {exc.message}"
     except ClusterUnavailable as exc:

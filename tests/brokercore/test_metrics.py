@@ -12,7 +12,8 @@ import confluent_kafka.admin
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.brokerproc import BrokerProcess, free_port
+from brokercluster.ports import free_port
+from tests.brokerproc import BrokerProcess
 from tests.compat.clients import confluent_produce, new_topic, sample_messages
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

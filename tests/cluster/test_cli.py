@@ -17,6 +17,7 @@ import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from brokercluster.client import ActionRefused, BrokerState, NoSupervisor, SupervisorClient
 from tests.brokerproc import REPO, ClusterActionError, ClusterProcess
 
 
@@ -226,3 +227,23 @@ def test_no_broker_outlives_a_supervisor_killed_with_sigkill(tmp_path: Path) -> 
     # A new supervisor takes over the data directory despite the stale socket.
     with ClusterProcess(tmp_path, brokers=2) as again:
         assert [b["state"] for b in again.status()["brokers"]] == ["running", "running"]
+
+
+def test_the_typed_client_reports_states_and_acts_on_a_broker(cluster: ClusterProcess) -> None:
+    client = SupervisorClient(cluster.data_dir)
+    status = client.status()
+    assert status.bootstrap == cluster.bootstrap
+    assert [b.node_id for b in status.brokers] == [1, 2, 3]
+    assert all(b.state is BrokerState.RUNNING and b.pid for b in status.brokers)
+    assert client.pause(3).state is BrokerState.PAUSED
+    assert client.status().broker(3).state is BrokerState.PAUSED
+    assert client.resume(3).state is BrokerState.RUNNING
+    with pytest.raises(ActionRefused, match="unknown broker id"):
+        client.kill(9)
+
+
+def test_the_typed_client_says_when_no_supervisor_runs(tmp_path: Path) -> None:
+    client = SupervisorClient(tmp_path)
+    assert not client.available()
+    with pytest.raises(NoSupervisor):
+        client.status()

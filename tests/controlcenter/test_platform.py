@@ -100,7 +100,7 @@ def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Pa
         assert len(servers) == 3
         commands = [line.split("#")[0].strip() for line in text.splitlines()
                     if " -m brokercluster " in line]
-        by_action = {c.split(" cluster ")[1].split(" --data-dir")[0]: c for c in commands}
+        by_action = {c.split(" -m brokercluster ")[1].split(" --data-dir")[0]: c for c in commands}
         assert set(by_action) == {"status", "kill 2", "start 2", "restart 1"}
 
         overview = get(re.search(r"Control center\s+(\S+)", text).group(1))  # type: ignore[union-attr]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.brokerproc import REPO, free_port
+from brokercluster.ports import free_port
+from tests.brokerproc import REPO
 
 
 @contextmanager

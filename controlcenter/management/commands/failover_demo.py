@@ -28,9 +28,10 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from clusterclient import ClusterClient, ClusterMetadata, ClusterRequestError, ClusterUnavailable
 
 # Exit status when the cluster cannot be reached or the topic cannot be set up: not 1, which
 # means "acknowledged messages were lost or duplicated".
@@ -94,69 +95,62 @@ class Command(BaseCommand):
         bootstrap: str = opts["bootstrap"] or settings.KAFKA_BOOTSTRAP_SERVERS
         if opts["partitions"] < 1 or opts["rate"] <= 0:
             raise CommandError("--partitions and --rate must be positive", returncode=2)
-        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        admin = ClusterClient(bootstrap, QUIET, timeout=METADATA_TIMEOUT)
         metadata = self._connect(admin, bootstrap)
         topic: str = opts["topic"]
         self._ensure_topic(admin, metadata, topic, opts["partitions"])
-        partitions = len(self._metadata(admin, topic).topics[topic].partitions)
-        run = DemoRun(self, admin, bootstrap, topic, partitions, opts["rate"])
+        partitions = len(self._metadata(admin).topics[topic].partitions)
+        run = DemoRun(self, bootstrap, topic, partitions, opts["rate"])
         deliveries = run.produce(opts["duration"])
         report = run.read_back(deliveries)
         self._report(report)
         if not report.clean:
             raise CommandError("acknowledged messages were lost or duplicated", returncode=1)
 
-    def _metadata(self, admin: AdminClient, topic: str | None = None) -> ClusterMetadata:
+    def _metadata(self, admin: ClusterClient) -> ClusterMetadata:
         try:
-            return admin.list_topics(topic, timeout=METADATA_TIMEOUT)
-        except KafkaException as exc:
-            raise CommandError(f"no Metadata from the cluster: {exc.args[0]}",
+            return admin.metadata(refresh=True)
+        except (ClusterUnavailable, ClusterRequestError) as exc:
+            raise CommandError(f"no Metadata from the cluster: {exc}",
                                returncode=EXIT_UNAVAILABLE) from exc
 
-    def _connect(self, admin: AdminClient, bootstrap: str) -> ClusterMetadata:
+    def _connect(self, admin: ClusterClient, bootstrap: str) -> ClusterMetadata:
         try:
-            metadata = admin.list_topics(timeout=METADATA_TIMEOUT)
-        except KafkaException as exc:
-            error = exc.args[0]
-            name = error.name() if isinstance(error, KafkaError) else str(error)
+            metadata = admin.metadata(refresh=True)
+        except (ClusterUnavailable, ClusterRequestError) as exc:
             raise CommandError(
                 f"cannot reach a broker at {bootstrap} within {METADATA_TIMEOUT:.0f} s "
-                f"({name}). Is the platform running (`make run`)? Pass --bootstrap or set "
-                "KAFKA_BOOTSTRAP_SERVERS.", returncode=EXIT_UNAVAILABLE) from exc
-        brokers = sorted(metadata.brokers.values(), key=lambda b: b.id)
-        self.stdout.write(f"Cluster {metadata.cluster_id}: {len(brokers)} broker(s): " +
-                          ", ".join(f"{b.id} at {b.host}:{b.port}" for b in brokers))
+                f"({exc.code_name}). Is the platform running (`make run`)? Pass --bootstrap "
+                "or set KAFKA_BOOTSTRAP_SERVERS.", returncode=EXIT_UNAVAILABLE) from exc
+        self.stdout.write(f"Cluster {metadata.cluster_id}: {len(metadata.brokers)} broker(s): "
+                          + ", ".join(f"{b.node_id} at {b.address}" for b in metadata.brokers))
         return metadata
 
-    def _ensure_topic(self, admin: AdminClient, metadata: ClusterMetadata, topic: str,
+    def _ensure_topic(self, admin: ClusterClient, metadata: ClusterMetadata, topic: str,
                       partitions: int) -> None:
         existing = metadata.topics.get(topic)
         if existing is not None and existing.error is None:
-            rf = max((len(p.replicas) for p in existing.partitions.values()), default=0)
-            self.stdout.write(f"Using the existing topic {topic}: "
-                              f"{len(existing.partitions)} partitions, replication factor {rf}")
+            self.stdout.write(f"Using the existing topic {topic}: {len(existing.partitions)} "
+                              f"partitions, replication factor {existing.replication_factor}")
             return
         brokers = len(metadata.brokers)
         rf, min_isr = min(3, brokers), (2 if brokers > 1 else 1)
-        new = NewTopic(topic, partitions, rf, config={"min.insync.replicas": str(min_isr)})
         try:
-            admin.create_topics([new], request_timeout=30)[topic].result(30)
-        except KafkaException as exc:
-            error = exc.args[0]
-            if not (isinstance(error, KafkaError)
-                    and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                raise CommandError(f"cannot create topic {topic}: {error}",
+            admin.create_topic(topic, partitions, rf, {"min.insync.replicas": str(min_isr)})
+        except (ClusterUnavailable, ClusterRequestError) as exc:
+            if getattr(exc, "code_name", None) != "TOPIC_ALREADY_EXISTS":
+                raise CommandError(f"cannot create topic {topic}: {exc}",
                                    returncode=EXIT_UNAVAILABLE) from exc
         self.stdout.write(f"Created topic {topic}: {partitions} partitions, replication "
                           f"factor {rf}, min.insync.replicas={min_isr}")
         self._wait_for_leaders(admin, topic)
 
-    def _wait_for_leaders(self, admin: AdminClient, topic: str, timeout: float = 30) -> None:
+    def _wait_for_leaders(self, admin: ClusterClient, topic: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = self._metadata(admin, topic).topics.get(topic)
+            found = self._metadata(admin).topics.get(topic)
             if (found is not None and found.error is None and found.partitions
-                    and all(p.leader >= 0 for p in found.partitions.values())):
+                    and not any(p.offline for p in found.partitions)):
                 return
             time.sleep(0.2)
         raise CommandError(f"topic {topic} has partitions without a leader after "
@@ -179,10 +173,11 @@ class Command(BaseCommand):
 class DemoRun:
     """One run: its id prefixes every value so earlier runs on the topic do not count."""
 
-    def __init__(self, command: Command, admin: AdminClient, bootstrap: str, topic: str,
-                 partitions: int, rate: float) -> None:
+    def __init__(self, command: Command, bootstrap: str, topic: str, partitions: int,
+                 rate: float) -> None:
         self.out = command.stdout
-        self.admin = admin
+        # The status line reads metadata every second: a short timeout keeps it ticking.
+        self.admin = ClusterClient(bootstrap, QUIET, timeout=METADATA_TIMEOUT / 5)
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
@@ -271,14 +266,14 @@ class DemoRun:
 
     def _partition_states(self) -> dict[int, PartitionState]:
         try:
-            found = self.admin.list_topics(self.topic, timeout=METADATA_TIMEOUT / 5)
-        except KafkaException:
+            found = self.admin.metadata(refresh=True)
+        except (ClusterUnavailable, ClusterRequestError):
             return {}
         topic = found.topics.get(self.topic)
         if topic is None or topic.error is not None:
             return {}
-        return {p.id: PartitionState(p.leader, tuple(sorted(p.isrs)))
-                for p in topic.partitions.values()}
+        return {p.partition: PartitionState(p.leader, tuple(sorted(p.isr)))
+                for p in topic.partitions}
 
     def read_back(self, deliveries: Deliveries) -> ReadBack:
         """Read every partition from its start to its end offset now: no group, no commits."""

@@ -49,6 +49,7 @@ class Command(BaseCommand):
         host: str = opts["host"]
         brokers: int = opts["brokers"]
         ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port")}
+        ports["collector_metrics_port"] = settings.MILLRACE_COLLECTOR_METRICS_PORT
         if opts["any_port"]:
             ports = {k: free_port(host) for k in ports}
             ports["kafka_port"] = free_base_port(brokers, CLUSTER_HOST)
@@ -60,7 +61,7 @@ class Command(BaseCommand):
         web = self._web(host, ports, bootstrap, data_dir)
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
-        children.append(web)
+        children += [web, self._collector(web.env, ports, data_dir)]
         self._run(children, host, ports, bootstrap, data_dir, external)
 
     def _migrate(self, env: dict[str, str]) -> None:
@@ -111,6 +112,18 @@ class Command(BaseCommand):
         url = f"http://{host}:{ports['web_port']}/healthz"
         return Child("web", args, data_dir / "logs" / "web.log", lambda: http_ok(url), env)
 
+    def _collector(self, env: dict[str, str], ports: dict[str, int], data_dir: Path) -> Child:
+        """The platform's one collector (never one per browser): `manage.py collect`."""
+        args = [sys.executable, "manage.py", "collect",
+                "--metrics-port", str(ports["collector_metrics_port"])]
+
+        def ready() -> bool:
+            return "millrace collector ready" in child.output()
+
+        child = Child("collector", args, data_dir / "logs" / "collector.log", ready,
+                      {**env, "MILLRACE_CLUSTER_DIR": str(data_dir / "cluster")})
+        return child
+
     def _run(self, children: list[Child], host: str, ports: dict[str, int], bootstrap: str,
              data_dir: Path, external: bool) -> None:
         stop = threading.Event()
@@ -149,6 +162,8 @@ class Command(BaseCommand):
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
             ("OpenAPI", f"{web}/api/docs/"),
             ("Admin login", self.admin_login),
+            ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
+                            "  (kafka-lag-exporter names)"),
             ("Data directory", str(data_dir)),
         ]
         width = max(len(name) for name, _ in rows)

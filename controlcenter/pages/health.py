@@ -1,6 +1,7 @@
+"""Liveness: the web server answers. (Cluster health is on the overview.)"""
+
 from django.http import HttpRequest, HttpResponse
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
-    """Liveness: the web server answers. (Cluster health is on the overview.)"""
     return HttpResponse("ok", content_type="text/plain")

@@ -1,0 +1,105 @@
+"""Collector: one cycle every interval, and what happens when the cluster stops answering."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+from django.db import close_old_connections
+
+from clusterclient import ClusterClient, ClusterRequestError, ClusterUnavailable
+from controlcenter import events
+from laganalysis.retention import DEFAULT_POLICY, Policy
+
+from . import detect
+from .analysis import Analyzer
+from .history import HistoryTopics
+from .metrics import LagMetrics
+from .sampler import Sampler
+from .store import Store
+
+log = logging.getLogger(__name__)
+COMPACT_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    bootstrap_servers: str
+    interval: float = 5.0
+    supervisor_dir: Path | None = None  # the built-in cluster's data dir, if any
+    retention: Policy | None = None
+    cluster_name: str = "millrace"
+    history_topics: bool = True
+
+
+class Collector:
+    def __init__(self, config: CollectorConfig) -> None:
+        self.config = config
+        # Half an interval per request: an unreachable cluster shows within one interval.
+        timeout = max(1.0, config.interval / 2)
+        self.client = ClusterClient(config.bootstrap_servers, {"client.id": "millrace-collector"},
+                                    timeout=timeout, metadata_ttl=0.0)
+        self.sampler = Sampler(self.client, config.supervisor_dir)
+        self.analyzer = Analyzer()
+        self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
+        self.history = HistoryTopics(self.client) if config.history_topics else None
+        self.metrics = LagMetrics(config.cluster_name)
+        self.reachable: bool | None = None  # None until the first cycle
+        self.last_compaction = 0.0
+        self.cycles = 0
+
+    def cycle(self) -> float:
+        """One sample of the cluster into every output; returns how long it took."""
+        started = time.monotonic()
+        close_old_connections()
+        try:
+            reading = self.sampler.read()
+        except (ClusterUnavailable, ClusterRequestError, KafkaException) as exc:
+            self._unreachable(str(exc))
+            return time.monotonic() - started
+        snap = self.analyzer.analyze(reading)
+        before = self.store.previous
+        cluster_events = detect.cluster_events(before, snap)
+        changed = detect.live_changes(before, snap)
+        self.store.write(snap, time.monotonic() - started, self.config.interval, cluster_events)
+        self.metrics.snapshot = snap
+        if self.history is not None:
+            self.history.append(snap.lag_samples, cluster_events)
+        if self.reachable is not True:
+            events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
+            self.reachable = True
+        events.publish_changes(changed)
+        if time.time() - self.last_compaction >= COMPACT_EVERY_S:
+            self.store.compact(time.time())
+            self.last_compaction = time.time()
+        self.cycles += 1
+        return time.monotonic() - started
+
+    def _unreachable(self, error: str) -> None:
+        log.warning("cluster %s unreachable: %s", self.config.bootstrap_servers, error)
+        self.store.write_unreachable(error, time.time())
+        self.store.previous = None  # when it is back, the first cycle rewrites every row
+        if self.reachable is not False:
+            text = f"Cluster {self.config.bootstrap_servers} is not answering: {error}"
+            events.publish(events.ALWAYS, events.banner_message("error", text))
+            events.publish_changes([("overview", None)])
+            self.reachable = False
+
+    def run(self, stop: threading.Event) -> None:
+        """Cycles every interval (from start to start) until `stop` is set."""
+        while not stop.is_set():
+            started = time.monotonic()
+            took = self.cycle()
+            if took > self.config.interval:
+                log.warning("collector cycle took %.2fs, longer than the %.1fs interval",
+                            took, self.config.interval)
+            stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
+
+    def close(self) -> None:
+        if self.history is not None:
+            self.history.close()
+        self.sampler.close()

@@ -1,0 +1,157 @@
+"""One cycle's reading of the cluster: every call the collector makes, batched.
+
+Through clusterclient only (so an external Kafka works unchanged): Metadata, two batched
+ListOffsets (log start and end of every partition), ListGroups, one DescribeGroups for all
+groups, OffsetFetch for all groups in flight at once, and topic configs (min.insync.replicas)
+for topics not seen before. For the built-in cluster also the supervisor's process states and
+each running broker's Prometheus endpoint (bytes in/out, messages in, active controller).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from brokercluster.client import BrokerProcess, NoSupervisor, SupervisorClient
+from clusterclient import (
+    EARLIEST,
+    LATEST,
+    ClusterClient,
+    ClusterMetadata,
+    ClusterRequestError,
+    ConsumerGroup,
+    TopicPartition,
+)
+
+log = logging.getLogger(__name__)
+
+# The brokers' all-topics meters (jmx_exporter names) and the controller gauge we read.
+BROKER_COUNTERS = {
+    "kafka_server_brokertopicmetrics_bytesin": "bytes_in",
+    "kafka_server_brokertopicmetrics_bytesout": "bytes_out",
+    "kafka_server_brokertopicmetrics_messagesin": "messages_in",
+    "kafka_controller_kafkacontroller_activecontrollercount": "active_controller",
+}
+TOPIC_BYTES_IN = "topic_bytes_in:"  # + topic: that topic's bytes in, led by this broker
+
+
+@dataclass
+class Reading:
+    """What one cycle read; `at` is the wall time (seconds) the offsets were read."""
+
+    at: float
+    metadata: ClusterMetadata
+    log_start: dict[TopicPartition, int]
+    log_end: dict[TopicPartition, int]
+    groups: dict[str, ConsumerGroup]
+    committed: dict[str, dict[TopicPartition, int]]
+    min_isr: dict[str, int]
+    processes: dict[int, BrokerProcess] | None = None  # None: not the built-in cluster
+    broker_counters: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+class Sampler:
+    def __init__(self, client: ClusterClient, supervisor_dir: Path | None,
+                 metrics_timeout: float = 2.0) -> None:
+        self.client = client
+        self.supervisor = SupervisorClient(supervisor_dir, timeout=5.0) if supervisor_dir else None
+        self.metrics_timeout = metrics_timeout
+        self.min_isr: dict[str, int] = {}  # topic configs change rarely: read once per topic
+        self.pool = ThreadPoolExecutor(4, thread_name_prefix="collector-io")
+
+    def read(self) -> Reading:
+        """Raises clusterclient.ClusterUnavailable when the cluster does not answer."""
+        processes = self.pool.submit(self._processes)
+        metadata = self.client.metadata(refresh=True)
+        partitions = [TopicPartition(t.name, p.partition) for t in metadata.topics.values()
+                      for p in t.partitions if not p.offline]
+        at = time.time()
+        starts = self.pool.submit(self.client.list_offsets, dict.fromkeys(partitions, EARLIEST))
+        ends = self.client.list_offsets(dict.fromkeys(partitions, LATEST))
+        groups, committed = self._groups()
+        self._read_min_isr(metadata)
+        procs = processes.result()
+        return Reading(
+            at=at, metadata=metadata,
+            log_start={tp: o.offset for tp, o in starts.result().offsets.items()},
+            log_end={tp: o.offset for tp, o in ends.offsets.items()},
+            groups=groups, committed=committed,
+            min_isr={t: self.min_isr.get(t, 1) for t in metadata.topics},
+            processes=procs, broker_counters=self._broker_counters(metadata, procs),
+        )
+
+    def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
+        ids = [g.group_id for g in self.client.list_groups()]
+        if not ids:
+            return {}, {}
+        described = self.pool.submit(self.client.describe_groups, ids)
+        offsets = self.client.committed_offsets_many(ids)
+        committed = {}
+        for group_id, found in offsets.items():
+            if found.error is not None:
+                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
+            committed[group_id] = found.offsets
+        return described.result(), committed
+
+    def _read_min_isr(self, metadata: ClusterMetadata) -> None:
+        for name in metadata.topics:
+            if name in self.min_isr:
+                continue
+            try:
+                entries = self.client.topic_configs(name)
+            except ClusterRequestError as exc:
+                log.info("topic %s: configs not readable (%s)", name, exc)
+                self.min_isr[name] = 1
+                continue
+            value = next((e.value for e in entries if e.name == "min.insync.replicas"), None)
+            self.min_isr[name] = int(value) if value and value.isdigit() else 1
+        for gone in set(self.min_isr) - set(metadata.topics):
+            del self.min_isr[gone]
+
+    def _processes(self) -> dict[int, BrokerProcess] | None:
+        if self.supervisor is None:
+            return None
+        try:
+            status = self.supervisor.status(timeout=5.0)
+        except (NoSupervisor, OSError, ValueError):
+            return None
+        return {b.node_id: b for b in status.brokers}
+
+    def _broker_counters(self, metadata: ClusterMetadata,
+                         processes: dict[int, BrokerProcess] | None) -> dict[int, dict[str, float]]:
+        if not processes:
+            return {}
+        hosts = {b.node_id: b.host for b in metadata.brokers}
+        running = {n: p for n, p in processes.items() if p.alive and n in hosts}
+        futures = {n: self.pool.submit(self._scrape, hosts[n], p.metrics_port)
+                   for n, p in running.items()}
+        return {n: found for n, f in futures.items() if (found := f.result()) is not None}
+
+    def _scrape(self, host: str, port: int) -> dict[str, float] | None:
+        url = f"http://{host}:{port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=self.metrics_timeout) as response:
+                text = response.read().decode()
+        except OSError:
+            return None
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            name = BROKER_COUNTERS.get(family.name)
+            for sample in family.samples if name else ():
+                if sample.name not in (family.name, family.name + "_total"):
+                    continue
+                topic = sample.labels.get("topic")
+                if topic is None:
+                    found[str(name)] = float(sample.value)
+                elif name == "bytes_in":
+                    found[TOPIC_BYTES_IN + topic] = float(sample.value)
+        return found
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,216 @@
+"""The collector against the built-in broker: the read model, lag, history topics, metrics,
+live pushes, and a cluster that stops answering and comes back."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+
+import confluent_kafka
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.test import override_settings
+
+from brokercluster.ports import free_port
+from controlcenter import events
+from controlcenter.management.collector.loop import Collector, CollectorConfig
+from controlcenter.management.collector.metrics import serve
+from controlcenter.models import (
+    BrokerState,
+    ClusterEvent,
+    ClusterState,
+    GroupLagHistory,
+    GroupPartitionLag,
+    GroupState,
+    PartitionLagHistory,
+    PartitionState,
+    TopicState,
+)
+from laganalysis import records
+from tests.brokerproc import BrokerProcess
+from tests.compat.clients import new_topic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def own_hub() -> Iterator[None]:
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    layers = {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
+                          "CONFIG": {"data_dir": str(settings.DATA_DIR), "name": name}}}
+    with override_settings(CHANNEL_LAYERS=layers):
+        yield
+
+
+def collector_for(bootstrap: str, interval: float = 2.0) -> Collector:
+    with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
+        return Collector(CollectorConfig(bootstrap_servers=bootstrap, interval=interval))
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int = 3) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode(), partition=i % partitions)
+    assert producer.flush(20) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < count and time.monotonic() < deadline:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert seen == count
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, partitions, 1)])[topic].result(20)
+
+
+def test_a_cycle_fills_the_read_model_with_lag_and_history(kafka_bootstrap: str) -> None:
+    topic, group = new_topic("collect"), f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_bootstrap, topic)
+    produce(kafka_bootstrap, topic, 30)
+    consume_and_commit(kafka_bootstrap, topic, group, 30)
+    produce(kafka_bootstrap, topic, 12)  # 4 behind on each partition
+    collector = collector_for(kafka_bootstrap)
+    try:
+        collector.cycle()
+        produce(kafka_bootstrap, topic, 3)
+        collector.cycle()
+        collector.history.producer.flush(10)  # type: ignore[union-attr]
+    finally:
+        collector.close()
+
+    cluster = ClusterState.objects.get(bootstrap_servers=kafka_bootstrap)
+    assert cluster.reachable and cluster.brokers == 1 and cluster.cycle_seconds is not None
+    assert BrokerState.objects.get().status == "up"
+    state = TopicState.objects.get(name=topic)
+    assert (state.partitions, state.total_messages) == (3, 45)
+    assert state.messages_in_per_sec is not None and state.messages_in_per_sec > 0
+    rows_of_topic = PartitionState.objects.filter(topic=topic)
+    ends = sorted(o or 0 for o in rows_of_topic.values_list("log_end_offset", flat=True))
+    assert ends == [15, 15, 15]
+    lag = GroupState.objects.get(group_id=group)
+    assert (lag.total_lag, lag.max_lag, lag.partitions) == (15, 5, 3)
+    # Nobody consumes and the lag stays: Burrow's STOP rule, reported for the group as ERR.
+    assert lag.status == "ERR" and lag.members == 0
+    rows = GroupPartitionLag.objects.filter(group_id=group)
+    assert {r.status for r in rows} == {"STOP"}
+    assert sorted(r.committed_offset or 0 for r in rows) == [10, 10, 10]
+    assert all(r.lag_seconds is not None and r.lag_seconds >= 0 for r in rows)
+    assert GroupLagHistory.objects.filter(group_id=group).count() == 2
+    assert PartitionLagHistory.objects.filter(group_id=group).count() == 6
+    samples = read_topic(kafka_bootstrap, records.LAG_SAMPLES_TOPIC)
+    mine = [s for s in map(records.decode_lag_sample, samples) if s.group == group]
+    assert len(mine) == 6 and {s.lag for s in mine} == {4, 5}
+
+
+def read_topic(bootstrap: str, topic: str) -> list[bytes]:
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    idle_until = time.monotonic() + 10
+    while time.monotonic() < idle_until:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+            idle_until = time.monotonic() + 2
+    consumer.close()
+    return values
+
+
+def test_the_lag_metrics_use_kafka_lag_exporter_names_and_labels(kafka_bootstrap: str) -> None:
+    topic, group = new_topic("metrics"), f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_bootstrap, topic, 1)
+    produce(kafka_bootstrap, topic, 5, partitions=1)
+    consume_and_commit(kafka_bootstrap, topic, group, 5)
+    produce(kafka_bootstrap, topic, 2, partitions=1)
+    collector = collector_for(kafka_bootstrap)
+    try:
+        collector.cycle()
+        produce(kafka_bootstrap, topic, 1, partitions=1)  # a second end-offset point: seconds
+        collector.cycle()
+        port = free_port()
+        serve(collector.metrics, "127.0.0.1", port)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    finally:
+        collector.close()
+    where = f'cluster_name="millrace",group="{group}"'
+    assert f"kafka_consumergroup_group_max_lag{{{where}}} 3.0" in text
+    assert f"kafka_consumergroup_group_sum_lag{{{where}}} 3.0" in text
+    assert f'kafka_consumergroup_group_topic_sum_lag{{{where},topic="{topic}"}} 3.0' in text
+    lag_line = next(line for line in text.splitlines()
+                    if line.startswith("kafka_consumergroup_group_lag{") and group in line)
+    for label in ("cluster_name", "group", "topic", "partition", "member_host", "consumer_id",
+                  "client_id"):
+        assert f'{label}="' in lag_line
+    assert lag_line.endswith(" 3.0")
+    assert any(line.startswith("kafka_consumergroup_group_lag_seconds{") and group in line
+               for line in text.splitlines())
+    labels = f'cluster_name="millrace",partition="0",topic="{topic}"'
+    assert f"kafka_partition_latest_offset{{{labels}}} 8.0" in text
+    assert f"kafka_partition_earliest_offset{{{labels}}} 0.0" in text
+
+
+def test_a_stopped_cluster_shows_within_one_interval_and_the_collector_recovers(
+        broker_factory: Callable[..., BrokerProcess]) -> None:
+    broker = broker_factory()
+    collector = collector_for(broker.bootstrap, interval=2.0)
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("cluster", channel)
+    try:
+        collector.cycle()
+        assert json.loads(async_to_sync(layer.receive)(channel)["text"])["level"] == "ok"
+        broker.kill()
+        took = collector.cycle()
+        assert took <= collector.config.interval + 0.5  # one bounded attempt, no hang
+        state = ClusterState.objects.get(bootstrap_servers=broker.bootstrap)
+        assert not state.reachable and state.unreachable_since is not None
+        assert state.last_error
+        banner = json.loads(async_to_sync(layer.receive)(channel)["text"])
+        assert banner["type"] == "banner" and banner["level"] == "error"
+        assert ClusterEvent.objects.filter(kind="unreachable").exists()
+
+        broker.start()
+        deadline = time.monotonic() + 30
+        while not ClusterState.objects.get(bootstrap_servers=broker.bootstrap).reachable:
+            assert time.monotonic() < deadline, "the collector did not recover"
+            collector.cycle()
+        banner = json.loads(async_to_sync(layer.receive)(channel)["text"])
+        assert banner == {"type": "banner", "level": "ok", "text": "cluster reachable"}
+    finally:
+        collector.close()
+
+
+def test_changed_objects_are_pushed_as_fragments_rendered_once(kafka_bootstrap: str) -> None:
+    collector = collector_for(kafka_bootstrap)
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("overview", channel)
+    try:
+        with override_settings(KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap):  # ClusterState.current()
+            collector.cycle()
+        message = json.loads(async_to_sync(layer.receive)(channel)["text"])
+        assert message["type"] == "fragment" and message["id"] == "cluster-health"
+        assert "Brokers" in message["html"]
+    finally:
+        collector.close()
+    assert events.group_name("topic", "orders") == "topic.orders"
