@@ -47,6 +47,12 @@ class Capability(enum.StrEnum):
     def codename(self) -> str:
         return self.value.split(".", 1)[1]
 
+    @property
+    def description(self) -> str:
+        from .models import ClusterAccess  # models need the app registry; this module not
+
+        return str(dict(ClusterAccess._meta.permissions)[self.codename])
+
 
 def may_view(user: User | AnonymousUser) -> bool:
     """Whether `user` may see pages and receive their live updates."""
@@ -95,9 +101,12 @@ def requires(capability: Capability) -> Callable[[View], View]:
 
             @functools.wraps(view)
             async def async_guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-                refusal = _refusal(request, await request.auser(), capability)
+                user = await request.auser()
+                refusal = _refusal(request, user)
                 if refusal is not None:
                     return refusal
+                if not await user.ahas_perm(capability.value):
+                    raise _denied(capability)
                 return await cast("Callable[..., Awaitable[Any]]", view)(
                     request, *args, **kwargs
                 )
@@ -106,25 +115,33 @@ def requires(capability: Capability) -> Callable[[View], View]:
 
         @functools.wraps(view)
         def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-            refusal = _refusal(request, request.user, capability)
-            return refusal if refusal is not None else view(request, *args, **kwargs)
+            refusal = _refusal(request, request.user)
+            if refusal is not None:
+                return refusal
+            if not request.user.has_perm(capability.value):
+                raise _denied(capability)
+            return view(request, *args, **kwargs)
 
         return cast("View", guarded)
 
     return decorate
 
 
-def _refusal(
-    request: HttpRequest, user: User | AnonymousUser, capability: Capability
-) -> HttpResponse | None:
+def _refusal(request: HttpRequest, user: User | AnonymousUser) -> HttpResponse | None:
+    """The answer to a request that may not reach an action before its permission is
+    even asked about."""
     if request.method != "POST":
         # A state change never happens over GET (a link, a prefetch, a crawler).
         return HttpResponseNotAllowed(["POST"])
     if not user.is_authenticated:
         return redirect_to_login(_came_from(request), settings.LOGIN_URL)
-    if not user.has_perm(capability.value):
-        raise PermissionDenied(f"This needs the permission “{capability.codename}”.")
     return None
+
+
+def _denied(capability: Capability) -> PermissionDenied:
+    return PermissionDenied(
+        f"This needs the permission “{capability.description}” ({capability.codename})."
+    )
 
 
 def _came_from(request: HttpRequest) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.conf import settings
 from django.core.paginator import Page
 from django.utils.html import format_html
 
@@ -30,6 +31,12 @@ BURROW_MEANINGS = {
 def main_nav(context: template.Context) -> dict[str, Any]:
     request = context.get("request")
     return {"links": nav_links(request.path if request is not None else "/")}
+
+
+@register.simple_tag
+def bootstrap_servers() -> str:
+    """The cluster every page shows, as clients would be configured for it."""
+    return str(settings.KAFKA_BOOTSTRAP_SERVERS)
 
 
 @register.simple_tag
