@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from brokercluster.client import ActionRefused, BrokerProcess, NoSupervisor
 from clusterclient import (
@@ -25,8 +26,13 @@ from clusterclient import (
     ResourceKind,
 )
 from clusterclient.records import ProducedRecord, produce
-from controlcenter import connection, events, live
+from controlcenter import connection, events, live, offsetreset
 from controlcenter.audit import Actor, audited
+from registry import actions as registry_actions
+from registry import compatibility as registry_compatibility
+from registry import errors as registry_errors
+from registry import lookups as registry_lookups
+from registry.errors import RegistryError
 
 logger = logging.getLogger(__name__)
 
@@ -146,3 +152,119 @@ def operate_broker(actor: Actor, node_id: int, command: BrokerCommand) -> Broker
     _notify([("brokers", None), ("broker", str(node_id)), ("overview", None)],
             f"Broker {node_id}: {command.value} done, now {process.state_text}.")
     return process  # type: ignore[no-any-return]
+
+
+# --- Consumer groups: reset offsets, delete ---------------------------------------------------
+
+
+@contextmanager
+def _reset_words() -> Iterator[None]:
+    """A reset that cannot be planned, in kafka-consumer-groups' terms; then the cluster's."""
+    try:
+        with _system_words():
+            yield
+    except offsetreset.ResetError as exc:
+        raise ActionError(str(exc), "INVALID_RESET") from exc
+
+
+def preview_group_offsets_reset(group_id: str, spec: offsetreset.ResetSpec
+                                ) -> offsetreset.ResetPlan:
+    """The dry run: what `reset_group_offsets` would commit now. Changes nothing."""
+    with _reset_words():
+        return offsetreset.plan_reset(connection.cluster(), group_id, spec)
+
+
+def reset_group_offsets(actor: Actor, group_id: str, spec: offsetreset.ResetSpec
+                        ) -> offsetreset.ResetPlan:
+    """Commit the planned offsets; refused while the group has active members (Kafka's
+    rule: only Empty or Dead groups), as the broker would refuse it too."""
+    with audited(actor, "group.reset_offsets", f"group {group_id}", spec.describe()) as note, \
+            _reset_words():
+        plan = offsetreset.plan_reset(connection.cluster(), group_id, spec)
+        if not plan.may_execute:
+            raise ActionError(plan.refusal, "GROUP_NOT_EMPTY")
+        connection.cluster().alter_group_offsets(group_id, plan.targets())
+        moved = sum(abs(p.moved or 0) for p in plan.partitions)
+        note.message = f"{len(plan.partitions)} partitions reset, {moved} messages moved"
+    _notify([("groups", None), ("group", group_id)],
+            f"Group {group_id}: offsets reset ({spec.mode.value}) on "
+            f"{len(plan.partitions)} partitions.")
+    return plan
+
+
+def delete_group(actor: Actor, group_id: str) -> None:
+    """Delete a group and its committed offsets; Kafka refuses while it has members
+    (NON_EMPTY_GROUP)."""
+    with audited(actor, "group.delete", f"group {group_id}") as note, _system_words():
+        connection.cluster().delete_groups([group_id])
+        note.message = "deleted"
+    _notify([("groups", None), ("group", group_id), ("overview", None)],
+            f"Group {group_id} was deleted.")
+
+
+# --- Schemas: register, compatibility, through the registry app -------------------------------
+
+
+class RegisteredSchema(NamedTuple):
+    schema_id: int
+    version: int
+
+
+
+@contextmanager
+def _registry_words() -> Iterator[None]:
+    """The registry's refusals as ActionError, with Confluent's error_code and message."""
+    try:
+        yield
+    except RegistryError as exc:
+        raise ActionError(f"{exc.message} (error_code {exc.error_code})",
+                          str(exc.error_code)) from exc
+
+
+def check_schema_compatibility(subject: str, schema: str) -> list[str]:
+    """Why `schema` may not be registered under `subject` ([]: it may). Changes nothing."""
+    with _registry_words():
+        parsed, _ = registry_actions.SchemaRequest(schema).parse(
+            registry_lookups.normalize_configured(subject))
+        return registry_lookups.compatibility_messages(subject, parsed)
+
+
+def register_schema_version(actor: Actor, subject: str, schema: str) -> RegisteredSchema:
+    """Test `schema` against the subject's level, then register it (the registry tests
+    again under the subject's lock, so a concurrent change cannot slip through)."""
+    with audited(actor, "schema.register", f"subject {subject}") as note, _registry_words():
+        problems = check_schema_compatibility(subject, schema)
+        if problems:
+            raise registry_errors.incompatible_schema(subject, problems)
+        schema_id = registry_actions.register_schema(
+            subject, registry_actions.SchemaRequest(schema), normalize=False)
+        version = next(v.version for v in registry_lookups.subject_versions(subject)
+                       if v.schema_id == schema_id)
+        note.message = f"schema id {schema_id}, version {version}"
+        note.parameters = {"schema_id": schema_id, "version": version}
+    _notify([("schemas", None), ("subject", subject)],
+            f"Subject {subject}: version {version} (schema id {schema_id}) registered.")
+    return RegisteredSchema(schema_id, version)
+
+
+def set_schema_compatibility(actor: Actor, subject: str | None, level: str) -> None:
+    """Set the compatibility level of one subject, or the global one (subject None)."""
+    target = f"subject {subject}" if subject else "global compatibility"
+    with audited(actor, "schema.compatibility.set", target, {"level": level}) as note, \
+            _registry_words():
+        if level not in registry_compatibility.Level.__members__:
+            raise registry_errors.invalid_compatibility_level()
+        registry_actions.set_compatibility(subject, level, None)
+        note.message = f"compatibility {level}"
+    _notify([("schemas", None), *([("subject", subject)] if subject else [])],
+            f"{'Subject ' + subject if subject else 'Global'} compatibility set to {level}.")
+
+
+def clear_schema_compatibility(actor: Actor, subject: str) -> str:
+    """Remove a subject's own level, so the global one applies; returns the level it had."""
+    with audited(actor, "schema.compatibility.clear", f"subject {subject}") as note, \
+            _registry_words():
+        previous = registry_actions.delete_compatibility(subject).value
+        note.message = f"was {previous}; the global level applies"
+    _notify([("subject", subject)], f"Subject {subject}: the global compatibility applies.")
+    return previous

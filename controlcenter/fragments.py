@@ -44,3 +44,19 @@ def _register_cluster_pages() -> None:
 
 
 _register_cluster_pages()
+
+
+# --- Consumer groups -------------------------------------------------------------------------
+def _register_group_pages() -> None:
+    from controlcenter.pages import groups
+
+    fragment = "controlcenter/fragments/"
+    register_fragment("groups", "group-table", fragment + "group_table.html",
+                      groups.groups_context)
+    for element_id, template in (("group-summary", "group_summary.html"),
+                                 ("group-members", "group_members.html"),
+                                 ("group-partitions", "group_partitions.html")):
+        register_fragment("group", element_id, fragment + template, groups.group_context)
+
+
+_register_group_pages()

@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from .pages import audit, auth, brokers, health, messages, overview, topics
+from .pages import audit, auth, brokers, groups, health, messages, overview, schemas, topics
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -19,6 +19,19 @@ urlpatterns = [
     path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
     path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),
     path("topics/<str:name>/produce/", messages.produce, name="produce"),
+    # Group ids and subjects may hold "/": `path` segments, after the "+" action routes
+    # (an id starting with "+reset/" would be shadowed; no Kafka tooling makes one).
+    path("groups/", groups.groups, name="groups"),
+    path("groups/+reset/<path:group_id>/", groups.group_reset, name="group-reset"),
+    path("groups/+delete/<path:group_id>/", groups.group_delete, name="group-delete"),
+    path("groups/<path:group_id>/", groups.group, name="group"),
+    path("schemas/", schemas.schemas, name="schemas"),
+    path("schemas/+compatibility/", schemas.global_compatibility, name="schemas-compatibility"),
+    path("schemas/+compatibility/<path:subject>/", schemas.subject_compatibility,
+         name="subject-compatibility"),
+    path("schemas/+register/<path:subject>/", schemas.subject_register, name="subject-register"),
+    path("schemas/<path:subject>/", schemas.subject, name="subject"),
+    path("api/v1/", include("controlcenter.api.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
