@@ -146,7 +146,7 @@ def _partitions(client: ClusterClient, spec: ResetSpec,
                 committed: Mapping[TopicPartition, int]) -> list[TopicPartition]:
     if spec.topic is not None:
         topic = client.topic(spec.topic)  # UNKNOWN_TOPIC_OR_PART in the broker's words
-        return [TopicPartition(spec.topic, p) for p in sorted(topic.partitions)]
+        return sorted(TopicPartition(spec.topic, p.partition) for p in topic.partitions)
     if not committed:
         raise ResetError("The group has no committed offsets: choose a topic to reset.")
     return sorted(committed)
