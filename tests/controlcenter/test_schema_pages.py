@@ -5,6 +5,7 @@ audited, refused to anonymous users and users without the permission."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 from django.test import Client
@@ -19,14 +20,14 @@ from tests.controlcenter.conftest import PASSWORD, make_user
 pytestmark = pytest.mark.django_db
 
 
-def user_schema(*extra_fields: dict[str, object]) -> str:
+def user_schema(*extra_fields: Mapping[str, object]) -> str:
     fields = [{"name": "id", "type": "long"}, *extra_fields]
     return json.dumps({"type": "record", "name": "User", "namespace": "com.example",
                        "fields": fields})
 
 
-EMAIL = {"name": "email", "type": ["null", "string"], "default": None}
-REQUIRED_AGE = {"name": "age", "type": "int"}  # no default: BACKWARD-incompatible
+EMAIL: dict[str, object] = {"name": "email", "type": ["null", "string"], "default": None}
+REQUIRED_AGE: dict[str, object] = {"name": "age", "type": "int"}  # no default: not BACKWARD
 
 
 @pytest.fixture
