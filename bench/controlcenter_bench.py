@@ -24,6 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -43,7 +44,10 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 
 # The hook for page render times: (name, URL path) rendered through Django's test client,
 # against the read model the collector just wrote. The pages engineers add theirs here.
-PAGES: list[tuple[str, str]] = [("overview", "/")]
+# "{group}" stands for the group with the most partitions in the read model.
+PAGES: list[tuple[str, str]] = [("overview", "/"), ("group list", "/groups/"),
+                                ("group list by lag", "/groups/?sort=-lag&page=3"),
+                                ("one group", "/groups/{group}/")]
 
 
 def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
@@ -81,11 +85,20 @@ def cycle_times(bootstrap: str, cycles: int) -> tuple[float, list[float]]:
     return first, steady
 
 
+def biggest_group() -> str:
+    from controlcenter.models import GroupState
+
+    found = GroupState.objects.order_by("-partitions", "group_id").values_list(
+        "group_id", flat=True).first()
+    return found or ""
+
+
 def page_times(bootstrap: str) -> dict[str, float]:
     client = Client()
     found = {}
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
-        for name, url in PAGES:
+        for name, pattern in PAGES:
+            url = pattern.format(group=quote(biggest_group(), safe=""))
             client.get(url)
             started = time.perf_counter()
             response = client.get(url)
