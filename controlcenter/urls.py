@@ -24,6 +24,7 @@ urlpatterns = [
     path("logout/", auth.logout, name="logout"),
     path("audit/", audit.audit_log, name="audit-log"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("controlcenter.api.cluster")),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="openapi-schema"), name="redoc"),

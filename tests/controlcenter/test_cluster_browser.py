@@ -125,14 +125,14 @@ def test_an_anonymous_user_is_refused_every_state_change(tab: Browser) -> None:
 
 def leadership(page: Any, broker: int) -> dict[str, int]:
     """Cells of `broker`'s column in the open page's leadership map."""
-    return page.evaluate(
+    return dict(page.evaluate(
         """(column) => {
              const cells = [...document.querySelectorAll(
                `#topic-map tbody tr td:nth-child(${column + 1})`)];
              return {leader: cells.filter(c => c.classList.contains("map-leader")).length,
                      follower: cells.filter(c => c.classList.contains("map-follower")).length,
                      out: cells.filter(c => c.classList.contains("map-out")).length};
-           }""", broker)
+           }""", broker))
 
 
 def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_them_back(
