@@ -7,6 +7,7 @@ Screenshots: var/screenshots/<test name>/."""
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -181,7 +182,8 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     operator.close()
 
 
-def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(tab: Browser) -> None:
+def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(
+        tab: Browser, chromium: Any, platform_server: LiveServer) -> None:
     sign_in(tab)
     topic = f"browse-{uuid.uuid4().hex[:6]}"
     create_topic(tab, topic, partitions=2, replication=3)
@@ -207,3 +209,18 @@ def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(tab: Brow
     with tab.page.expect_download() as download:
         tab.page.click("#download-csv")
     assert Path(download.value.path()).read_text().count("tea") >= 2
+
+    # The live tail: a message produced elsewhere (the JSON API, as a script would) appears
+    # on top of the open page, through the same filter; one that does not match does not.
+    tab.page.check("#live-tail")
+    script = chromium.new_context(base_url=platform_server.url)
+    auth = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
+    for item in ("oolong tea", "espresso"):
+        answer = script.request.post(f"/api/v1/topics/{topic}/messages", headers=auth,
+                                     data={"key": "tail", "value": f'{{"item": "{item}"}}'})
+        assert answer.status == 201, answer.text()
+    script.close()
+    tab.page.wait_for_selector("#message-rows tr.tailed", timeout=30_000)
+    tab.snap("tailed")
+    assert "oolong tea" in tab.page.inner_text("#message-rows tr.message-row >> nth=0")
+    assert "espresso" not in tab.page.inner_text("#message-rows")
