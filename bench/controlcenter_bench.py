@@ -44,10 +44,18 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 
 # The hook for page render times: (name, URL path) rendered through Django's test client,
 # against the read model the collector just wrote. The pages engineers add theirs here.
-# "{group}" stands for the group with the most partitions in the read model.
-PAGES: list[tuple[str, str]] = [("overview", "/"), ("group list", "/groups/"),
-                                ("group list by lag", "/groups/?sort=-lag&page=3"),
-                                ("one group", "/groups/{group}/")]
+# "{topic}" stands for one topic of the run (its partitions: --partitions), "{group}" for the
+# group with the most partitions in the read model.
+PAGES: list[tuple[str, str]] = [
+    ("overview", "/"),
+    ("topic list", "/topics/"),
+    ("topic list, search", "/topics/?q=t09&sort=-partitions"),
+    ("one topic", "/topics/{topic}/"),
+    ("brokers", "/brokers/"),
+    ("group list", "/groups/"),
+    ("group list, by lag", "/groups/?sort=-lag&page=3"),
+    ("one group", "/groups/{group}/"),
+]
 
 
 def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
@@ -93,12 +101,13 @@ def biggest_group() -> str:
     return found or ""
 
 
-def page_times(bootstrap: str) -> dict[str, float]:
+def page_times(bootstrap: str, topic: str) -> dict[str, float]:
     client = Client()
     found = {}
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
-        for name, pattern in PAGES:
-            url = pattern.format(group=quote(biggest_group(), safe=""))
+        group = quote(biggest_group(), safe="")
+        for name, path in PAGES:
+            url = path.format(topic=topic, group=group)
             client.get(url)
             started = time.perf_counter()
             response = client.get(url)
@@ -183,12 +192,13 @@ def main() -> None:
         broker = BrokerProcess(data / label, {"num.partitions": str(partitions)}).start()
         try:
             started = time.perf_counter()
-            create_scale(broker.bootstrap, f"b{uuid.uuid4().hex[:4]}", topics, partitions, groups)
+            prefix = f"b{uuid.uuid4().hex[:4]}"
+            create_scale(broker.bootstrap, prefix, topics, partitions, groups)
             print(f"{label}: {topics} topics x {partitions} partitions, {groups} groups "
                   f"created in {time.perf_counter() - started:.1f}s", flush=True)
             first, steady = cycle_times(broker.bootstrap, args.cycles)
             results[label] = {"first cycle": first, "steady cycle": statistics.median(steady)}
-            for page, seconds in page_times(broker.bootstrap).items():
+            for page, seconds in page_times(broker.bootstrap, f"{prefix}-t0000").items():
                 results[label][f"page {page}"] = seconds
         finally:
             broker.stop()

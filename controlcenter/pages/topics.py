@@ -34,6 +34,7 @@ from controlcenter.models import (
     TopicState,
 )
 from controlcenter.pages.banners import cluster_banners
+from controlcenter.pages.brokers import overrides_first
 
 PER_PAGE = 50
 SORTS = {"name": "name", "partitions": "partitions", "under_replicated": "under_replicated",
@@ -47,7 +48,7 @@ def topics(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "name")
     descending = sort.startswith("-")
-    rows = _search(query, show_internal=request.GET.get("internal") == "1")
+    rows = search_topics(query, show_internal=request.GET.get("internal") == "1")
     rows = _sorted(rows, sort.lstrip("-"), descending)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     cluster = ClusterState.current()
@@ -56,7 +57,7 @@ def topics(request: HttpRequest) -> HttpResponse:
     return render(request, "controlcenter/topics.html", context)
 
 
-def _search(query: str, show_internal: bool) -> QuerySet[TopicState]:
+def search_topics(query: str, show_internal: bool) -> QuerySet[TopicState]:
     rows = TopicState.objects.all()
     if query:
         rows = rows.filter(name__icontains=query)
@@ -97,7 +98,7 @@ def topic_context(name: str | None) -> Mapping[str, Any]:
 
 def topic_configs(name: str) -> tuple[list[ConfigEntry], str]:
     try:
-        return connection.cluster().topic_configs(name), ""
+        return overrides_first(connection.cluster().topic_configs(name)), ""
     except ClusterRequestError as exc:
         return [], f"{exc.code_name}: {exc.message}"
     except ClusterUnavailable as exc:

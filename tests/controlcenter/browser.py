@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from asgiref.sync import SyncToAsync
+from channels.layers import channel_layers
 from daphne.testing import DaphneProcess
 from django.db import connections
 from django.test.utils import override_settings
@@ -38,14 +42,13 @@ class LiveServer:
 
 
 @contextmanager
-def serve(get_application: Callable[[], Any], urlconf: str | None = None) -> Iterator[LiveServer]:
+def serve(get_application: Callable[[], Any], **settings: Any) -> Iterator[LiveServer]:
     """Daphne serving `get_application()` in a child process forked from this one, so it
-    sees the test database and, if given, `urlconf` as ROOT_URLCONF. This process keeps its
-    own settings: the override lasts only until the child has forked."""
+    sees the test database and `settings` (e.g. ROOT_URLCONF, KAFKA_BOOTSTRAP_SERVERS).
+    This process keeps its own: the override lasts only until the child has forked."""
     connections.close_all()  # a child must not share this process's database sockets
-    overrides = override_settings(ROOT_URLCONF=urlconf) if urlconf else override_settings()
-    with overrides:
-        process = DaphneProcess("127.0.0.1", get_application)
+    with override_settings(**settings):
+        process = DaphneProcess("127.0.0.1", partial(_after_fork, get_application))
         process.start()
     try:
         deadline = time.monotonic() + 60
@@ -57,6 +60,16 @@ def serve(get_application: Callable[[], Any], urlconf: str | None = None) -> Ite
     finally:
         process.terminate()
         process.join(timeout=10)
+
+
+def _after_fork(get_application: Callable[[], Any]) -> Any:
+    """Runs in the child. A fork copies objects but not the threads behind them: asgiref's
+    one-thread executor (used by database_sync_to_async in websocket consumers) would
+    wait forever for a worker the parent started, and a channel layer would hold queues of
+    the parent's event loop. Start both afresh."""
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+    channel_layers.backends = {}
+    return get_application()
 
 
 def launch(playwright: Any) -> Any:
