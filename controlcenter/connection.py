@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from django.conf import settings
 
+from brokercluster.client import SupervisorClient
 from clusterclient import ClusterClient
+from clusterclient.records import RecordReader
 
 # Pages must answer quickly even when the cluster does not: a short bound on every call.
 TIMEOUT = 5.0
@@ -22,3 +25,33 @@ def cluster() -> ClusterClient:
             _client = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS,
                                     {"client.id": "millrace-controlcenter"}, timeout=TIMEOUT)
         return _client
+
+
+def _forget_after_fork() -> None:
+    """librdkafka's threads do not survive fork(): a forked server process (Daphne workers,
+    test servers) must build its own client rather than inherit a dead one."""
+    global _client, _lock
+    _client, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+# --- For the cluster pages: the supervisor, message reads --------------------------------
+
+
+def supervisor() -> SupervisorClient | None:
+    """The built-in cluster's supervisor when its control socket exists at
+    MILLRACE_CLUSTER_DIR; None for an external cluster."""
+    client = SupervisorClient(settings.MILLRACE_CLUSTER_DIR, timeout=60.0)
+    return client if client.socket_path.exists() else None
+
+
+def record_reader() -> RecordReader:
+    """A bounded reader for one message-browsing request (close it, or use `with`)."""
+    return RecordReader(settings.KAFKA_BOOTSTRAP_SERVERS,
+                        {"client.id": "millrace-message-browser"}, timeout=TIMEOUT)
+
+
+def bootstrap_servers() -> str:
+    return str(settings.KAFKA_BOOTSTRAP_SERVERS)

@@ -23,7 +23,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
-KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group")
+KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group",
+         "schemas", "subject")
 ALWAYS = "cluster"  # every live socket is in this group: the unreachable-cluster banner
 MESSAGE_TYPE = "live.message"  # the Channels handler: LiveConsumer.live_message
 _SPELLABLE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
@@ -92,8 +93,13 @@ def fragment_message(element_id: str, html: str) -> str:
 
 
 def banner_message(level: str, text: str) -> str:
-    """level "error" shows the cluster banner, "ok" clears it."""
-    return json.dumps({"type": "banner", "level": level, "text": text})
+    """level "error" shows the cluster banner, "ok" clears it (live.banner's format, the one
+    frontend/js/live.js applies: key "cluster", active false to clear)."""
+    from controlcenter import live
+
+    if level == "error":
+        return json.dumps(live.banner("cluster", text, "error"))
+    return json.dumps(live.banner("cluster", text, "info", active=False))
 
 
 # --- publishing -----------------------------------------------------------------------------

@@ -161,9 +161,9 @@ class Command(BaseCommand):
             ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
             ("OpenAPI", f"{web}/api/docs/"),
+            ("Admin login", self.admin_login),
             ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
                             "  (kafka-lag-exporter names)"),
-            ("Admin login", self.admin_login),
             ("Data directory", str(data_dir)),
         ]
         width = max(len(name) for name, _ in rows)
