@@ -3,11 +3,13 @@
 One process-wide confluent-kafka Producer (thread-safe; a background thread serves its
 delivery callbacks) and one AdminClient, both configured from bootstrap servers only, so
 the proxy works unchanged against the built-in cluster or any Apache Kafka cluster.
-Metadata is cached briefly: produce checks topic and partition on every request.
+Metadata is cached briefly: produce checks topic and partition on every request, on the
+event loop while the cache is fresh (a refresh blocks, so it needs a thread: api.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 from django.conf import settings
 
 from . import errors
+from .api import need_thread
 
 METADATA_TTL = 5.0
 
@@ -50,14 +53,19 @@ class DeliveryReport:
 
 
 class PendingBatch:
-    """Delivery reports of one request's records, filled in by the producer's callbacks."""
+    """Delivery reports of one request's records, filled in by the producer's callbacks.
+
+    Waited for on an event loop, holding no thread (`until_done`, `all_done`,
+    `ready_after`): the callback completing a report that a coroutine waits for wakes its
+    loop.
+    """
 
     def __init__(self, count: int) -> None:
         self.reports = [DeliveryReport() for _ in range(count)]
         self.done = [False] * count
         self.remaining = count
-        self.waiting_for = -1
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        self._loop_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def callback(self, index: int) -> Callable[[KafkaError | None, Message], None]:
         def delivered(err: KafkaError | None, msg: Message) -> None:
@@ -74,41 +82,65 @@ class PendingBatch:
         self.complete(index)
 
     def complete(self, index: int) -> None:
-        with self.cond:
+        with self.lock:
             self.done[index] = True
             self.remaining -= 1
-            if self.remaining == 0 or index >= self.waiting_for:
-                self.cond.notify_all()
+            woken = [w for w in self._loop_waiters if self.done[w[0]]]
+            if woken:
+                self._loop_waiters = [w for w in self._loop_waiters if not self.done[w[0]]]
+        for _, loop, future in woken:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
 
-    def wait(self, index: int, timeout: float) -> bool:
-        """Wait until the report at `index` is in; False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            self.waiting_for = index
-            while not self.done[index]:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(left)
-        return True
+    async def until_done(self, index: int) -> None:
+        """Wait on the running loop until the report at `index` is in."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        waiter = (index, loop, future)
+        with self.lock:
+            if self.done[index]:
+                return
+            self._loop_waiters.append(waiter)
+        try:
+            await future
+        finally:
+            with self.lock:
+                if waiter in self._loop_waiters:
+                    self._loop_waiters.remove(waiter)
 
-    def ready_from(self, start: int, timeout: float) -> int:
+    async def all_done(self) -> list[DeliveryReport]:
+        for index in range(len(self.reports)):
+            await self.until_done(index)
+        return self.reports
+
+    async def ready_after(self, start: int) -> int:
         """Wait for `start`, then return the end of the contiguous run of ready reports."""
-        if start >= len(self.reports):
-            return start
-        if not self.wait(start, timeout):
-            self.fail(start, KafkaError(KafkaError._MSG_TIMED_OUT))
+        if start < len(self.reports):
+            await self.until_done(start)
         end = start
-        with self.cond:
+        with self.lock:
             while end < len(self.done) and self.done[end]:
                 end += 1
         return end
 
-    def wait_all(self, timeout: float) -> list[DeliveryReport]:
-        for index in range(len(self.reports)):
-            if not self.wait(index, timeout):
+    def expire(self) -> None:
+        """Give up waiting: every report not in yet fails as timed out."""
+        for index, done in enumerate(list(self.done)):
+            if not done:
                 self.fail(index, KafkaError(KafkaError._MSG_TIMED_OUT))
-        return self.reports
+
+    async def all_done_within(self, seconds: float) -> list[DeliveryReport]:
+        try:
+            async with asyncio.timeout(seconds):
+                return await self.all_done()
+        except TimeoutError:
+            self.expire()
+            return self.reports
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class KafkaGateway:
@@ -138,6 +170,7 @@ class KafkaGateway:
             fresh = time.monotonic() - self._metadata_at < METADATA_TTL
             if self._metadata is not None and fresh and not refresh:
                 return self._metadata
+        need_thread()
         try:
             metadata = self.admin.list_topics(timeout=timeout)
         except KafkaException as exc:
@@ -173,10 +206,6 @@ class KafkaGateway:
         for index, record in enumerate(records):
             self.produce_one(topic, record, batch, index)
         return batch
-
-    def produce_and_wait(self, topic: str, records: list[OutgoingRecord],
-                         timeout: float = 60.0) -> list[DeliveryReport]:
-        return self.produce(topic, records).wait_all(timeout)
 
     def produce_one(self, topic: str, record: OutgoingRecord, batch: PendingBatch,
                      index: int) -> None:
