@@ -120,7 +120,7 @@ def serve(app: str, fds: list[int], log_level: str) -> None:
 
     sockets = [socket.socket(fileno=fd) for fd in fds]
     config = uvicorn.Config(
-        app, loop="uvloop", http="httptools", ws="websockets",
+        app, loop="uvloop", http="httptools", ws="websockets-sansio",
         lifespan="off",  # Django and Channels have no lifespan events
         access_log=False, log_level=log_level, server_header=False,
     )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
@@ -327,8 +328,7 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
     on_thread = sync_to_async(_rendered(sync_view), thread_sensitive=True)
 
     async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if request.method in view_class.memory_methods:
-            request.body  # noqa: B018  (kept, so that a second attempt can parse it again)
+        if request.method in view_class.memory_methods and _body_kept(request):
             try:
                 with memory_only():
                     return _rendered(sync_view)(request, *args, **kwargs)
@@ -339,6 +339,16 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
     view.cls = view_class  # type: ignore[attr-defined]  # drf-spectacular finds the view
     view.initkwargs = {}  # type: ignore[attr-defined]
     return csrf_exempt(view)
+
+
+def _body_kept(request: HttpRequest) -> bool:
+    """Read the body into memory, so that a second attempt can parse it again, if Django
+    allows that (DATA_UPLOAD_MAX_MEMORY_SIZE); a larger one goes straight to the thread."""
+    declared = str(request.META.get("CONTENT_LENGTH") or "0")
+    if not declared.isdigit() or int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return False
+    request.body  # noqa: B018
+    return True
 
 
 def _rendered(sync_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
