@@ -12,7 +12,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from django.urls import Resolver404
@@ -352,11 +352,16 @@ def _body_kept(request: HttpRequest) -> bool:
 
 
 def _rendered(sync_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """The view, its response rendered into a plain HttpResponse: Django's async handler
+    hops to its sync thread to render anything with a `render` method, rendered or not."""
+
     def render(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = sync_view(request, *args, **kwargs)
-        if isinstance(response, SimpleTemplateResponse):
-            response.render()
-        return response
+        if not isinstance(response, SimpleTemplateResponse):
+            return response
+        response.render()
+        return HttpResponse(response.content, status=response.status_code,
+                            headers=dict(response.headers))
 
     return render
 

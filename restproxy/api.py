@@ -20,7 +20,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.negotiation import BaseContentNegotiation
@@ -143,9 +143,12 @@ async def _completed(response: HttpResponseBase, context: dict[str, Any]) -> Htt
             if final.get("Content-Type") is None and response.get("Content-Type"):
                 final["Content-Type"] = response["Content-Type"]
         response = final
-    if isinstance(response, SimpleTemplateResponse) and not response.is_rendered:
-        response.render()
-    return response
+    if not isinstance(response, SimpleTemplateResponse):
+        return response
+    # Plain: Django's async handler hops to a thread to render anything with a `render`.
+    response.render()
+    return HttpResponse(response.content, status=response.status_code,
+                        headers=dict(response.headers))
 
 
 def body_kept(request: HttpRequest) -> bool:
