@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.core.cache import cache as shared_cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
 
 MAX_ENTRIES = 10_000
 _memory_only = contextvars.ContextVar("registry_memory_only", default=False)
@@ -58,6 +58,7 @@ class ReaderCache:
         self._entries: dict[Hashable, Any] = {}
         self._generation: str | None = None
         self._lock = threading.Lock()
+        self._shared: BaseCache | None = None
 
     def get(self, key: Hashable, load: Callable[[], Any]) -> Any:
         generation = self._current_generation()
@@ -78,18 +79,27 @@ class ReaderCache:
 
     def invalidate(self) -> None:
         """Start a new generation in every process; call after the change commits."""
-        shared_cache.set(self.token_key, uuid.uuid4().hex, timeout=None)
+        self._tokens().set(self.token_key, uuid.uuid4().hex, timeout=None)
         with self._lock:
             self._entries.clear()
             self._generation = None
 
     def _current_generation(self) -> str:
-        generation = shared_cache.get(self.token_key)
+        tokens = self._tokens()
+        generation = tokens.get(self.token_key)
         if generation is None:
             # Missing or evicted: start one. `add` lets concurrent starters agree on one.
-            shared_cache.add(self.token_key, uuid.uuid4().hex, timeout=None)
-            generation = shared_cache.get(self.token_key)
+            tokens.add(self.token_key, uuid.uuid4().hex, timeout=None)
+            generation = tokens.get(self.token_key)
         return str(generation)
+
+    def _tokens(self) -> BaseCache:
+        """The shared cache, one client for the process: `django.core.cache.cache` builds
+        a new one for every request under ASGI (its connections are per async context).
+        Both backends the platform uses (files, Redis) are safe to share between threads."""
+        if self._shared is None:
+            self._shared = caches.create_connection(DEFAULT_CACHE_ALIAS)
+        return self._shared
 
 
 reader_cache = ReaderCache("millrace:registry:generation")

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -68,14 +69,15 @@ class PendingBatch:
         self._loop_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def callback(self, index: int) -> Callable[[KafkaError | None, Message], None]:
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            report = self.reports[index]
-            report.error = err
-            if err is None:
-                report.partition, report.offset = msg.partition(), msg.offset()
-                report.timestamp = msg.timestamp()[1]
-            self.complete(index)
-        return delivered
+        return partial(self.delivered, index)
+
+    def delivered(self, index: int, err: KafkaError | None, msg: Message) -> None:
+        report = self.reports[index]
+        report.error = err
+        if err is None:
+            report.partition, report.offset = msg.partition(), msg.offset()
+            report.timestamp = msg.timestamp()[1]
+        self.complete(index)
 
     def fail(self, index: int, error: KafkaError) -> None:
         self.reports[index].error = error
@@ -85,6 +87,8 @@ class PendingBatch:
         with self.lock:
             self.done[index] = True
             self.remaining -= 1
+            if not self._loop_waiters:
+                return
             woken = [w for w in self._loop_waiters if self.done[w[0]]]
             if woken:
                 self._loop_waiters = [w for w in self._loop_waiters if not self.done[w[0]]]
@@ -94,6 +98,8 @@ class PendingBatch:
 
     async def until_done(self, index: int) -> None:
         """Wait on the running loop until the report at `index` is in."""
+        if self.done[index]:  # set once, never cleared: no lock needed to see it set
+            return
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         waiter = (index, loop, future)
@@ -109,8 +115,12 @@ class PendingBatch:
                     self._loop_waiters.remove(waiter)
 
     async def all_done(self) -> list[DeliveryReport]:
-        for index in range(len(self.reports)):
-            await self.until_done(index)
+        index = 0
+        while index < len(self.done):
+            if self.done[index]:
+                index += 1
+            else:
+                await self.until_done(index)
         return self.reports
 
     async def ready_after(self, start: int) -> int:
@@ -209,17 +219,14 @@ class KafkaGateway:
 
     def produce_one(self, topic: str, record: OutgoingRecord, batch: PendingBatch,
                      index: int) -> None:
-        kwargs: dict[str, Any] = {"value": record.value, "key": record.key,
-                                  "on_delivery": batch.callback(index)}
-        if record.partition is not None:
-            kwargs["partition"] = record.partition
-        if record.headers:
-            kwargs["headers"] = record.headers
-        if record.timestamp is not None:
-            kwargs["timestamp"] = record.timestamp
+        # librdkafka's defaults spelled out: -1 lets the partitioner choose, 0 is now
+        partition = -1 if record.partition is None else record.partition
+        callback, timestamp = batch.callback(index), record.timestamp or 0
         while True:
             try:
-                self.producer.produce(topic, **kwargs)
+                self.producer.produce(topic, value=record.value, key=record.key,
+                                      partition=partition, on_delivery=callback,
+                                      timestamp=timestamp, headers=record.headers)
                 return
             except BufferError:
                 self.producer.poll(0.01)
