@@ -46,6 +46,10 @@ def memory_only() -> Iterator[None]:
         _memory_only.reset(token)
 
 
+def trying_memory() -> bool:
+    return _memory_only.get()
+
+
 def need_database() -> None:
     """Call before any database work that a memory-only attempt must not start."""
     if _memory_only.get():

@@ -10,8 +10,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
+from django.db import connection, connections
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
@@ -23,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import actions, errors, lookups, params
-from .cache import NotInMemory, memory_only, need_database
+from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level, check_level
 from .models import Config, Mode, Subject, SubjectVersion
 from .negotiation import PARSERS, RENDERERS, RegistryNegotiation
@@ -128,10 +129,12 @@ class VersionListView(RegistryView):
         """Register a schema (already registered: its id, from memory when it can)."""
         schema_request = _schema_request(request)
         normalize = self.flag(request, "normalize")
-        schema_id = _registered_id(subject, schema_request, normalize)
-        if schema_id is None:
+        if trying_memory():  # the thread's attempt goes straight to the locked check
+            schema_id = _registered_id(subject, schema_request, normalize)
+            if schema_id is not None:
+                return Response({"id": schema_id})
             need_database()
-            schema_id = actions.register_schema(subject, schema_request, normalize)
+        schema_id = actions.register_schema(subject, schema_request, normalize)
         return Response({"id": schema_id})
 
 
@@ -325,7 +328,7 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
     Django's sync thread, as Django runs any sync view.
     """
     sync_view = view_class.as_view()
-    on_thread = sync_to_async(_rendered(sync_view), thread_sensitive=True)
+    on_thread = sync_to_async(_closing(_rendered(sync_view)), thread_sensitive=True)
 
     async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method in view_class.memory_methods and _body_kept(request):
@@ -334,7 +337,11 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
                     return _rendered(sync_view)(request, *args, **kwargs)
             except NotInMemory:
                 pass
-        return await on_thread(request, *args, **kwargs)
+        # A thread of its own, as Django gives each request (the API handler does not:
+        # controlcenter/asgi.py), so that a slow write never holds up other requests.
+        async with ThreadSensitiveContext():
+            response: HttpResponseBase = await on_thread(request, *args, **kwargs)
+        return response
 
     view.cls = view_class  # type: ignore[attr-defined]  # drf-spectacular finds the view
     view.initkwargs = {}  # type: ignore[attr-defined]
@@ -349,6 +356,20 @@ def _body_kept(request: HttpRequest) -> bool:
         return False
     request.body  # noqa: B018
     return True
+
+
+def _closing(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """The view, then its thread's database connections closed, since the thread ends with
+    the request; unless it runs inside a transaction of its caller's (a test's)."""
+
+    def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        finally:
+            if not connection.in_atomic_block:
+                connections.close_all()
+
+    return run
 
 
 def _rendered(sync_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
