@@ -93,7 +93,8 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
                ) -> PendingBatch:
     """Start producing v3 entries (ones that failed to parse are already final); the
     caller collects reports from the batch in order."""
-    known = gateway().topic(topic).partitions
+    kafka = gateway()
+    known = kafka.topic(topic).partitions
     batch = PendingBatch(len(entries))
     for index, entry in enumerate(entries):
         if isinstance(entry, errors.RestProxyError):
@@ -103,7 +104,7 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
         if partition is not None and partition not in known:
             batch.fail(index, KafkaError(KafkaError._UNKNOWN_PARTITION))
             continue
-        gateway().produce_one(topic, entry.record, batch, index)
+        kafka.produce_one(topic, entry.record, batch, index)
     return batch
 
 

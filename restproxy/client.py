@@ -246,6 +246,9 @@ _gateway_lock = threading.Lock()
 def gateway() -> KafkaGateway:
     """The process's gateway, created on first use (settings are read then, not at import)."""
     global _gateway
+    found = _gateway
+    if found is not None:  # the hot path: no lock once it exists
+        return found
     with _gateway_lock:
         if _gateway is None:
             _gateway = KafkaGateway()
