@@ -15,7 +15,7 @@ Each line gives requests/s, records/s, the share of the ASGI floor and of the Dj
 p50/p99 latency and the count of non-2xx answers. `--server` and `--workers` run the floors
 under another ASGI server (to compare servers); the platform always runs its own.
 
-    .venv/bin/python bench/http_bench.py [--seconds 10] [--connections 16] [--only NAME...]
+    .venv/bin/python bench/http_bench.py [--seconds 5] [--rounds 3] [--connections 16]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -338,22 +338,35 @@ end
 # --- the run -----------------------------------------------------------------------------
 
 def measure(cases: list[Case], args: argparse.Namespace) -> dict[str, Result]:
-    results = {}
+    """Every case `--rounds` times, the rounds interleaved; the median round of each.
+
+    Interleaving spreads the machine's other load over every case alike, so that the
+    ratios between cases hold even when the absolute figures drift.
+    """
+    rounds: dict[str, list[Result]] = {case.name: [] for case in cases}
     for case in cases:
-        connections = case.connections or args.connections
-        threads = min(args.threads, connections)
         if case.records_per_request is not None:  # warm up (not consume: it would drain)
-            run_wrk(case.url, case.script, 2, connections, threads, case.records_per_request)
-        results[case.name] = run_wrk(case.url, case.script, args.seconds, connections, threads,
-                                     case.records_per_request)
-        print(f"  {case.name}: {results[case.name].requests_per_s:,.0f} req/s", flush=True)
-    return results
+            run_case(case, args, 2)
+    for n in range(args.rounds):
+        for case in cases:
+            rounds[case.name].append(run_case(case, args, args.seconds))
+            print(f"  round {n + 1} {case.name}: "
+                  f"{rounds[case.name][-1].requests_per_s:,.0f} req/s", flush=True)
+    return {name: sorted(results, key=lambda r: r.requests_per_s)[len(results) // 2]
+            for name, results in rounds.items()}
+
+
+def run_case(case: Case, args: argparse.Namespace, seconds: float) -> Result:
+    connections = case.connections or args.connections
+    return run_wrk(case.url, case.script, seconds, connections, min(args.threads, connections),
+                   case.records_per_request)
 
 
 def main() -> None:
     server, workers = default_server()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per case and round")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
     parser.add_argument("--server", default=server,
@@ -365,21 +378,21 @@ def main() -> None:
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: run `make bench` (it installs the Debian package)")
     print(f"floors: {args.server}, {args.workers} worker(s); {args.connections} connections, "
-          f"{args.seconds:.0f} s a case", flush=True)
-    results: dict[str, Result] = {}
-    with floor_server(args.server, "bench.floor_asgi:app", args.workers, "/") as url:
-        results |= measure([Case("floor: bare ASGI app", url, lua_fixed("GET", "/", {}))], args)
-    with floor_server(args.server, "bench.floor_django:application", args.workers,
-                      "/floor") as url:
-        results |= measure([Case("floor: bare Django async view", url,
-                                 lua_fixed("GET", "/floor", {}))], args)
-    if not args.floors_only:
-        with tempfile.TemporaryDirectory(prefix="http-bench-") as tmp, platform(Path(tmp)) as p:
-            cases = registry_cases(p.registry) + produce_cases(p.proxy, p.bootstrap)
-            results |= measure(cases, args)
-            results |= measure([consume_case(p.proxy, p.bootstrap, args.threads,
-                                             args.seconds)], args)
-    print_table(results)
+          f"{args.rounds} rounds of {args.seconds:.0f} s a case", flush=True)
+    with ExitStack() as running:
+        asgi = running.enter_context(
+            floor_server(args.server, "bench.floor_asgi:app", args.workers, "/"))
+        django = running.enter_context(
+            floor_server(args.server, "bench.floor_django:application", args.workers, "/floor"))
+        cases = [Case("floor: bare ASGI app", asgi, lua_fixed("GET", "/", {})),
+                 Case("floor: bare Django async view", django, lua_fixed("GET", "/floor", {}))]
+        if not args.floors_only:
+            tmp = running.enter_context(tempfile.TemporaryDirectory(prefix="http-bench-"))
+            p = running.enter_context(platform(Path(tmp)))
+            cases += registry_cases(p.registry) + produce_cases(p.proxy, p.bootstrap)
+            cases.append(consume_case(p.proxy, p.bootstrap, args.threads,
+                                      args.seconds * args.rounds))
+        print_table(measure(cases, args))
 
 
 def print_table(results: dict[str, Result]) -> None:
