@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint faults system-packages
+.PHONY: run test lint faults bench system-packages
 
 run: $(STAMP)
 	$(PY) manage.py platform
@@ -14,6 +14,12 @@ test: $(STAMP) system-packages lint
 # The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS).
 faults: $(STAMP)
 	$(PY) -m pytest -m faults tests/cluster -s
+
+# The HTTP benchmark (bench/http_bench.py) drives the servers with wrk, a Debian package.
+bench: $(STAMP)
+	@command -v wrk >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; }
+	$(PY) bench/http_bench.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,6 +1,6 @@
 """REST proxy throughput against confluent-kafka directly, in the same run.
 
-Starts a built-in broker and one Daphne process serving the proxy at the root of its port,
+Starts a built-in broker and one web server process serving the proxy at the root of its port,
 then measures records/s for: direct produce; v2 produce in 100-record requests (binary and
 json) from concurrent clients; v3 streaming produce (one chunked request per client);
 direct consume; consume through a REST consumer instance. Ratios are proxy / direct.

@@ -90,6 +90,12 @@ class ClusterClient:
             self._metadata, self._metadata_at = snapshot, time.monotonic()
         return snapshot
 
+    def cached_metadata(self) -> ClusterMetadata | None:
+        """The cached snapshot while younger than `metadata_ttl`, else None; never blocks."""
+        with self._lock:
+            fresh = time.monotonic() - self._metadata_at < self.metadata_ttl
+            return self._metadata if fresh else None
+
     def invalidate_metadata(self) -> None:
         with self._lock:
             self._metadata_at = 0.0

@@ -77,6 +77,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# The registry and the REST proxy are served with these instead (asgi.py): async only, so a
+# request never waits for Django's one sync thread.
+API_MIDDLEWARE = [
+    "controlcenter.ports.PortRoutingMiddleware",
+    "controlcenter.api_middleware.ContentLengthMiddleware",
+]
+
 ROOT_URLCONF = "controlcenter.urls"
 ASGI_APPLICATION = "controlcenter.asgi.application"
 WSGI_APPLICATION = None
@@ -156,6 +163,8 @@ REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)
 RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
 REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
 RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
+# Web server worker processes (controlcenter/webserver.py); default: one per core
+WEB_WORKERS = env_int("MILLRACE_WEB_WORKERS", len(os.sched_getaffinity(0)))
 
 # --- REST proxy: where clients reach it, where the registry is, consumer-instance limits ---
 SCHEMA_REGISTRY_URL = env_str("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:{REGISTRY_PORT}")
@@ -229,12 +238,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+LOG_LEVEL = env_str("MILLRACE_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("MILLRACE_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)

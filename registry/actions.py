@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from . import avro, errors, lookups
-from .cache import schemas_by_id
+from .cache import reader_cache
 from .compatibility import Level, check_level
 from .lookups import IMPORT, READONLY, READONLY_OVERRIDE, READWRITE
 from .models import GLOBAL, Config, Mode, Reference, Schema, Subject, SubjectVersion
@@ -58,9 +58,29 @@ class SchemaRequest:
         )
 
     def parse(self, normalize: bool) -> tuple[avro.AvroSchema, str]:
-        """The parsed schema and its fingerprint."""
+        """The parsed schema and its fingerprint.
+
+        Without references the answer depends on the text alone, so it is kept: clients
+        send the same schema again and again (every serializer's register or lookup).
+        """
+        if self.references:
+            return self._parse(normalize)
+        key = (self.schema, normalize)
+        found = _parsed_requests.get(key)
+        if found is None:
+            found = self._parse(normalize)
+            if len(_parsed_requests) >= MAX_PARSED_REQUESTS:
+                _parsed_requests.clear()
+            _parsed_requests[key] = found
+        return found
+
+    def _parse(self, normalize: bool) -> tuple[avro.AvroSchema, str]:
         parsed = avro.parse(self.schema, lookups.resolve_references(self.references), normalize)
         return parsed, lookups.fingerprint("AVRO", parsed.text, self.references)
+
+
+MAX_PARSED_REQUESTS = 4096
+_parsed_requests: dict[tuple[str, bool], tuple[avro.AvroSchema, str]] = {}
 
 
 def _optional_int(value: Any) -> int | None:
@@ -96,6 +116,7 @@ def register_schema(subject: str, request: SchemaRequest, normalize: bool) -> in
         SubjectVersion.objects.create(
             subject_id=_subject_id(subject), version=number, schema=schema
         )
+        _changed()
         logger.info("registered schema %d as %s version %d", schema.id, subject, number)
         return schema.id
 
@@ -118,6 +139,7 @@ def _import(
             return schema.id
         raise _overwrite(schema.id)
     SubjectVersion.objects.create(subject_id=_subject_id(subject), version=number, schema=schema)
+    _changed()
     return schema.id
 
 
@@ -140,7 +162,7 @@ def _read_only(subject: str) -> errors.RegistryError:
 def _lock_subject_versions(subject: str) -> list[SubjectVersion]:
     Subject.objects.get_or_create(name=subject)
     Subject.objects.select_for_update().get(name=subject)
-    return lookups.subject_versions(subject, deleted=True)
+    return lookups.stored_subject_versions(subject)
 
 
 def _subject_id(subject: str) -> int:
@@ -186,13 +208,14 @@ def delete_subject(subject: str, permanent: bool) -> list[int]:
                 raise errors.subject_not_soft_deleted(subject)
             SubjectVersion.objects.filter(subject__name=subject).delete()
             Subject.objects.filter(name=subject).delete()
-            _invalidate_reader_caches()
+            _changed()
             return [r.version for r in rows]
         if not live:
             raise errors.subject_soft_deleted(subject)
         for row in live:
             _refuse_if_referenced(subject, row.version)
         SubjectVersion.objects.filter(id__in=[r.id for r in live]).update(deleted=True)
+        _changed()
         return [r.version for r in live]
 
 
@@ -210,26 +233,28 @@ def delete_version(subject: str, number: int, permanent: bool) -> int:
             if not row.deleted:
                 raise errors.version_not_soft_deleted(subject, row.version)
             row.delete()
-            _invalidate_reader_caches()
+            _changed()
             return row.version
         if row.deleted:
             raise errors.version_soft_deleted(subject, row.version)
         _refuse_if_referenced(subject, row.version)
         SubjectVersion.objects.filter(id=row.id).update(deleted=True)
+        _changed()
         return row.version
 
 
-def _invalidate_reader_caches() -> None:
-    # Now, for this process, and again once the delete is visible to every process.
-    schemas_by_id.invalidate()
-    transaction.on_commit(schemas_by_id.invalidate)
+def _changed() -> None:
+    """This transaction changed what readers see (see cache.py): a new generation now, for
+    this process, and again once the change is visible to every process."""
+    reader_cache.invalidate()
+    transaction.on_commit(reader_cache.invalidate)
 
 
 def _lock_existing(subject: str) -> list[SubjectVersion]:
     if lookups.mode(subject) in (READONLY, READONLY_OVERRIDE):
         raise _read_only(subject)
     locked = Subject.objects.select_for_update().filter(name=subject).first()
-    rows = lookups.subject_versions(subject, deleted=True) if locked else []
+    rows = lookups.stored_subject_versions(subject) if locked else []
     if not rows:
         raise errors.subject_not_found(subject)
     return rows
@@ -246,6 +271,7 @@ def set_compatibility(subject: str | None, level: str, normalize: bool | None) -
             subject=subject or GLOBAL,
             defaults={"compatibility": Level(level).value, "normalize": normalize},
         )
+        _changed()
 
 
 def delete_compatibility(subject: str | None) -> Level:
@@ -255,6 +281,7 @@ def delete_compatibility(subject: str | None) -> Level:
             raise errors.subject_config_not_found(subject)
         previous = lookups.compatibility_level(subject)
         Config.objects.filter(subject=subject or GLOBAL).delete()
+        _changed()
         return previous
 
 
@@ -266,6 +293,7 @@ def set_mode(subject: str | None, mode: str, force: bool) -> None:
             Mode.objects.filter(subject=GLOBAL).delete()
         else:
             Mode.objects.update_or_create(subject=subject or GLOBAL, defaults={"mode": mode})
+        _changed()
 
 
 def delete_mode(subject: str | None) -> str:
@@ -274,6 +302,7 @@ def delete_mode(subject: str | None) -> str:
             raise errors.subject_mode_not_found(subject)
         previous = lookups.mode(subject)
         Mode.objects.filter(subject=subject or GLOBAL).delete()
+        _changed()
         return previous
 
 

@@ -14,6 +14,8 @@ from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from .cache import NotInMemory
+
 logger = logging.getLogger(__name__)
 
 
@@ -175,6 +177,8 @@ def as_registry_error(exc: Exception) -> RegistryError:
     return store_error(f"Error in the backend data store: {type(exc).__name__}")
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, NotInMemory):
+        return None  # not an error: the view is run again with the database
     error = as_registry_error(exc)
     return Response(error.body(), status=error.status)

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from . import avro, errors
-from .cache import schemas_by_id
+from .cache import reader_cache
 from .compatibility import DEFAULT_LEVEL, Level, check_level
 from .models import GLOBAL, Config, Mode, Reference, Schema, SubjectVersion
 from .params import LATEST
@@ -31,8 +31,16 @@ def fingerprint(schema_type: str, text: str, references: list[dict[str, Any]]) -
 
 
 def subject_versions(subject: str, deleted: bool = False) -> list[SubjectVersion]:
-    rows = SubjectVersion.objects.filter(subject__name=subject).select_related("schema")
-    rows = rows if deleted else rows.filter(deleted=False)
+    """A subject's versions in order, through the reader cache (see cache.py)."""
+    rows: list[SubjectVersion] = reader_cache.get(
+        ("versions", subject), lambda: stored_subject_versions(subject)
+    )
+    return rows if deleted else [row for row in rows if not row.deleted]
+
+
+def stored_subject_versions(subject: str) -> list[SubjectVersion]:
+    """Every version from the database: for writers, inside their transaction."""
+    rows = SubjectVersion.objects.filter(subject__name=subject).select_related("schema", "subject")
     return list(rows.order_by("version"))
 
 
@@ -65,7 +73,7 @@ def version_body(row: SubjectVersion) -> dict[str, Any]:
 
 def schema_body(schema_id: int) -> dict[str, Any]:
     """What `/schemas/ids/{id}` returns, through the reader cache; 40403 if not served."""
-    body = schemas_by_id.get(schema_id, _load_schema_body)
+    body = reader_cache.get(("id", schema_id), lambda: _load_schema_body(schema_id))
     if body is None:
         raise errors.schema_not_found(schema_id)
     return dict(body)
@@ -118,14 +126,24 @@ def normalize_configured(subject: str | None) -> bool:
 
 def _configs(subject: str | None) -> list[Config]:
     names = [GLOBAL] if subject is None else [subject, GLOBAL]
-    by_subject = {c.subject: c for c in Config.objects.filter(subject__in=names)}
-    return [by_subject[name] for name in names if name in by_subject]
+
+    def load() -> list[Config]:
+        by_subject = {c.subject: c for c in Config.objects.filter(subject__in=names)}
+        return [by_subject[name] for name in names if name in by_subject]
+
+    configs: list[Config] = reader_cache.get(("configs", subject), load)
+    return configs
 
 
 def mode(subject: str | None) -> str:
     names = [GLOBAL] if subject is None else [subject, GLOBAL]
-    by_subject = dict(Mode.objects.filter(subject__in=names).values_list("subject", "mode"))
-    return next((by_subject[name] for name in names if name in by_subject), READWRITE)
+
+    def load() -> str:
+        by_subject = dict(Mode.objects.filter(subject__in=names).values_list("subject", "mode"))
+        return next((by_subject[name] for name in names if name in by_subject), READWRITE)
+
+    found: str = reader_cache.get(("mode", subject), load)
+    return found
 
 
 def resolve_references(references: list[dict[str, Any]], depth: int = 0) -> list[avro.AvroSchema]:

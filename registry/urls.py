@@ -11,37 +11,39 @@ from django.urls.resolvers import RegexPattern
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
+from .views import served
 
 S = r"(?P<subject>[^/]+)"
 V = r"(?P<version>[^/]+)"
 
 subject_patterns: list[URLPattern | URLResolver] = [
-    re_path(rf"^subjects/{S}/versions/{V}/schema$", views.VersionSchemaView.as_view()),
-    re_path(rf"^subjects/{S}/versions/{V}/referenced[bB]y$", views.ReferencedByView.as_view()),
-    re_path(rf"^subjects/{S}/versions/{V}$", views.VersionView.as_view()),
-    re_path(rf"^subjects/{S}/versions$", views.VersionListView.as_view()),
-    re_path(rf"^subjects/{S}$", views.SubjectView.as_view()),
+    re_path(rf"^subjects/{S}/versions/{V}/schema$", served(views.VersionSchemaView)),
+    re_path(rf"^subjects/{S}/versions/{V}/referenced[bB]y$", served(views.ReferencedByView)),
+    re_path(rf"^subjects/{S}/versions/{V}$", served(views.VersionView)),
+    re_path(rf"^subjects/{S}/versions$", served(views.VersionListView)),
+    re_path(rf"^subjects/{S}$", served(views.SubjectView)),
     re_path(
-        rf"^compatibility/subjects/{S}/versions/{V}$", views.CompatibilityVersionView.as_view()
+        rf"^compatibility/subjects/{S}/versions/{V}$", served(views.CompatibilityVersionView)
     ),
-    re_path(rf"^compatibility/subjects/{S}/versions$", views.CompatibilityView.as_view()),
-    re_path(rf"^config/{S}$", views.ConfigView.as_view()),
-    re_path(rf"^mode/{S}$", views.ModeView.as_view()),
+    re_path(rf"^compatibility/subjects/{S}/versions$", served(views.CompatibilityView)),
+    re_path(rf"^config/{S}$", served(views.ConfigView)),
+    re_path(rf"^mode/{S}$", served(views.ModeView)),
 ]
 subject_resolver = URLResolver(RegexPattern(r"^"), subject_patterns)
+not_found = served(views.NotFoundView)
 
 other_patterns: list[URLPattern | URLResolver] = [
-    path("", views.RootView.as_view()),
-    path("subjects", views.SubjectListView.as_view()),
-    path("schemas", views.SchemaListView.as_view()),
-    path("schemas/types", views.SchemaTypesView.as_view()),
-    path("schemas/ids/<int:schema_id>", views.SchemaByIdView.as_view()),
-    path("schemas/ids/<int:schema_id>/schema", views.SchemaTextByIdView.as_view()),
-    path("schemas/ids/<int:schema_id>/subjects", views.SchemaSubjectsView.as_view()),
-    path("schemas/ids/<int:schema_id>/versions", views.SchemaVersionsView.as_view()),
-    path("config", views.ConfigView.as_view()),
-    path("mode", views.ModeView.as_view()),
-    path("contexts", views.ContextListView.as_view()),
+    path("", served(views.RootView)),
+    path("subjects", served(views.SubjectListView)),
+    path("schemas", served(views.SchemaListView)),
+    path("schemas/types", served(views.SchemaTypesView)),
+    path("schemas/ids/<int:schema_id>", served(views.SchemaByIdView)),
+    path("schemas/ids/<int:schema_id>/schema", served(views.SchemaTextByIdView)),
+    path("schemas/ids/<int:schema_id>/subjects", served(views.SchemaSubjectsView)),
+    path("schemas/ids/<int:schema_id>/versions", served(views.SchemaVersionsView)),
+    path("config", served(views.ConfigView)),
+    path("mode", served(views.ModeView)),
+    path("contexts", served(views.ContextListView)),
 ]
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -55,5 +57,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path(
         "docs/", SpectacularSwaggerView.as_view(url_name="registry-openapi"), name="registry-docs"
     ),
-    re_path(r"^.*$", views.NotFoundView.as_view()),
+    re_path(r"^.*$", not_found),
 ]

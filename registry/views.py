@@ -7,10 +7,15 @@ error is a `RegistryError` (or a DRF error) rendered by `errors.exception_handle
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.conf import settings
+from django.db import connection, connections
+from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
+from django.template.response import SimpleTemplateResponse
 from django.urls import Resolver404
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
@@ -19,12 +24,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import actions, errors, lookups, params
+from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
 from .negotiation import PARSERS, RENDERERS, RegistryNegotiation
 
 
 class RegistryView(APIView):
+    # Methods that may be answered on the event loop from memory alone (see `served`).
+    memory_methods: frozenset[str] = frozenset()
     renderer_classes = RENDERERS
     parser_classes = PARSERS
     content_negotiation_class = RegistryNegotiation
@@ -49,7 +57,21 @@ def _schema_request(request: Request) -> actions.SchemaRequest:
     return actions.SchemaRequest.from_body(request.data)
 
 
+def _registered_id(subject: str, request: actions.SchemaRequest, normalize: bool) -> int | None:
+    """The id of a live version of `subject` with this schema: a registration that changes
+    nothing (left to `actions.register_schema` outside READWRITE and for imports)."""
+    if request.id is not None or lookups.mode(subject) not in (lookups.READWRITE, "FORWARD"):
+        return None
+    _, fingerprint = request.parse(normalize or lookups.normalize_configured(subject))
+    for row in lookups.subject_versions(subject):
+        if row.schema.fingerprint == fingerprint:
+            return row.schema_id
+    return None
+
+
 class RootView(RegistryView):
+    memory_methods = frozenset({"GET", "POST"})
+
     def get(self, request: Request) -> Response:
         return Response({})
 
@@ -70,6 +92,8 @@ class SubjectListView(RegistryView):
 
 
 class SubjectView(RegistryView):
+    memory_methods = frozenset({"POST"})
+
     def post(self, request: Request, subject: str) -> Response:
         """Look a schema up in a subject."""
         deleted = self.flag(request, "deleted")
@@ -89,6 +113,8 @@ class SubjectView(RegistryView):
 
 
 class VersionListView(RegistryView):
+    memory_methods = frozenset({"GET", "POST"})
+
     def get(self, request: Request, subject: str) -> Response:
         rows = lookups.subject_versions(subject, deleted=True)
         if self.flag(request, "deletedOnly"):
@@ -100,14 +126,21 @@ class VersionListView(RegistryView):
         return Response(params.page(request.query_params, [r.version for r in rows]))
 
     def post(self, request: Request, subject: str) -> Response:
-        """Register a schema."""
-        schema_id = actions.register_schema(
-            subject, _schema_request(request), self.flag(request, "normalize")
-        )
+        """Register a schema (already registered: its id, from memory when it can)."""
+        schema_request = _schema_request(request)
+        normalize = self.flag(request, "normalize")
+        if trying_memory():  # the thread's attempt goes straight to the locked check
+            schema_id = _registered_id(subject, schema_request, normalize)
+            if schema_id is not None:
+                return Response({"id": schema_id})
+            need_database()
+        schema_id = actions.register_schema(subject, schema_request, normalize)
         return Response({"id": schema_id})
 
 
 class VersionView(RegistryView):
+    memory_methods = frozenset({"GET"})
+
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
@@ -119,6 +152,8 @@ class VersionView(RegistryView):
 
 
 class VersionSchemaView(RegistryView):
+    memory_methods = frozenset({"GET"})
+
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
@@ -154,11 +189,15 @@ class SchemaListView(RegistryView):
 
 
 class SchemaByIdView(RegistryView):
+    memory_methods = frozenset({"GET"})
+
     def get(self, request: Request, schema_id: int) -> Response:
         return Response(lookups.schema_body(schema_id))
 
 
 class SchemaTextByIdView(RegistryView):
+    memory_methods = frozenset({"GET"})
+
     def get(self, request: Request, schema_id: int) -> Response:
         return Response(_raw_schema(lookups.schema_body(schema_id)["schema"]))
 
@@ -187,6 +226,8 @@ class SchemaVersionsView(RegistryView):
 
 
 class SchemaTypesView(RegistryView):
+    memory_methods = frozenset({"GET"})
+
     def get(self, request: Request) -> Response:
         return Response(["AVRO"])
 
@@ -272,21 +313,92 @@ class ContextListView(RegistryView):
         return Response(params.page(request.query_params, sorted(contexts)))
 
 
+def served(view_class: type[RegistryView]) -> Callable[..., Any]:
+    """The view as an async Django view: from memory on the event loop when it can.
+
+    A method in `memory_methods` first runs on the event loop inside
+    `cache.memory_only()`: reads come from the reader caches, nothing waits on a thread.
+    If it needs the database (`NotInMemory`), and for every other method, the view runs on
+    Django's sync thread, as Django runs any sync view.
+    """
+    sync_view = view_class.as_view()
+    on_thread = sync_to_async(_closing(_rendered(sync_view)), thread_sensitive=True)
+
+    async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if request.method in view_class.memory_methods and _body_kept(request):
+            try:
+                with memory_only():
+                    return _rendered(sync_view)(request, *args, **kwargs)
+            except NotInMemory:
+                pass
+        # A thread of its own, as Django gives each request (the API handler does not:
+        # controlcenter/asgi.py), so that a slow write never holds up other requests.
+        async with ThreadSensitiveContext():
+            response: HttpResponseBase = await on_thread(request, *args, **kwargs)
+        return response
+
+    view.cls = view_class  # type: ignore[attr-defined]  # drf-spectacular finds the view
+    view.initkwargs = {}  # type: ignore[attr-defined]
+    return csrf_exempt(view)
+
+
+def _body_kept(request: HttpRequest) -> bool:
+    """Read the body into memory, so that a second attempt can parse it again, if Django
+    allows that (DATA_UPLOAD_MAX_MEMORY_SIZE); a larger one goes straight to the thread."""
+    declared = str(request.META.get("CONTENT_LENGTH") or "0")
+    if not declared.isdigit() or int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return False
+    request.body  # noqa: B018
+    return True
+
+
+def _closing(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """The view, then its thread's database connections closed, since the thread ends with
+    the request; unless it runs inside a transaction of its caller's (a test's)."""
+
+    def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        finally:
+            if not connection.in_atomic_block:
+                connections.close_all()
+
+    return run
+
+
+def _rendered(sync_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """The view, its response rendered into a plain HttpResponse: Django's async handler
+    hops to its sync thread to render anything with a `render` method, rendered or not."""
+
+    def render(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        response = sync_view(request, *args, **kwargs)
+        if not isinstance(response, SimpleTemplateResponse):
+            return response
+        response.render()
+        return HttpResponse(response.content, status=response.status_code,
+                            headers=dict(response.headers))
+
+    return render
+
+
 @csrf_exempt
-def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
+async def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
     """Route paths that hold a subject on the raw path (see `params.raw_tail`)."""
-    from .urls import subject_resolver
+    from .urls import not_found, subject_resolver
 
     try:
         match = subject_resolver.resolve(params.raw_tail(request, tail))
     except Resolver404:
-        return NotFoundView.as_view()(request)
-    return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
+        response: HttpResponseBase = await not_found(request)
+        return response
+    return await match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
 
 
 @extend_schema(exclude=True)
 class NotFoundView(RegistryView):
     """Any other path: Confluent's JSON 404, whatever the method."""
+
+    memory_methods = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         self.http_method_names = ["get", "post", "put", "delete", "patch", "head", "options"]

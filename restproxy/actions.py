@@ -6,6 +6,7 @@ the Kafka client wrapper, and return Confluent's response bodies.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError
@@ -36,17 +37,31 @@ def v2_offset(report: DeliveryReport) -> dict[str, Any]:
             "error": report.error.str()}
 
 
+PRODUCE_TIMEOUT = 60.0
+
+
+@dataclass
+class V2Produce:
+    """A v2 produce request handed to the producer; `answer` waits for its reports."""
+
+    batch: records.V2Batch
+    pending: PendingBatch
+
+    async def answer(self) -> dict[str, Any]:
+        reports = await self.pending.all_done_within(PRODUCE_TIMEOUT)
+        return {
+            "key_schema_id": self.batch.key_schema_id,
+            "value_schema_id": self.batch.value_schema_id,
+            "offsets": [v2_offset(r) for r in reports],
+        }
+
+
 def produce_v2(topic: str, partition: int | None, fmt: EmbeddedFormat,
-               body: dict[str, Any]) -> dict[str, Any]:
+               body: dict[str, Any]) -> V2Produce:
     client.topic(topic)
     batch = records.v2_batch(topic, partition, fmt, body)
     _check_partitions(topic, [r.partition for r in batch.records])
-    reports = gateway().produce_and_wait(topic, batch.records)
-    return {
-        "key_schema_id": batch.key_schema_id,
-        "value_schema_id": batch.value_schema_id,
-        "offsets": [v2_offset(r) for r in reports],
-    }
+    return V2Produce(batch, gateway().produce(topic, batch.records))
 
 
 def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
@@ -73,6 +88,7 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
     """Start producing v3 entries (ones that failed to parse are already final); the
     caller collects reports from the batch in order."""
     known = client.topic(topic)
+    kafka = gateway()
     batch = PendingBatch(len(entries))
     for index, entry in enumerate(entries):
         if isinstance(entry, errors.RestProxyError):
@@ -82,7 +98,7 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
         if partition is not None and known.partition(partition) is None:
             batch.fail(index, KafkaError(KafkaError._UNKNOWN_PARTITION))
             continue
-        gateway().produce_one(topic, entry.record, batch, index)
+        kafka.produce_one(topic, entry.record, batch, index)
     return batch
 
 

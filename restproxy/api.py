@@ -1,23 +1,32 @@
-"""What every proxy view shares: negotiation, bodies read with a size cap, error rendering.
+"""What every proxy view shares: negotiation, bodies read with a size cap, error rendering,
+and how views are served (`as_proxy_view`).
 
-Views are DRF APIViews served from a thread pool (`as_threaded_view`): confluent-kafka calls
-block, and Django would otherwise run every sync view of a process on one shared thread,
-so one long poll would stall every other request.
+Views are DRF APIViews. A method listed in a view's `loop_methods` first runs on the event
+loop: it must not block, and code that would (a metadata refresh, a registry call, a
+database query, forwarding) calls `need_thread()` first, which sends the request to a
+worker thread instead. Every other method runs on a worker thread of its own, not
+Django's single sync thread: confluent-kafka calls block, and one long poll would stall
+every other request. A view that must wait (for delivery reports, for a consumer
+instance's owner thread) returns `Later`: the wait happens on the event loop, holding no
+thread.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.template.response import SimpleTemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import content_types, errors
@@ -51,6 +60,7 @@ class ProxyView(APIView):
     renderer_classes: Sequence[type[BaseRenderer]] = (V2Renderer,)
     content_negotiation_class = ProxyNegotiation
     check_accept = True
+    loop_methods: frozenset[str] = frozenset()  # see the module docstring
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return errors.exception_handler
@@ -75,7 +85,8 @@ def read_body(request: Request | HttpRequest) -> bytes:
     declared = django_request.META.get("CONTENT_LENGTH") or "0"
     if declared.isdigit() and int(declared) > limit:
         raise errors.body_too_large(limit)
-    raw = django_request.read(limit + 1)
+    kept: bytes | None = getattr(django_request, "kept_body", None)
+    raw = kept if kept is not None else django_request.read(limit + 1)
     if len(raw) > limit:
         raise errors.body_too_large(limit)
     return raw
@@ -103,16 +114,69 @@ def json_object(value: Any, what: str = "Request body") -> dict[str, Any]:
     return value
 
 
-def as_threaded_view(view_class: type[APIView], **initkwargs: Any) -> Callable[..., Any]:
-    """An async Django view running the DRF view on a worker thread of its own."""
+_on_loop = contextvars.ContextVar("restproxy_on_loop", default=False)
+
+
+def need_thread() -> None:
+    if _on_loop.get():
+        raise errors.NeedsThread
+
+
+class Later(Response):
+    """A response that `finish` completes on the event loop (it may raise a proxy error)."""
+
+    def __init__(self, finish: Callable[[], Awaitable[HttpResponseBase]]) -> None:
+        super().__init__()
+        self.finish = finish
+
+
+async def _completed(response: HttpResponseBase, context: dict[str, Any]) -> HttpResponseBase:
+    if isinstance(response, Later):
+        try:
+            final = await response.finish()
+        except Exception as exc:  # rendered as every other error of the view
+            final = errors.exception_handler(exc, context) or Response(status=500)
+        if isinstance(final, Response):
+            final.accepted_renderer = response.accepted_renderer
+            final.accepted_media_type = response.accepted_media_type
+            final.renderer_context = response.renderer_context  # type: ignore[attr-defined]
+            if final.get("Content-Type") is None and response.get("Content-Type"):
+                final["Content-Type"] = response["Content-Type"]
+        response = final
+    if not isinstance(response, SimpleTemplateResponse):
+        return response
+    # Plain: Django's async handler hops to a thread to render anything with a `render`.
+    response.render()
+    return HttpResponse(response.content, status=response.status_code,
+                        headers=dict(response.headers))
+
+
+def body_kept(request: HttpRequest) -> bool:
+    """Read the body into memory, so that a second attempt can read it again, if Django
+    allows that (DATA_UPLOAD_MAX_MEMORY_SIZE); a larger one goes straight to a thread."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not declared.isdigit() or int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        return False
+    request.kept_body = request.body  # type: ignore[attr-defined]  # see read_body
+    return True
+
+
+def as_proxy_view(view_class: type[ProxyView], **initkwargs: Any) -> Callable[..., Any]:
+    """An async Django view serving the DRF view on the event loop or a worker thread."""
     sync_view = view_class.as_view(**initkwargs)
-    run = sync_to_async(sync_view, thread_sensitive=False)
+    on_thread = sync_to_async(sync_view, thread_sensitive=False)
 
     async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        response: HttpResponseBase = await run(request, *args, **kwargs)
-        if hasattr(response, "render") and not getattr(response, "is_rendered", True):
-            response = await sync_to_async(response.render, thread_sensitive=False)()
-        return response
+        context = {"view": view_class, "request": request}
+        if request.method in view_class.loop_methods and body_kept(request):
+            token = _on_loop.set(True)
+            try:
+                return await _completed(sync_view(request, *args, **kwargs), context)
+            except errors.NeedsThread:
+                pass
+            finally:
+                _on_loop.reset(token)
+        return await _completed(await on_thread(request, *args, **kwargs), context)
 
     view.cls = view_class  # type: ignore[attr-defined]  # drf-spectacular finds the view
     view.initkwargs = initkwargs  # type: ignore[attr-defined]

@@ -4,15 +4,17 @@ One process-wide confluent-kafka Producer (thread-safe; a background thread serv
 delivery callbacks) and one clusterclient.ClusterClient for every metadata and admin read,
 both configured from bootstrap servers only, so the proxy works unchanged against the
 built-in cluster or any Apache Kafka cluster. clusterclient caches metadata briefly:
-produce checks topic and partition on every request.
+produce checks topic and partition on every request, on the event loop while the
+cache is fresh (a refresh blocks, so it needs a thread: api.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -21,6 +23,7 @@ from django.conf import settings
 from clusterclient import ClusterClient, TopicMetadata
 
 from . import errors
+from .api import need_thread
 
 METADATA_TTL = 5.0
 ADMIN_TIMEOUT = 15.0
@@ -53,65 +56,103 @@ class DeliveryReport:
 
 
 class PendingBatch:
-    """Delivery reports of one request's records, filled in by the producer's callbacks."""
+    """Delivery reports of one request's records, filled in by the producer's callbacks.
+
+    Waited for on an event loop, holding no thread (`until_done`, `all_done`,
+    `ready_after`): the callback completing a report that a coroutine waits for wakes its
+    loop.
+    """
 
     def __init__(self, count: int) -> None:
         self.reports = [DeliveryReport() for _ in range(count)]
         self.done = [False] * count
         self.remaining = count
-        self.waiting_for = -1
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        self._loop_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def callback(self, index: int) -> Callable[[KafkaError | None, Message], None]:
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            report = self.reports[index]
-            report.error = err
-            if err is None:
-                report.partition, report.offset = msg.partition(), msg.offset()
-                report.timestamp = msg.timestamp()[1]
-            self.complete(index)
-        return delivered
+        return partial(self.delivered, index)
+
+    def delivered(self, index: int, err: KafkaError | None, msg: Message) -> None:
+        report = self.reports[index]
+        report.error = err
+        if err is None:
+            report.partition, report.offset = msg.partition(), msg.offset()
+            report.timestamp = msg.timestamp()[1]
+        self.complete(index)
 
     def fail(self, index: int, error: KafkaError) -> None:
         self.reports[index].error = error
         self.complete(index)
 
     def complete(self, index: int) -> None:
-        with self.cond:
+        with self.lock:
             self.done[index] = True
             self.remaining -= 1
-            if self.remaining == 0 or index >= self.waiting_for:
-                self.cond.notify_all()
+            if not self._loop_waiters:
+                return
+            woken = [w for w in self._loop_waiters if self.done[w[0]]]
+            if woken:
+                self._loop_waiters = [w for w in self._loop_waiters if not self.done[w[0]]]
+        for _, loop, future in woken:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
 
-    def wait(self, index: int, timeout: float) -> bool:
-        """Wait until the report at `index` is in; False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            self.waiting_for = index
-            while not self.done[index]:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(left)
-        return True
+    async def until_done(self, index: int) -> None:
+        """Wait on the running loop until the report at `index` is in."""
+        if self.done[index]:  # set once, never cleared: no lock needed to see it set
+            return
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        waiter = (index, loop, future)
+        with self.lock:
+            if self.done[index]:
+                return
+            self._loop_waiters.append(waiter)
+        try:
+            await future
+        finally:
+            with self.lock:
+                if waiter in self._loop_waiters:
+                    self._loop_waiters.remove(waiter)
 
-    def ready_from(self, start: int, timeout: float) -> int:
+    async def all_done(self) -> list[DeliveryReport]:
+        index = 0
+        while index < len(self.done):
+            if self.done[index]:
+                index += 1
+            else:
+                await self.until_done(index)
+        return self.reports
+
+    async def ready_after(self, start: int) -> int:
         """Wait for `start`, then return the end of the contiguous run of ready reports."""
-        if start >= len(self.reports):
-            return start
-        if not self.wait(start, timeout):
-            self.fail(start, KafkaError(KafkaError._MSG_TIMED_OUT))
+        if start < len(self.reports):
+            await self.until_done(start)
         end = start
-        with self.cond:
+        with self.lock:
             while end < len(self.done) and self.done[end]:
                 end += 1
         return end
 
-    def wait_all(self, timeout: float) -> list[DeliveryReport]:
-        for index in range(len(self.reports)):
-            if not self.wait(index, timeout):
+    def expire(self) -> None:
+        """Give up waiting: every report not in yet fails as timed out."""
+        for index, done in enumerate(list(self.done)):
+            if not done:
                 self.fail(index, KafkaError(KafkaError._MSG_TIMED_OUT))
-        return self.reports
+
+    async def all_done_within(self, seconds: float) -> list[DeliveryReport]:
+        try:
+            async with asyncio.timeout(seconds):
+                return await self.all_done()
+        except TimeoutError:
+            self.expire()
+            return self.reports
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class KafkaGateway:
@@ -138,23 +179,16 @@ class KafkaGateway:
             self.produce_one(topic, record, batch, index)
         return batch
 
-    def produce_and_wait(self, topic: str, records: list[OutgoingRecord],
-                         timeout: float = 60.0) -> list[DeliveryReport]:
-        return self.produce(topic, records).wait_all(timeout)
-
     def produce_one(self, topic: str, record: OutgoingRecord, batch: PendingBatch,
                      index: int) -> None:
-        kwargs: dict[str, Any] = {"value": record.value, "key": record.key,
-                                  "on_delivery": batch.callback(index)}
-        if record.partition is not None:
-            kwargs["partition"] = record.partition
-        if record.headers:
-            kwargs["headers"] = record.headers
-        if record.timestamp is not None:
-            kwargs["timestamp"] = record.timestamp
+        # librdkafka's defaults spelled out: -1 lets the partitioner choose, 0 is now
+        partition = -1 if record.partition is None else record.partition
+        callback, timestamp = batch.callback(index), record.timestamp or 0
         while True:
             try:
-                self.producer.produce(topic, **kwargs)
+                self.producer.produce(topic, value=record.value, key=record.key,
+                                      partition=partition, on_delivery=callback,
+                                      timestamp=timestamp, headers=record.headers)
                 return
             except BufferError:
                 self.producer.poll(0.01)
@@ -175,6 +209,9 @@ _gateway_lock = threading.Lock()
 def gateway() -> KafkaGateway:
     """The process's gateway, created on first use (settings are read then, not at import)."""
     global _gateway
+    found = _gateway
+    if found is not None:  # the hot path: no lock once it exists
+        return found
     with _gateway_lock:
         if _gateway is None:
             _gateway = KafkaGateway()
@@ -201,8 +238,17 @@ def reset_gateway() -> None:
 
 
 def topic(name: str) -> TopicMetadata:
-    """A topic's metadata; 40401 when it does not exist (refreshed once on a miss)."""
-    return cluster().topic(name)
+    """A topic's metadata; 40401 when it does not exist (refreshed once on a miss).
+
+    Answered on the event loop from clusterclient's cache while it is fresh; a refresh
+    blocks, so it asks for a thread first (api.need_thread)."""
+    client = cluster()
+    cached = client.cached_metadata()
+    found = cached.topics.get(name) if cached is not None else None
+    if found is None or found.error is not None:
+        need_thread()
+        return client.topic(name)
+    return found
 
 
 def check_partition(topic_name: str, partition: int) -> None:

@@ -10,6 +10,7 @@ idle longer than `consumer.instance.timeout.ms`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import threading
@@ -142,6 +143,11 @@ class ConsumerInstance:
         """Run `function` on the owner thread and return its result."""
         with self.in_use():
             return self.submit(function).result(timeout)
+
+    async def acall(self, function: Callable[[ConsumerInstance], T]) -> T:
+        """`call` on the running event loop, holding no thread while the owner works."""
+        with self.in_use():
+            return await asyncio.wrap_future(self.submit(function))
 
     def submit(self, function: Callable[[ConsumerInstance], T]) -> Future[T]:
         """Queue `function` for the owner thread; the future settles once it has run."""

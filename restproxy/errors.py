@@ -22,6 +22,10 @@ from clusterclient import ClusterRequestError, ClusterUnavailable
 logger = logging.getLogger(__name__)
 
 
+class NeedsThread(Exception):
+    """Raised on the event loop by code about to block: run the view on a thread."""
+
+
 class RestProxyError(Exception):
     def __init__(self, status: int, error_code: int, message: str) -> None:
         super().__init__(message)
@@ -228,8 +232,10 @@ def _translate_drf(exc: exceptions.APIException) -> RestProxyError:
     return RestProxyError(status, status, detail)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's EXCEPTION_HANDLER for every restproxy view (set per view class)."""
+    if isinstance(exc, NeedsThread):
+        return None  # not an error: api.as_proxy_view runs the view again on a thread
     if isinstance(exc, KafkaException):
         exc = from_kafka(exc)
     elif isinstance(exc, ClusterRequestError | ClusterUnavailable):

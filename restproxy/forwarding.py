@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import AsyncIterator
 
 import httpx
@@ -11,12 +13,10 @@ from django.urls import reverse
 from rest_framework.request import Request
 
 from . import errors
-from .api import read_body
+from .api import Later, read_body
 
 FORWARDED_HEADER = "X-Millrace-Forwarded"
 FORWARD_TIMEOUT = 120.0
-
-_client: httpx.Client | None = None
 
 
 def is_forwarded(request: Request) -> bool:
@@ -41,18 +41,33 @@ def _target(request: Request, owner_url: str) -> tuple[str, dict[str, str]]:
     return url, headers
 
 
-def forward(request: Request, owner_url: str) -> HttpResponse:
-    global _client
-    if _client is None:
-        _client = httpx.Client(timeout=FORWARD_TIMEOUT)
+def forward(request: Request, owner_url: str) -> Later:
+    """The owner's answer, relayed; the call is made on the event loop (api.Later)."""
     url, headers = _target(request, owner_url)
-    try:
-        answer = _client.request(request.method or "GET", url, content=read_body(request),
-                                 headers=headers)
-    except httpx.HTTPError as exc:
-        raise errors.forward_failed(str(exc)) from exc
-    return HttpResponse(answer.content, status=answer.status_code,
-                        content_type=answer.headers.get("content-type"))
+    method, body = request.method or "GET", read_body(request)
+
+    async def answer() -> HttpResponse:
+        try:
+            reply = await _client().request(method, url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise errors.forward_failed(str(exc)) from exc
+        return HttpResponse(reply.content, status=reply.status_code,
+                            content_type=reply.headers.get("content-type"))
+
+    return Later(answer)
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary())
+
+
+def _client() -> httpx.AsyncClient:
+    """One pooled client per event loop (a server worker has one; tests make several)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = _clients[loop] = httpx.AsyncClient(timeout=FORWARD_TIMEOUT)
+    return client
 
 
 def forward_stream(request: Request, owner_url: str) -> HttpResponseBase:

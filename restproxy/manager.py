@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, close_old_connections
 
 from . import errors
+from .api import need_thread
 from .consumers import ConsumerInstance, InstanceConfig
 from .models import ConsumerInstanceOwner
 
@@ -80,6 +81,7 @@ class ConsumerManager:
             return Location(instance=instance)
         if not internal_url() or forwarded:
             raise errors.consumer_instance_not_found(group, name)
+        need_thread()
         try:
             row = ConsumerInstanceOwner.objects.filter(group=group, name=name).first()
         finally:

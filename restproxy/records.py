@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import errors, formats, schemas
@@ -173,6 +174,7 @@ def v3_entry(topic: str, body: Any) -> V3Entry:
     return V3Entry(record, key_type, value_type)
 
 
+@lru_cache(maxsize=4096)  # the records of one request mostly share their millisecond
 def iso_timestamp(ms: int | None) -> str | None:
     if ms is None or ms < 0:
         return None

@@ -18,6 +18,7 @@ import httpx
 from django.conf import settings
 
 from . import errors
+from .api import need_thread
 
 MAGIC = 0
 REGISTRY_CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -33,6 +34,7 @@ class SchemaRegistry:
         self._lock = threading.Lock()
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
+        need_thread()
         try:
             response = self.http.request(
                 method, path, json=body, headers={"Content-Type": REGISTRY_CONTENT_TYPE}

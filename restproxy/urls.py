@@ -1,6 +1,6 @@
 """Routes of the Confluent REST Proxy API: v2 at the root, v3 under v3/clusters/{id}.
 
-Every pattern tolerates a trailing slash. Views run on worker threads (see api.py).
+Every pattern tolerates a trailing slash. How views are served: api.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import views_consumers as c
 from . import views_stream as stream
 from . import views_v2 as v2
-from .api import as_threaded_view
+from .api import as_proxy_view
 from .v3_urls import v3_patterns
 
 app_name = "restproxy"
@@ -24,11 +24,11 @@ INSTANCE = r"consumers/(?P<group>[^/]+)/instances/(?P<instance>[^/]+)"
 
 
 def route(pattern: str, view: Any, name: str | None = None, **initkwargs: Any) -> URLPattern:
-    return re_path(rf"^{pattern}/?$", as_threaded_view(view, **initkwargs), name=name)
+    return re_path(rf"^{pattern}/?$", as_proxy_view(view, **initkwargs), name=name)
 
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    re_path(r"^$", as_threaded_view(v2.RootView), name="root"),
+    re_path(r"^$", as_proxy_view(v2.RootView), name="root"),
     route("topics", v2.TopicListView),
     route(f"topics/{T}", v2.TopicView),
     route(f"topics/{T}/partitions", v2.PartitionListView),

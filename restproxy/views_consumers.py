@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from . import actions, consumer_ops, content_types, errors, formats
-from .api import ProxyView, json_object, read_json
+from .api import Later, ProxyView, json_object, read_json
 from .consumers import ConsumerInstance
 from .forwarding import forward, is_forwarded
 from .manager import manager
@@ -195,12 +196,19 @@ def fetch_args(request: Request, instance: ConsumerInstance) -> tuple[float, int
 
 class RecordsView(InstanceView):
     check_accept = False
+    loop_methods = frozenset({"GET"})
 
     def get(self, request: Request, group: str, instance: str) -> Response:
         fmt = content_types.fetch_format(request.META.get("HTTP_ACCEPT"),
                                          self.instance.config.format)
         timeout, max_bytes = fetch_args(request, self.instance)
-        messages = self.instance.call(lambda i: i.fetch(timeout, max_bytes), timeout + 60)
-        response = Response([record_json(m, fmt) for m in messages])
-        response.content_type = fmt.v2_media_type
-        return response
+        owner = self.instance
+
+        async def answer() -> Response:
+            async with asyncio.timeout(timeout + 60):
+                messages = await owner.acall(lambda i: i.fetch(timeout, max_bytes))
+            response = Response([record_json(m, fmt) for m in messages])
+            response.content_type = fmt.v2_media_type
+            return response
+
+        return Later(answer)

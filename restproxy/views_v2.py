@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
 
 from . import actions, client, content_types, errors
-from .api import ProxyView, json_object, parse_json, read_body
+from .api import Later, ProxyView, json_object, parse_json, read_body
 from .client import cluster
 
 
@@ -40,6 +40,7 @@ class TopicListView(ProxyView):
 
 class TopicView(ProxyView):
     check_accept = False  # POST negotiates on Content-Type; GET checks below
+    loop_methods = frozenset({"POST"})
 
     def get(self, request: Request, topic: str) -> Response:
         if not content_types.accepts_metadata(request.META.get("HTTP_ACCEPT")):
@@ -60,6 +61,7 @@ class PartitionListView(ProxyView):
 
 class PartitionView(ProxyView):
     check_accept = False
+    loop_methods = frozenset({"POST"})
 
     def get(self, request: Request, topic: str, partition: str) -> Response:
         number = parse_partition(partition)
@@ -92,11 +94,17 @@ class BrokerListView(ProxyView):
 def produce(request: Request, topic: str, partition: int | None) -> Response:
     fmt = content_types.produce_format(request.META.get("CONTENT_TYPE"))
     body = json_object(parse_json(read_body(request)))
-    return Response(actions.produce_v2(topic, partition, fmt, body))
+    produced = actions.produce_v2(topic, partition, fmt, body)
+
+    async def answer() -> Response:
+        return Response(await produced.answer())
+
+    return Later(answer)
 
 
 class RootView(ProxyView):
     check_accept = False
+    loop_methods = frozenset({"GET"})
 
     def get(self, request: Request) -> Response:
         return Response({})

@@ -7,18 +7,18 @@ newline-delimited JSON under one HTTP 200, and failures live in each report's er
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from . import actions, errors, records
-from .api import read_body
+from .api import Later, read_body
 from .client import PendingBatch
 from .views_v3 import ClusterView
 
@@ -63,10 +63,14 @@ def report(cluster_id: str, topic: str, entry: records.V3Entry | errors.RestProx
 async def stream_reports(cluster_id: str, topic: str,
                          entries: list[records.V3Entry | errors.RestProxyError],
                          batch: PendingBatch) -> AsyncIterator[bytes]:
-    ready_from = sync_to_async(batch.ready_from, thread_sensitive=False)
     start = 0
     while start < len(entries):
-        end = await ready_from(start, REPORT_TIMEOUT)
+        try:
+            async with asyncio.timeout(REPORT_TIMEOUT):
+                end = await batch.ready_after(start)
+        except TimeoutError:
+            batch.expire()
+            end = len(entries)
         lines = [json.dumps(report(cluster_id, topic, entries[i], batch, i)) + "\n"
                  for i in range(start, end)]
         yield "".join(lines).encode()
@@ -74,6 +78,8 @@ async def stream_reports(cluster_id: str, topic: str,
 
 
 class RecordsView(ClusterView):
+    loop_methods = frozenset({"POST"})
+
     def post(self, request: Request, cluster_id: str, topic: str) -> Any:
         self.links  # noqa: B018  (the cluster was checked in initial)
         values = split_json_values(read_body(request))
@@ -93,13 +99,19 @@ class RecordsView(ClusterView):
             raise value
         entry = records.v3_entry(topic, value)
         batch = actions.produce_v3(topic, [entry])
-        batch.wait_all(REPORT_TIMEOUT)
-        body = actions.v3_report(cluster_id, topic, entry, batch.reports[0])
-        status = 200 if body["error_code"] == 200 else int(body["error_code"])
-        return Response(body, status=status)
+
+        async def answer() -> Response:
+            await batch.all_done_within(REPORT_TIMEOUT)
+            body = actions.v3_report(cluster_id, topic, entry, batch.reports[0])
+            status = 200 if body["error_code"] == 200 else int(body["error_code"])
+            return Response(body, status=status)
+
+        return Later(answer)
 
 
 class RecordsBatchView(ClusterView):
+    loop_methods = frozenset({"POST"})
+
     def post(self, request: Request, cluster_id: str, topic: str) -> Response:
         values = split_json_values(read_body(request))
         body = values[0] if len(values) == 1 else None
@@ -114,11 +126,16 @@ class RecordsBatchView(ClusterView):
             raise errors.batch_invalid("Every entry needs a unique string id")
         entries = [parse_entry(topic, e) for e in entries_in]
         batch = actions.produce_v3(topic, entries)
-        batch.wait_all(REPORT_TIMEOUT)
-        successes: list[dict[str, Any]] = []
-        failures: list[dict[str, Any]] = []
-        for index, (entry_id, entry) in enumerate(zip(ids, entries, strict=True)):
-            result = report(self.links.cluster_id, topic, entry, batch, index)
-            (successes if result["error_code"] == 200 else failures).append(
-                {"id": entry_id, **result})
-        return Response({"successes": successes, "failures": failures}, status=207)
+        cluster_id = self.links.cluster_id
+
+        async def answer() -> Response:
+            await batch.all_done_within(REPORT_TIMEOUT)
+            successes: list[dict[str, Any]] = []
+            failures: list[dict[str, Any]] = []
+            for index, (entry_id, entry) in enumerate(zip(ids, entries, strict=True)):
+                result = report(cluster_id, topic, entry, batch, index)
+                (successes if result["error_code"] == 200 else failures).append(
+                    {"id": entry_id, **result})
+            return Response({"successes": successes, "failures": failures}, status=207)
+
+        return Later(answer)

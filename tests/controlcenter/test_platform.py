@@ -96,7 +96,7 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
 
 
-@pytest.mark.slow  # three brokers, migrate, Daphne, and a broker restart: ~20-30 s here
+@pytest.mark.slow  # three brokers, migrate, the web server, and a broker restart: ~20-30 s here
 def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Path) -> None:
     proc = platform(tmp_path)
     try:

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from registry.cache import schemas_by_id
+from registry.cache import reader_cache
 
 V1 = "application/vnd.schemaregistry.v1+json"
 PREFIX = "/schema-registry"
@@ -52,9 +52,9 @@ class Api:
 @pytest.fixture(autouse=True)
 def fresh_reader_cache() -> Iterator[None]:
     # Each test's database is rolled back, so ids are reused between tests.
-    schemas_by_id.invalidate()
+    reader_cache.invalidate()
     yield
-    schemas_by_id.invalidate()
+    reader_cache.invalidate()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Real registry servers for tests: Daphne subprocesses over a database of their own.
+"""Real registry servers for tests: the platform's web server (one worker each) as
+subprocesses over a database of their own.
 
 Each process listens on its own port and is told that port is the registry's, so the API
 is at the root as Confluent clients expect; all share one data directory (database file
@@ -37,16 +38,8 @@ def registry_servers(
     ports = [free_port() for _ in range(processes)]
     servers = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "controlcenter.asgi:application",
-            ],
+            [sys.executable, "-m", "controlcenter.webserver", "--bind", f"127.0.0.1:{port}",
+             "--workers", "1"],
             cwd=ROOT,
             env={**env, "MILLRACE_REGISTRY_PORT": str(port if at_root else 0)},
             stdout=subprocess.DEVNULL,

@@ -1,4 +1,5 @@
-"""Real proxy servers for tests: Daphne subprocesses sharing one database.
+"""Real proxy servers for tests: the platform's web server (one worker each) as
+subprocesses sharing one database.
 
 Each process is told its port is the proxy's, so the v2/v3 API is at the root as Confluent
 clients expect, and knows its own internal URL so consumer instances can be forwarded.
@@ -37,10 +38,10 @@ def proxy_servers(bootstrap: str, data_dir: Path, processes: int = 2) -> Iterato
     registry_url = f"http://127.0.0.1:{registry_port}"
     ports = [free_port() for _ in range(processes)]
     urls = [f"http://127.0.0.1:{port}" for port in ports]
-    registry = _daphne(registry_port, {**env, "MILLRACE_REGISTRY_PORT": str(registry_port)},
+    registry = _server(registry_port, {**env, "MILLRACE_REGISTRY_PORT": str(registry_port)},
                        data_dir / "registry.log")
     servers = [
-        _daphne(port, {**env, "MILLRACE_RESTPROXY_PORT": str(port),
+        _server(port, {**env, "MILLRACE_RESTPROXY_PORT": str(port),
                        "RESTPROXY_INTERNAL_URL": url, "SCHEMA_REGISTRY_URL": registry_url},
                 data_dir / f"proxy-{port}.log")
         for port, url in zip(ports, urls, strict=True)
@@ -57,11 +58,11 @@ def proxy_servers(bootstrap: str, data_dir: Path, processes: int = 2) -> Iterato
                 server.wait(timeout=10)
 
 
-def _daphne(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as output:
         return subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "controlcenter.asgi:application"],
+            [sys.executable, "-m", "controlcenter.webserver", "--bind", f"127.0.0.1:{port}",
+             "--workers", "1"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=output,
         )
 

@@ -1,4 +1,4 @@
-"""The proxy behind real Daphne processes: Avro through the registry, forwarding between
+"""The proxy behind real server processes: Avro through the registry, forwarding between
 processes, chunked streaming produce, long polls that do not block other requests."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """`python manage.py platform`: the built-in cluster and the web server, as one command.
 
 Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
-KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then Daphne serving
-the control center, the schema registry and the REST proxy, waits for each to be ready,
+KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then the web server
+(`controlcenter.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
+center, the schema registry and the REST proxy, waits for each to be ready,
 prints the endpoints and the commands to try a failover, and on Ctrl-C stops everything in
 reverse order.
 """
@@ -39,6 +40,8 @@ class Command(BaseCommand):
         parser.add_argument("--web-port", type=int, default=settings.WEB_PORT)
         parser.add_argument("--registry-port", type=int, default=settings.REGISTRY_PORT)
         parser.add_argument("--restproxy-port", type=int, default=settings.RESTPROXY_PORT)
+        parser.add_argument("--workers", type=int, default=settings.WEB_WORKERS,
+                            help="web server processes (MILLRACE_WEB_WORKERS)")
         parser.add_argument("--any-port", action="store_true",
                             help="pick free ports instead of the conventional ones")
         parser.add_argument("--data-dir", type=Path, default=settings.DATA_DIR)
@@ -58,7 +61,7 @@ class Command(BaseCommand):
         bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external else ",".join(
             f"{CLUSTER_HOST}:{ports['kafka_port'] + i}" for i in range(brokers)))
         children = [] if external else [self._cluster(brokers, ports["kafka_port"], data_dir)]
-        web = self._web(host, ports, bootstrap, data_dir)
+        web = self._web(host, ports, bootstrap, data_dir, opts["workers"])
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir)]
@@ -95,10 +98,11 @@ class Command(BaseCommand):
                       stop_timeout=40.0)
         return child
 
-    def _web(self, host: str, ports: dict[str, int], bootstrap: str, data_dir: Path) -> Child:
-        endpoints = []
+    def _web(self, host: str, ports: dict[str, int], bootstrap: str, data_dir: Path,
+             workers: int) -> Child:
+        binds = []
         for key in ("web_port", "registry_port", "restproxy_port"):
-            endpoints += ["-e", f"tcp:port={ports[key]}:interface={host}"]
+            binds += ["--bind", f"{host}:{ports[key]}"]
         env = {
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
             "MILLRACE_DATA_DIR": str(data_dir),
@@ -108,7 +112,9 @@ class Command(BaseCommand):
             "SCHEMA_REGISTRY_URL": f"http://{host}:{ports['registry_port']}",
             "RESTPROXY_ADVERTISED_URL": f"http://{host}:{ports['restproxy_port']}",
         }
-        args = [sys.executable, "-m", "daphne", *endpoints, "controlcenter.asgi:application"]
+        args = [sys.executable, "-m", "controlcenter.webserver", *binds,
+                "--workers", str(workers), "--internal-path", f"/{settings.RESTPROXY_PREFIX}",
+                "--log-level", settings.LOG_LEVEL.lower()]
         url = f"http://{host}:{ports['web_port']}/healthz"
         return Child("web", args, data_dir / "logs" / "web.log", lambda: http_ok(url), env)
 
