@@ -43,7 +43,7 @@ def operator(django_user_model: Any) -> User:
 @pytest.fixture(scope="session")
 def probe_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveServer]:
     """The project plus tests/controlcenter/probe.py, served by Daphne over the test
-    database (forked while database access is allowed, so the server may use it)."""
+    database, in a process of its own."""
     with django_db_blocker.unblock(), serve(
         probe.application, ROOT_URLCONF="tests.controlcenter.probe"
     ) as s:
