@@ -15,6 +15,11 @@ from pathlib import Path
 
 LONG_MAX = 9223372036854775807
 
+# Kafka's `compression.type` values and the RecordBatch codec each stands for; `producer`
+# keeps whatever codec the producer chose.
+COMPRESSION_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+COMPRESSION_TYPES = ("producer", *COMPRESSION_CODECS)
+
 
 class ConfigType(enum.IntEnum):
     """DescribeConfigs v3+ config types."""
@@ -108,8 +113,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flusher period."),
         _k("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
            choices=("CreateTime", "LogAppendTime")),
-        _k("compression.type", T.STRING, "producer", "Final compression; producer keeps it.",
-           choices=("producer",)),
+        _k("compression.type", T.STRING, "producer",
+           "Codec of stored batches; producer keeps the producer's.",
+           choices=COMPRESSION_TYPES),
         _k("min.insync.replicas", T.INT, "1", "Minimum ISR size for acks=all."),
         _k("unclean.leader.election.enable", T.BOOLEAN, "false", "Elect out-of-sync leaders."),
         _k("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leaders back to preferred."),
@@ -160,8 +166,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
     for c in [
         _k("cleanup.policy", T.LIST, "delete", "delete and/or compact.",
            synonyms=(("log.cleanup.policy", 1),), choices=("delete", "compact")),
-        _k("compression.type", T.STRING, "producer", "Final compression of the topic.",
-           synonyms=(("compression.type", 1),), choices=("producer",)),
+        _k("compression.type", T.STRING, "producer",
+           "Codec of the topic's stored batches; producer keeps the producer's.",
+           synonyms=(("compression.type", 1),), choices=COMPRESSION_TYPES),
         _k("delete.retention.ms", T.LONG, "86400000", "Tombstone retention.",
            synonyms=(("log.cleaner.delete.retention.ms", 1),)),
         _k("file.delete.delay.ms", T.LONG, "60000", "Delay before deleting a file.",

@@ -181,6 +181,7 @@ class ReplicaManager:
             delete_retention_ms=num("delete.retention.ms"),
             min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"] or 0.5),
             file_delete_delay_ms=num("file.delete.delay.ms"),
+            compression_type=values["compression.type"] or "producer",
         )
 
     # -- lookups --------------------------------------------------------------------------
