@@ -79,13 +79,21 @@ class ReplicaManager:
                 for tp in [tp for tp in self.partitions if tp.topic == name]:
                     self._remove(tp)
             case ConfigRecord(resource="topic", name=name):
-                config = self.log_config(name)
-                for tp, partition in self.partitions.items():
-                    if tp.topic == name:
-                        partition.update_config(config)
-                        partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
+                self._reconfigure(name)
+            case ConfigRecord(resource="broker", name=name) if name in ("", str(self.node_id)):
+                for topic in {tp.topic for tp in self.partitions}:
+                    self._reconfigure(topic)
             case BrokerRecord(node_id=node_id) if node_id in self.fetchers:
                 self.fetchers[node_id].reconnect()
+
+    def _reconfigure(self, topic_name: str) -> None:
+        """Apply the topic's current configs (its overrides over the broker's) to its logs."""
+        config = self.log_config(topic_name)
+        min_isr = self.min_insync_replicas(topic_name)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic_name:
+                partition.update_config(config)
+                partition.min_insync_replicas = min_isr
 
     def _sync_partition(self, topic_name: str, index: int) -> None:
         topic = self.image.topics[topic_name]
