@@ -235,10 +235,11 @@ class ReplicaManager:
         lag_max_ms = self.config.get_int("replica.lag.time.max.ms")
         now = self.clock.time_ms()
         for partition in list(self.partitions.values()):
-            if not partition.is_leader or partition.pending_isr is not None:
+            if not partition.is_leader:
                 continue
             lagging = partition.out_of_sync_replicas(now, lag_max_ms)
-            if lagging:
+            partition.mark_out_of_sync(lagging)
+            if lagging and partition.pending_isr is None:
                 log.info("node %d: %s followers %s are out of sync; shrinking ISR %s",
                          self.node_id, partition.tp, lagging, partition.isr)
                 self._propose_isr(partition, [r for r in partition.isr if r not in lagging])
