@@ -15,6 +15,11 @@ from pathlib import Path
 
 LONG_MAX = 9223372036854775807
 
+# Kafka's `compression.type` values and the RecordBatch codec each stands for; `producer`
+# keeps whatever codec the producer chose.
+COMPRESSION_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+COMPRESSION_TYPES = ("producer", *COMPRESSION_CODECS)
+
 
 class ConfigType(enum.IntEnum):
     """DescribeConfigs v3+ config types."""
@@ -108,8 +113,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flusher period."),
         _k("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
            choices=("CreateTime", "LogAppendTime")),
-        _k("compression.type", T.STRING, "producer", "Final compression; producer keeps it.",
-           choices=("producer",)),
+        _k("compression.type", T.STRING, "producer",
+           "Codec of stored batches; producer keeps the producer's.",
+           choices=COMPRESSION_TYPES),
         _k("min.insync.replicas", T.INT, "1", "Minimum ISR size for acks=all."),
         _k("unclean.leader.election.enable", T.BOOLEAN, "false", "Elect out-of-sync leaders."),
         _k("auto.leader.rebalance.enable", T.BOOLEAN, "true", "Move leaders back to preferred."),
@@ -160,8 +166,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {
     for c in [
         _k("cleanup.policy", T.LIST, "delete", "delete and/or compact.",
            synonyms=(("log.cleanup.policy", 1),), choices=("delete", "compact")),
-        _k("compression.type", T.STRING, "producer", "Final compression of the topic.",
-           synonyms=(("compression.type", 1),), choices=("producer",)),
+        _k("compression.type", T.STRING, "producer",
+           "Codec of the topic's stored batches; producer keeps the producer's.",
+           synonyms=(("compression.type", 1),), choices=COMPRESSION_TYPES),
         _k("delete.retention.ms", T.LONG, "86400000", "Tombstone retention.",
            synonyms=(("log.cleaner.delete.retention.ms", 1),)),
         _k("file.delete.delay.ms", T.LONG, "60000", "Delay before deleting a file.",
@@ -268,14 +275,28 @@ def parse_listeners(value: str) -> list[Listener]:
     return listeners
 
 
+# Dynamic broker configs by resource name: "" is the cluster-wide default, "<node id>" one
+# broker's own. The metadata image owns this mapping (ConfigRecords replayed); a broker's
+# `BrokerConfig.dynamic` is a live view of it.
+DynamicConfigs = Mapping[str, Mapping[str, str]]
+
+# Broker keys that change without a restart: Kafka's DynamicLogConfig, the broker defaults
+# of topic configs. Every other broker config is read-only.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    synonym for key in TOPIC_CONFIGS.values() for synonym, _ in key.synonyms
+)
+
+
 class BrokerConfig:
-    """The static configuration of one broker: explicit keys over Kafka's defaults."""
+    """One broker's configuration: dynamic keys (this broker's, then the cluster-wide
+    default) over static keys (server.properties, --override) over Kafka's defaults."""
 
     def __init__(self, props: Mapping[str, str]) -> None:
         self.explicit: dict[str, str] = {}
         for name, value in props.items():
             key = BROKER_CONFIGS.get(name)
             self.explicit[name] = validate_value(key, value) if key else value
+        self.dynamic: DynamicConfigs = {}
 
     @classmethod
     def load(cls, path: Path | None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -287,9 +308,23 @@ class BrokerConfig:
             props[name.strip()] = value.strip()
         return cls(props)
 
-    def get(self, name: str) -> str | None:
+    def layers(self, name: str) -> list[tuple[str, ConfigSource]]:
+        """Every value set for `name`, most specific first (the winner first)."""
+        found = []
+        if name in DYNAMIC_BROKER_CONFIGS:
+            for resource, source in ((str(self.node_id), ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                     ("", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+                value = self.dynamic.get(resource, {}).get(name)
+                if value is not None:
+                    found.append((value, source))
         if name in self.explicit:
-            return self.explicit[name]
+            found.append((self.explicit[name], ConfigSource.STATIC_BROKER_CONFIG))
+        return found
+
+    def get(self, name: str) -> str | None:
+        layers = self.layers(name)
+        if layers:
+            return layers[0][0]
         key = BROKER_CONFIGS.get(name)
         return key.default if key else None
 
@@ -305,9 +340,9 @@ class BrokerConfig:
     @property
     def node_id(self) -> int:
         if "node.id" in self.explicit:
-            return self.get_int("node.id")
-        broker_id = self.get_int("broker.id")
-        return broker_id if broker_id >= 0 else self.get_int("node.id")
+            return int(self.explicit["node.id"])
+        broker_id = int(self.explicit.get("broker.id", "-1"))
+        return broker_id if broker_id >= 0 else int(BROKER_CONFIGS["node.id"].default or 1)
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -319,18 +354,20 @@ class BrokerConfig:
         return parse_listeners(self.get("listeners") or "")
 
     def topic_default(self, name: str) -> tuple[str | None, ConfigSource]:
-        """A topic config's value when the topic does not override it, and where it came from."""
+        """A topic config's value when the topic does not override it, and where it came from:
+        the first of its broker synonyms set anywhere, else Kafka's default."""
         key = TOPIC_CONFIGS[name]
         for synonym, scale in key.synonyms:
-            if synonym in self.explicit:
-                value = self.explicit[synonym]
-                return (str(int(value) * scale) if scale != 1 else value,
-                        ConfigSource.STATIC_BROKER_CONFIG)
+            layers = self.layers(synonym)
+            if layers:
+                value, source = layers[0]
+                return (str(int(value) * scale) if scale != 1 else value), source
         return key.default, ConfigSource.DEFAULT_CONFIG
 
     def broker_value(self, name: str) -> tuple[str | None, ConfigSource]:
-        if name in self.explicit:
-            return self.explicit[name], ConfigSource.STATIC_BROKER_CONFIG
+        layers = self.layers(name)
+        if layers:
+            return layers[0]
         key = BROKER_CONFIGS[name]
         if name == "log.retention.ms":
             return self.topic_default("retention.ms")[0], ConfigSource.DEFAULT_CONFIG

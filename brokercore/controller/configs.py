@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from brokercore.config import TOPIC_CONFIGS, ConfigError, validate_value
+from brokercore.config import (
+    BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigError,
+    validate_value,
+)
 from brokercore.protocol.errors import ErrorCode
 
 from .errors import ControllerError
@@ -36,3 +42,21 @@ def topic_config_records(
         if key not in TOPIC_CONFIGS:
             raise ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
     return [ConfigRecord("topic", name, k, to_set.get(k)) for k in changes]
+
+
+def broker_config_records(name: str, changes: dict[str, str | None]) -> list[ConfigRecord]:
+    """The records setting (or, for None, deleting) dynamic broker configs of `name` ("" the
+    cluster-wide default, else a node id); only Kafka's dynamic keys may change."""
+    static = sorted(key for key in changes if key not in DYNAMIC_BROKER_CONFIGS)
+    if static:
+        raise ControllerError(ErrorCode.INVALID_CONFIG,
+                              f"Cannot update these configs dynamically: {', '.join(static)}")
+    records = []
+    for key, value in changes.items():
+        if value is not None:
+            try:
+                value = validate_value(BROKER_CONFIGS[key], value)
+            except ConfigError as exc:
+                raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        records.append(ConfigRecord("broker", name, key, value))
+    return records

@@ -24,7 +24,7 @@ from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
-from .configs import topic_config_records
+from .configs import broker_config_records, topic_config_records
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
 from .image import MetadataImage, PartitionRegistration, Record
@@ -58,6 +58,8 @@ class Controller:
     def __init__(self, config: BrokerConfig, metadata_dir: Path) -> None:
         self.config = config
         self.image = MetadataImage()
+        # The broker's dynamic configs are the image's: replayed records change them.
+        config.dynamic = self.image.broker_configs
         self.listeners: list[Listener] = []
         self.quorum = MetadataQuorum(config, metadata_dir, self._apply, self._serve)
         self.quorum.on_role_change = self._on_role_change
@@ -70,6 +72,7 @@ class Controller:
             "delete_topic": self._do_delete_topic,
             "create_partitions": self._do_create_partitions,
             "alter_topic_configs": self._do_alter_topic_configs,
+            "alter_broker_configs": self._do_alter_broker_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
             "describe_quorum": self._do_describe_quorum,
@@ -338,6 +341,19 @@ class Controller:
     async def _do_alter_topic_configs(self, args: dict[str, Any]) -> None:
         records = topic_config_records(self.image, args["name"], args["changes"])
         if not args["validate_only"]:
+            await self.quorum.propose(list(records))
+
+    async def alter_broker_configs(
+        self, name: str, changes: dict[str, str | None], *, validate_only: bool
+    ) -> None:
+        """Set (or with None, delete) dynamic broker configs: "" for the cluster-wide
+        default, a node id for one broker."""
+        await self.quorum.call("alter_broker_configs", {
+            "name": name, "changes": changes, "validate_only": validate_only})
+
+    async def _do_alter_broker_configs(self, args: dict[str, Any]) -> None:
+        records = broker_config_records(args["name"], args["changes"])
+        if records and not args["validate_only"]:
             await self.quorum.propose(list(records))
 
 

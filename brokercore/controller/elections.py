@@ -59,7 +59,7 @@ def live_brokers(image: MetadataImage) -> set[int]:
 def unclean_enabled(image: MetadataImage, topic: TopicImage, default: bool) -> bool:
     """The topic's `unclean.leader.election.enable`, else the cluster's dynamic value, else
     `default` (the broker's static config)."""
-    value = topic.configs.get(UNCLEAN_KEY, image.broker_configs.get(UNCLEAN_KEY))
+    value = topic.configs.get(UNCLEAN_KEY, image.broker_configs.get("", {}).get(UNCLEAN_KEY))
     if value is None:
         return default
     return str(value).strip().lower() == "true"

@@ -66,7 +66,8 @@ class MetadataImage:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, TopicImage] = {}
         self.topics_by_id: dict[str, TopicImage] = {}
-        self.broker_configs: dict[str, str] = {}
+        # Dynamic broker configs by resource name: "" the cluster default, "<id>" one broker.
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self.producer_id_block_end = 0  # producer ids below this have been handed out
         self.offset = -1  # the offset of the last applied record
 
@@ -122,7 +123,10 @@ class MetadataImage:
         part.partition_epoch += 1
 
     def _set_config(self, r: ConfigRecord) -> None:
-        configs = self.topics[r.name].configs if r.resource == "topic" else self.broker_configs
+        if r.resource == "topic":
+            configs = self.topics[r.name].configs
+        else:
+            configs = self.broker_configs.setdefault(r.name, {})
         if r.value is None:
             configs.pop(r.key, None)
         else:

@@ -1,8 +1,7 @@
 """AlterConfigs (33): replace a topic's whole set of config overrides (Kafka's semantics).
 
 Overrides the request does not name are removed, so a topic altered with an empty list
-goes back to the broker defaults. Broker resources are refused: this broker has no
-dynamic broker configs.
+goes back to the broker defaults, and a broker resource to its static configs.
 """
 
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from kafka.protocol.admin import AlterConfigsRequest, AlterConfigsResponse
 
 from brokercore.controller.controller import ControllerError
-from brokercore.handlers.config_resources import alter_each, alterable_topic
+from brokercore.handlers.config_resources import alter_each, alter_target
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
@@ -23,16 +22,12 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:
-    if not alterable_topic(broker, resource):
-        return
+    target = alter_target(broker, resource)
     nulls = [c.name for c in resource.configs if c.value is None]
     if nulls:
         raise ControllerError(ErrorCode.INVALID_REQUEST,
                               f"Null value not supported for : {', '.join(nulls)}")
-    current = broker.image.topics[resource.resource_name].configs
-    changes: dict[str, str | None] = {name: None for name in current}
+    changes: dict[str, str | None] = {name: None for name in target.current}
     changes.update({c.name: c.value for c in resource.configs})
-    await broker.controller.alter_topic_configs(
-        resource.resource_name, changes, validate_only=validate_only
-    )
-
+    if changes:
+        await target.alter(broker, changes, validate_only)

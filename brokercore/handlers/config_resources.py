@@ -1,9 +1,10 @@
 """Config resources as the config APIs see them: every key with value, source and synonyms.
 
 DescribeConfigs, CreateTopics v5 and the two AlterConfigs APIs share this view, so a value
-reads the same whichever API reports it. Topic values come from the replica manager (the
-override, else the broker synonym, else Kafka's default); broker values from the static
-broker config. Dynamic broker configs are not supported, so BROKER resources are read-only.
+reads the same whichever API reports it. A topic value is its override, else the first
+broker synonym set (dynamically for this broker, for the cluster, or statically), else
+Kafka's default. A broker value comes from the same layers; only Kafka's dynamic broker
+configs (the topic defaults) may change at run time, the rest are read-only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from brokercore.config import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigSource, ConfigType
+from brokercore.config import (
+    BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigKey,
+    ConfigSource,
+    ConfigType,
+)
 from brokercore.controller.controller import ControllerError, validate_topic_name
 from brokercore.protocol.errors import ErrorCode
 
@@ -79,10 +87,9 @@ def _topic_synonyms(broker: BrokerParts, key: ConfigKey, override: str | None) -
     synonyms = []
     if override is not None:
         synonyms.append(Synonym(key.name, override, ConfigSource.DYNAMIC_TOPIC_CONFIG))
-    explicit = broker.config.explicit
     for name, _scale in key.synonyms:
-        if name in explicit:
-            synonyms.append(Synonym(name, explicit[name], ConfigSource.STATIC_BROKER_CONFIG))
+        synonyms += [Synonym(name, value, source)
+                     for value, source in broker.config.layers(name)]
     # The default is reported under the broker key that carries it (log.retention.hours=168).
     defaulted = [name for name, _ in key.synonyms if BROKER_CONFIGS[name].default is not None]
     if defaulted:
@@ -93,22 +100,31 @@ def _topic_synonyms(broker: BrokerParts, key: ConfigKey, override: str | None) -
     return synonyms
 
 
-def broker_entries(broker: BrokerParts) -> list[ConfigEntry]:
-    """Every broker config of this broker, in name order."""
-    entries = []
-    for name, key in sorted(BROKER_CONFIGS.items()):
-        value, source = broker.config.broker_value(name)
-        if name in ("node.id", "broker.id"):
-            value = str(broker.node_id)
-        elif name == "cluster.id" and value is None:
-            value = broker.image.cluster_id
-        synonyms = []
-        if source is ConfigSource.STATIC_BROKER_CONFIG:
-            synonyms.append(Synonym(name, value, source))
-        if key.default is not None:
-            synonyms.append(Synonym(name, key.default, ConfigSource.DEFAULT_CONFIG))
-        entries.append(ConfigEntry(key, value, source, read_only=True, synonyms=synonyms))
-    return entries
+def broker_entries(broker: BrokerParts, name: str) -> list[ConfigEntry]:
+    """The configs of broker resource `name`, in name order: for this broker's id, every
+    config with its source (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG or DEFAULT_CONFIG); for "", the cluster-wide dynamic defaults set.
+    Read-only unless Kafka can change the key at run time."""
+    if name == "":
+        defaults = broker.image.broker_configs.get("", {})
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        return [ConfigEntry(BROKER_CONFIGS[key], value, source, read_only=False,
+                            synonyms=[Synonym(key, value, source)])
+                for key, value in sorted(defaults.items()) if key in BROKER_CONFIGS]
+    return [_broker_entry(broker, key) for _, key in sorted(BROKER_CONFIGS.items())]
+
+
+def _broker_entry(broker: BrokerParts, key: ConfigKey) -> ConfigEntry:
+    value, source = broker.config.broker_value(key.name)
+    if key.name in ("node.id", "broker.id"):
+        value = str(broker.node_id)
+    elif key.name == "cluster.id" and value is None:
+        value = broker.image.cluster_id
+    synonyms = [Synonym(key.name, v, s) for v, s in broker.config.layers(key.name)]
+    if key.default is not None:
+        synonyms.append(Synonym(key.name, key.default, ConfigSource.DEFAULT_CONFIG))
+    return ConfigEntry(key, value, source, read_only=key.name not in DYNAMIC_BROKER_CONFIGS,
+                       synonyms=synonyms)
 
 
 def check_topic(broker: BrokerParts, name: str) -> None:
@@ -134,20 +150,6 @@ def check_broker(broker: BrokerParts, name: str) -> None:
             ErrorCode.INVALID_REQUEST,
             f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}",
         )
-
-
-def broker_alter_error(names: list[str]) -> ControllerError:
-    """The answer to any change of a broker config: this broker has no dynamic configs."""
-    read_only = sorted(n for n in names if n not in BROKER_CONFIGS or BROKER_CONFIGS[n].read_only)
-    if read_only:
-        return ControllerError(ErrorCode.INVALID_CONFIG,
-                               f"Cannot update these configs dynamically: {', '.join(read_only)}")
-    return ControllerError(
-        ErrorCode.INVALID_CONFIG,
-        "Cannot update these configs dynamically: "
-        f"{', '.join(sorted(names))} (this broker reads its configs at startup only; "
-        "set them in server.properties or with --override)",
-    )
 
 
 def unsupported_resource(resource_type: int) -> ControllerError:
@@ -184,23 +186,58 @@ async def alter_each(
     return response_class(throttle_time_ms=0, responses=results)
 
 
-def alterable_topic(broker: BrokerParts, resource: Any) -> bool:
-    """Checks shared by both alter APIs; False when there is nothing to change.
+@dataclass(frozen=True)
+class AlterTarget:
+    """A resource an alter API changes: a topic's overrides or a broker resource's dynamic
+    configs ("" the cluster-wide default, or this broker's id)."""
 
-    Broker resources accept only an empty change (there are no dynamic broker configs);
-    a topic must exist and name each config at most once.
-    """
-    names = [c.name for c in resource.configs]
+    resource_type: ResourceType
+    name: str
+    current: dict[str, str]
+
+    @property
+    def keys(self) -> dict[str, ConfigKey]:
+        return TOPIC_CONFIGS if self.resource_type is ResourceType.TOPIC else BROKER_CONFIGS
+
+    def unknown(self, name: str) -> ControllerError:
+        if self.resource_type is ResourceType.TOPIC:
+            return ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        return ControllerError(ErrorCode.INVALID_CONFIG,
+                               f"Cannot update these configs dynamically: {name}")
+
+    def value_without_override(self, broker: BrokerParts, name: str) -> str:
+        """What `name` reads as once this resource's override is gone (APPEND's base)."""
+        if self.resource_type is ResourceType.TOPIC:
+            return broker.config.topic_default(name)[0] or ""
+        return broker.config.broker_value(name)[0] or ""
+
+    async def alter(self, broker: BrokerParts, changes: dict[str, str | None],
+                    validate_only: bool) -> None:
+        if self.resource_type is ResourceType.TOPIC:
+            await broker.controller.alter_topic_configs(self.name, changes,
+                                                        validate_only=validate_only)
+        else:
+            await broker.controller.alter_broker_configs(self.name, changes,
+                                                         validate_only=validate_only)
+
+
+def alter_target(broker: BrokerParts, resource: Any) -> AlterTarget:
+    """Checks shared by both alter APIs: a topic must exist, a broker resource must be this
+    broker or "", and each config may be named at most once."""
+    name = resource.resource_name
     if resource.resource_type == ResourceType.BROKER:
-        check_broker(broker, resource.resource_name)
-        if names:
-            raise broker_alter_error(names)
-        return False
-    if resource.resource_type != ResourceType.TOPIC:
+        check_broker(broker, name)
+        name = name and str(broker.node_id)  # "01" names broker 1 too
+        target = AlterTarget(ResourceType.BROKER, name,
+                             dict(broker.image.broker_configs.get(name, {})))
+    elif resource.resource_type == ResourceType.TOPIC:
+        check_topic(broker, name)
+        target = AlterTarget(ResourceType.TOPIC, name, dict(broker.image.topics[name].configs))
+    else:
         raise unsupported_resource(resource.resource_type)
-    check_topic(broker, resource.resource_name)
+    names = [c.name for c in resource.configs]
     duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
         raise ControllerError(ErrorCode.INVALID_REQUEST,
                               f"Error due to duplicate config keys: {', '.join(duplicates)}")
-    return True
+    return target

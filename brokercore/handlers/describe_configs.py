@@ -64,8 +64,7 @@ def _entries(broker: BrokerParts, resource_type: int, name: str) -> list[ConfigE
         return topic_entries(broker, name)
     if resource_type == ResourceType.BROKER:
         check_broker(broker, name)
-        # "" is the cluster-wide dynamic default: there are no dynamic broker configs.
-        return broker_entries(broker) if name else []
+        return broker_entries(broker, name)
     raise unsupported_resource(resource_type)
 
 

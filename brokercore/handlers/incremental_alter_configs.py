@@ -1,6 +1,7 @@
 """IncrementalAlterConfigs (44): SET, DELETE, APPEND and SUBTRACT single topic configs.
 
-Unlike AlterConfigs, overrides the request does not name are kept. APPEND and SUBTRACT
+Topics and broker resources (dynamic configs) alike. Unlike AlterConfigs, overrides the
+request does not name are kept. APPEND and SUBTRACT
 apply to list configs only and start from the current value, the default included
 (APPEND compact to cleanup.policy=delete gives "delete,compact").
 """
@@ -10,9 +11,9 @@ from typing import Any
 
 from kafka.protocol.admin import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
-from brokercore.config import TOPIC_CONFIGS, ConfigType
+from brokercore.config import ConfigType
 from brokercore.controller.controller import ControllerError
-from brokercore.handlers.config_resources import alter_each, alterable_topic
+from brokercore.handlers.config_resources import AlterTarget, alter_each, alter_target
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
@@ -33,21 +34,17 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:
-    if not alterable_topic(broker, resource):
-        return
-    current = broker.image.topics[resource.resource_name].configs
-    changes = {c.name: _new_value(broker, current, c) for c in resource.configs}
-    await broker.controller.alter_topic_configs(
-        resource.resource_name, changes, validate_only=validate_only
-    )
+    target = alter_target(broker, resource)
+    changes = {c.name: _new_value(broker, target, c) for c in resource.configs}
+    if changes:
+        await target.alter(broker, changes, validate_only)
 
 
-def _new_value(broker: BrokerParts, current: dict[str, str], config: Any) -> str | None:
+def _new_value(broker: BrokerParts, target: AlterTarget, config: Any) -> str | None:
     """The override after the operation; None removes it."""
-    key = TOPIC_CONFIGS.get(config.name)
+    key = target.keys.get(config.name)
     if key is None:
-        raise ControllerError(ErrorCode.INVALID_CONFIG,
-                              f"Unknown topic config name: {config.name}")
+        raise target.unknown(config.name)
     op = config.config_operation
     if op == OpType.DELETE:
         return None
@@ -63,13 +60,11 @@ def _new_value(broker: BrokerParts, current: dict[str, str], config: Any) -> str
         verb = "append" if op == OpType.APPEND else "subtract"
         raise ControllerError(ErrorCode.INVALID_REQUEST,
                               f"Config value {verb} is not allowed for config key: {config.name}")
-    if config.name in current:
-        base = current[config.name]
-    else:
-        base = broker.config.topic_default(config.name)[0] or ""
+    base = target.current.get(config.name)
+    if base is None:
+        base = target.value_without_override(broker, config.name)
     items = [item for item in base.split(",") if item]
     given = [item.strip() for item in config.value.split(",") if item.strip()]
     if op == OpType.APPEND:
         return ",".join(items + [item for item in given if item not in items])
     return ",".join(item for item in items if item not in given)
-

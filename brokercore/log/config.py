@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from brokercore.config import COMPRESSION_CODECS
+
 INT64_MAX = 9223372036854775807
 
 
@@ -24,6 +26,7 @@ class LogConfig:
     delete_retention_ms: int = 86400000
     min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
+    compression_type: str = "producer"
 
     @property
     def compact(self) -> bool:
@@ -32,6 +35,11 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def codec(self) -> int | None:
+        """The codec every stored batch must have; None keeps the producer's."""
+        return COMPRESSION_CODECS.get(self.compression_type)
 
     @property
     def log_append_time(self) -> bool:

@@ -24,7 +24,7 @@ from brokercore.log.records import (
     stamp_log_append_time,
 )
 from brokercore.log.segment import FoundBatch, LogSegment
-from brokercore.log.validation import validate_record_set
+from brokercore.log.validation import validate_record_set, with_topic_codec
 
 logger = logging.getLogger(__name__)
 
@@ -119,9 +119,10 @@ class PartitionLog:
     # -- appends ---------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | memoryview, leader_epoch: int) -> AppendResult:
-        """Validate a Produce record set, stamp offsets and epoch, write it all or nothing."""
+        """Validate a Produce record set, convert it to the topic's codec if it has one, stamp
+        offsets and epoch, write it all or nothing."""
         buf = bytearray(records)
-        batches = validate_record_set(buf, self.config)
+        buf, batches = with_topic_codec(buf, validate_record_set(buf, self.config), self.config)
         now = self.clock.time_ms()
         producer_append = self.producers.begin()
         offset, stamped = self.log_end_offset, []

@@ -272,20 +272,29 @@ def require_keys(batch: Buffer, header: RecordBatchHeader) -> None:
             raise InvalidRecordError("compacted topic records must have a key")
 
 
-def rebuild_batch(batch: Buffer, header: RecordBatchHeader, records: list[Record]) -> bytes:
-    """A copy of ``batch`` holding only ``records``, in the same codec.
+def rebuild_batch(
+    batch: Buffer, header: RecordBatchHeader, records: list[Record], codec: int | None = None
+) -> bytes:
+    """A copy of ``batch`` holding only ``records``, in ``codec`` (None: the same codec).
 
-    baseOffset, lastOffsetDelta, baseTimestamp and the producer fields are kept, so
-    each record's stored deltas stay valid and producer state survives compaction
-    (Kafka preserves the same fields for the same reason).
+    baseOffset, lastOffsetDelta, timestamps and the producer fields are kept, so each
+    record's stored deltas stay valid and producer state survives compaction and
+    recompression (Kafka preserves the same fields for the same reason).
     """
-    body = compress(header.codec, b"".join(record.raw for record in records))
+    codec = header.codec if codec is None else codec
+    body = compress(codec, b"".join(record.raw for record in records))
     out = bytearray(batch[:HEADER_SIZE])
     out += body
     struct.pack_into(">i", out, 8, len(out) - LOG_OVERHEAD)
+    struct.pack_into(">h", out, ATTRIBUTES_AT, (header.attributes & ~CODEC_MASK) | codec)
     struct.pack_into(">i", out, RECORDS_COUNT_AT, len(records))
     _restamp_crc(out, 0, len(out))
     return bytes(out)
+
+
+def recompress_batch(batch: Buffer, header: RecordBatchHeader, codec: int) -> bytes:
+    """The batch with its records re-encoded in ``codec`` (a topic's `compression.type`)."""
+    return rebuild_batch(batch, header, decode_records(batch, header), codec)
 
 
 def encode_record(

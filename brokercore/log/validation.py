@@ -1,10 +1,17 @@
-"""Checks a record set must pass before any of it is written (all or nothing)."""
+"""Checks a record set must pass before any of it is written (all or nothing), and the
+codec conversion a topic's `compression.type` asks of a leader's appends."""
 
 from __future__ import annotations
 
 from brokercore.log.config import LogConfig
 from brokercore.log.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
-from brokercore.log.records import RecordBatchHeader, crc_ok, read_header, require_keys
+from brokercore.log.records import (
+    RecordBatchHeader,
+    crc_ok,
+    read_header,
+    recompress_batch,
+    require_keys,
+)
 from brokercore.log.segment import FoundBatch
 
 
@@ -46,3 +53,33 @@ def _check_client_batch(
         raise InvalidRecordError("clients may not produce control batches")
     if config.compact:
         require_keys(memoryview(buf)[position : position + header.size], header)
+
+
+def with_topic_codec(
+    buf: bytearray, batches: list[FoundBatch], config: LogConfig
+) -> tuple[bytearray, list[FoundBatch]]:
+    """The record set with every batch in the topic's codec (Kafka's broker-side
+    `compression.type`); the same objects, untouched, when the topic keeps the
+    producer's codec or every batch already has it.
+
+    Offsets, timestamps, headers and producer id, epoch and sequence are kept: only the
+    records' encoding changes. The recompressed batch must still fit `max.message.bytes`.
+    """
+    codec = config.codec
+    if codec is None or all(found.header.codec == codec for found in batches):
+        return buf, batches
+    out, converted = bytearray(), []
+    for found in batches:
+        header = found.header
+        batch = memoryview(buf)[found.position : found.position + header.size]
+        if header.codec != codec:
+            batch = memoryview(recompress_batch(batch, header, codec))
+            header = RecordBatchHeader.unpack(batch)
+            if header.size > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size} bytes in {config.compression_type} exceeds "
+                    f"max.message.bytes {config.max_message_bytes}"
+                )
+        converted.append(FoundBatch(len(out), header))
+        out += batch
+    return out, converted

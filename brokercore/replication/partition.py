@@ -59,6 +59,10 @@ class Partition:
         # The ISR we asked the controller for and have not seen applied yet (one at a time).
         self.pending_isr: list[int] | None = None
         self.followers: dict[int, ReplicaState] = {}
+        # ISR followers this leader found out of sync (replica.lag.time.max.ms), whether or
+        # not the controller has taken them out of the ISR yet: it cannot while the metadata
+        # quorum is lost, and acks=all must not wait on them meanwhile.
+        self.out_of_sync: frozenset[int] = frozenset()
         self.leader_epoch_start_offset = 0
         self.high_watermark = min(high_watermark, log.log_end_offset)
         self.bytes_in = 0
@@ -91,6 +95,19 @@ class Partition:
             return self.isr
         return self.isr + [r for r in self.pending_isr if r not in self.isr]
 
+    @property
+    def in_sync_size(self) -> int:
+        """How many replicas min.insync.replicas counts: the ISR less the followers this
+        leader knows to be out of sync."""
+        return len([r for r in self.isr if r not in self.out_of_sync])
+
+    def mark_out_of_sync(self, replicas: list[int]) -> None:
+        """The leader's latest lag check; waiting acks=all produces re-check against it."""
+        lagging = frozenset(replicas)
+        if lagging != self.out_of_sync:
+            self.out_of_sync = lagging
+            self.wake_waiters()
+
     # -- role changes (from applied metadata records) ----------------------------------------
     def become_leader(
         self, leader_epoch: int, partition_epoch: int, replicas: list[int], isr: list[int],
@@ -103,6 +120,7 @@ class Partition:
         if new_leadership:
             self.leader_epoch = leader_epoch
             self.pending_isr = None
+            self.out_of_sync = frozenset()
             self.leader_epoch_start_offset = self.log_end_offset
             # A follower's epoch lookup must find this epoch even before its first append.
             self.log.epochs.assign(leader_epoch, self.log_end_offset)
@@ -133,6 +151,7 @@ class Partition:
         self._update_assignment(partition_epoch, replicas, isr)
         self.pending_isr = None
         self.followers = {}
+        self.out_of_sync = frozenset()
         self.wake_waiters()
         return changed
 
@@ -153,12 +172,15 @@ class Partition:
 
     # -- leader: appends, follower progress, high watermark ---------------------------------
     def check_min_insync_replicas(self) -> None:
-        """acks=all's precondition: NOT_ENOUGH_REPLICAS while the ISR is too small."""
-        if len(self.isr) < self.min_insync_replicas:
+        """acks=all's precondition: NOT_ENOUGH_REPLICAS while the ISR, less the followers
+        found out of sync, is too small."""
+        if self.in_sync_size < self.min_insync_replicas:
+            lagging = sorted(self.out_of_sync & set(self.isr))
             raise PartitionError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The size of the current ISR {self.isr} is less than the minimum ISR "
-                f"{self.min_insync_replicas}",
+                f"{self.min_insync_replicas}"
+                + (f" (out of sync: {lagging})" if lagging else ""),
             )
 
     def append_as_leader(self, records: bytes | memoryview) -> AppendResult:
@@ -185,6 +207,8 @@ class Partition:
         leader_end = self.log_end_offset
         if fetch_offset >= leader_end:
             state.last_caught_up_ms = max(state.last_caught_up_ms, now_ms)
+            if replica_id in self.out_of_sync:
+                self.mark_out_of_sync([r for r in self.out_of_sync if r != replica_id])
         elif fetch_offset >= state.last_fetch_leader_log_end:
             state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
         state.log_end_offset = fetch_offset
@@ -255,12 +279,15 @@ class Partition:
         """Wait until the high watermark is above `offset` (the last offset of an append).
 
         NONE when it is and the ISR still meets min.insync.replicas;
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND when it got there on a shrunken ISR;
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when it got there on a shrunken ISR, or cannot
+        because the followers still in sync are too few;
         NOT_LEADER_OR_FOLLOWER when this leadership ends first; REQUEST_TIMED_OUT after
         `max_wait` seconds.
         """
         def committed() -> ErrorCode | None:
             if self.high_watermark <= offset:
+                if self.in_sync_size < self.min_insync_replicas:
+                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 return None
             if len(self.maximal_isr) < self.min_insync_replicas:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

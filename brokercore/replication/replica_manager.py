@@ -79,13 +79,21 @@ class ReplicaManager:
                 for tp in [tp for tp in self.partitions if tp.topic == name]:
                     self._remove(tp)
             case ConfigRecord(resource="topic", name=name):
-                config = self.log_config(name)
-                for tp, partition in self.partitions.items():
-                    if tp.topic == name:
-                        partition.update_config(config)
-                        partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
+                self._reconfigure(name)
+            case ConfigRecord(resource="broker", name=name) if name in ("", str(self.node_id)):
+                for topic in {tp.topic for tp in self.partitions}:
+                    self._reconfigure(topic)
             case BrokerRecord(node_id=node_id) if node_id in self.fetchers:
                 self.fetchers[node_id].reconnect()
+
+    def _reconfigure(self, topic_name: str) -> None:
+        """Apply the topic's current configs (its overrides over the broker's) to its logs."""
+        config = self.log_config(topic_name)
+        min_isr = self.min_insync_replicas(topic_name)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic_name:
+                partition.update_config(config)
+                partition.min_insync_replicas = min_isr
 
     def _sync_partition(self, topic_name: str, index: int) -> None:
         topic = self.image.topics[topic_name]
@@ -181,6 +189,7 @@ class ReplicaManager:
             delete_retention_ms=num("delete.retention.ms"),
             min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"] or 0.5),
             file_delete_delay_ms=num("file.delete.delay.ms"),
+            compression_type=values["compression.type"] or "producer",
         )
 
     # -- lookups --------------------------------------------------------------------------
@@ -226,10 +235,11 @@ class ReplicaManager:
         lag_max_ms = self.config.get_int("replica.lag.time.max.ms")
         now = self.clock.time_ms()
         for partition in list(self.partitions.values()):
-            if not partition.is_leader or partition.pending_isr is not None:
+            if not partition.is_leader:
                 continue
             lagging = partition.out_of_sync_replicas(now, lag_max_ms)
-            if lagging:
+            partition.mark_out_of_sync(lagging)
+            if lagging and partition.pending_isr is None:
                 log.info("node %d: %s followers %s are out of sync; shrinking ISR %s",
                          self.node_id, partition.tp, lagging, partition.isr)
                 self._propose_isr(partition, [r for r in partition.isr if r not in lagging])

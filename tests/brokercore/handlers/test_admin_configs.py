@@ -12,7 +12,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
 )
 
-from brokercore.config import BROKER_CONFIGS, TOPIC_CONFIGS
+from brokercore.config import BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS
 from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.wire import WireClient
 from tests.compat.clients import new_topic
@@ -107,12 +107,17 @@ def test_an_empty_key_list_means_every_key(client: WireClient, topic: str) -> No
         set(TOPIC_CONFIGS)
 
 
-def test_broker_configs_are_all_there_and_read_only(client: WireClient) -> None:
+def test_broker_configs_are_all_there_read_only_unless_kafka_changes_them_live(
+    client: WireClient,
+) -> None:
     result = describe(client, BROKER, "1", synonyms=True)
 
     configs = {c.name: c for c in result.configs}
     assert set(configs) == set(BROKER_CONFIGS)
-    assert all(c.read_only for c in configs.values())
+    assert {c.name for c in configs.values() if not c.read_only} == DYNAMIC_BROKER_CONFIGS
+    assert configs["listeners"].read_only and configs["node.id"].read_only
+    assert not configs["compression.type"].read_only
+    assert not configs["log.retention.hours"].read_only
     assert configs["group.initial.rebalance.delay.ms"].value == "0"  # the test broker's
     assert [(s.name, s.value, s.source) for s in
             configs["group.initial.rebalance.delay.ms"].synonyms] == [
@@ -167,7 +172,7 @@ def test_validate_only_alters_nothing(client: WireClient, topic: str) -> None:
     assert values(client, topic)["retention.ms"] == "1000"
 
 
-def test_broker_configs_cannot_be_altered(client: WireClient) -> None:
+def test_static_broker_configs_cannot_be_altered(client: WireClient) -> None:
     response = alter(client, BROKER, "1", {"listeners": "PLAINTEXT://:1"})
 
     assert response.error_code == ErrorCode.INVALID_CONFIG

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from brokercore.log.records import RecordBatchHeader, decode_records, rebuild_batch
+from brokercore.log.records import RecordBatchHeader, decode_records, recompress_batch
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODECS = (NONE, GZIP, SNAPPY, LZ4, ZSTD)
@@ -34,13 +33,7 @@ def make_batch(
 
 
 def recompress(raw: bytes, codec: int) -> bytes:
-    header = RecordBatchHeader.unpack(raw)
-    records = decode_records(raw, header)
-    flagged = bytearray(raw)
-    struct.pack_into(">h", flagged, 21, header.attributes | codec)
-    return rebuild_batch(
-        flagged, dataclasses.replace(header, attributes=header.attributes | codec), records
-    )
+    return recompress_batch(raw, RecordBatchHeader.unpack(raw), codec)
 
 
 def keyed(pairs: list[tuple[bytes, bytes | None]], **kwargs: object) -> bytes:

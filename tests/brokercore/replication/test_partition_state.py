@@ -11,7 +11,7 @@ from brokercore.clock import FakeClock
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.checkpoint import read_high_watermarks, write_high_watermarks
-from brokercore.replication.partition import Partition
+from brokercore.replication.partition import Partition, PartitionError
 from brokercore.topic_partition import TopicPartition
 from tests.brokercore.wire import record_batch
 
@@ -184,3 +184,29 @@ def test_high_watermark_checkpoint_round_trips_in_kafkas_format(tmp_path: Path) 
     assert read_high_watermarks(tmp_path) == offsets
     (tmp_path / "replication-offset-checkpoint").write_text("0\n5\nbroken\n")
     assert read_high_watermarks(tmp_path) == {}
+
+
+async def test_followers_found_out_of_sync_count_against_min_insync_before_the_isr_shrinks(
+    tmp_path: Path, clock: FakeClock,
+) -> None:
+    # The controller cannot shrink the ISR while the metadata quorum is lost; the leader's
+    # own lag check still decides what acks=all is told.
+    partition = leader(tmp_path, clock, isr=[1, 2, 3])
+    partition.min_insync_replicas = 2
+    last = append(partition)
+    waiting = asyncio.create_task(partition.wait_until_replicated(last, 10))
+    await asyncio.sleep(0)
+    clock.advance((LAG_MS + 1) / 1000)
+    partition.mark_out_of_sync(partition.out_of_sync_replicas(clock.time_ms(), LAG_MS))
+
+    assert partition.isr == [1, 2, 3]
+    assert await waiting == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    with pytest.raises(PartitionError) as refused:
+        partition.check_min_insync_replicas()
+    assert refused.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert "out of sync: [2, 3]" in str(refused.value)
+
+    partition.update_follower_fetch(2, partition.log_end_offset, 0, clock.time_ms())
+    assert partition.out_of_sync == {3}
+    partition.check_min_insync_replicas()  # 1 and 2 are in sync again
+    assert partition.high_watermark <= last  # 3 is still in the ISR: nothing more committed
