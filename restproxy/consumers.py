@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from . import errors
+from . import errors, fetched
 from .client import base_config
 from .content_types import EmbeddedFormat
 
@@ -187,11 +187,22 @@ class ConsumerInstance:
         self.pending = deque(m for m in self.pending
                              if (m.topic(), m.partition()) not in partitions)
 
-    def fetch(self, timeout: float, max_bytes: int) -> list[Message]:
-        """Records for one REST fetch: whatever is ready, else wait up to `timeout`."""
+    def fetch(self, timeout: float, max_bytes: int, fmt: EmbeddedFormat) -> list[dict[str, Any]]:
+        """Records for one REST fetch as JSON: whatever is ready, else wait up to `timeout`.
+
+        Decoding happens here, before anything counts as consumed: the fetch ends before a
+        record `fmt` cannot present, which stays pending (see `fetched`), and when it is
+        the first, the fetch answers its error.
+        """
+        generation = self.generation
         taken = self.take(timeout, max_bytes)
-        self.consumed(taken)
-        return taken
+        shown = fetched.present(taken, fmt)
+        delivered = len(shown.bodies)
+        self.unread(taken[delivered:], generation)
+        self.consumed(taken[:delivered])
+        if shown.error is not None and not shown.bodies:
+            raise shown.error
+        return shown.bodies
 
     def take(self, timeout: float, max_bytes: int, oversize: bool = True) -> list[Message]:
         """Remove ready records from `pending` without counting them consumed yet.

@@ -27,10 +27,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 
-from . import content_types, errors
+from . import content_types, errors, fetched
 from .consumers import ConsumerInstance, message_size
 from .forwarding import forward_stream
-from .views_consumers import InstanceView, record_json
+from .views_consumers import InstanceView
 
 T = TypeVar("T")
 # The longest one step keeps the owner thread waiting for records: other requests to the
@@ -167,14 +167,14 @@ async def stream_records(instance: ConsumerInstance, media_type: str, limits: St
                     quiet_since = time.monotonic()
                     yield b": keep-alive\n\n"
                 continue
+            shown = fetched.present(taken, fmt)
+            if shown.error is not None:  # a record the format cannot present stays next
+                _give_back(instance, taken[len(shown.bodies):], generation)
+                taken = taken[:len(shown.bodies)]
             delivered = False
             try:
-                chunk = "".join(framing.record(record_json(m, fmt)) for m in taken).encode()
-                yield chunk
+                yield "".join(framing.record(body) for body in shown.bodies).encode()
                 delivered = True
-            except errors.RestProxyError as exc:  # a record the format cannot present
-                yield framing.error(exc)
-                return
             finally:
                 if not delivered:
                     _give_back(instance, taken, generation)
@@ -182,6 +182,9 @@ async def stream_records(instance: ConsumerInstance, media_type: str, limits: St
                 instance.submit(_consumed(taken))
             except errors.RestProxyError as exc:
                 yield framing.error(exc)
+                return
+            if shown.error is not None:
+                yield framing.error(shown.error)
                 return
             records += len(taken)
             size += sum(message_size(m) for m in taken)
