@@ -73,6 +73,7 @@ def describe_cluster(timeout: float = 5.0) -> ClusterSnapshot:
                 for p in sorted(t.partitions.values(), key=lambda p: p.id)
             ],
         )
-        for t in sorted(metadata.topics.values(), key=lambda t: t.topic)
+        # Internal topics (__consumer_offsets) last: a user looks for their own first.
+        for t in sorted(metadata.topics.values(), key=lambda t: (t.topic.startswith("__"), t.topic))
     ]
     return ClusterSnapshot(metadata.cluster_id, brokers, topics)

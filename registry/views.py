@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, lookups, params
+from . import actions, errors, index, lookups, params
 from .compatibility import Level, check_level
 from .models import Config, Mode, Subject, SubjectVersion
 from .negotiation import PARSERS, RENDERERS, RegistryNegotiation
@@ -50,7 +50,9 @@ def _schema_request(request: Request) -> actions.SchemaRequest:
 
 
 class RootView(RegistryView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
+        if index.wanted(request._request):
+            return index.page(request._request)
         return Response({})
 
     def post(self, request: Request) -> Response:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, content_types, errors
+from . import actions, content_types, errors, index
 from . import kafka_admin as admin
 from .api import ProxyView, json_object, parse_json, read_body
 from .client import gateway
@@ -93,5 +94,7 @@ def produce(request: Request, topic: str, partition: int | None) -> Response:
 class RootView(ProxyView):
     check_accept = False
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
+        if index.wanted(request._request):
+            return index.page(request._request)
         return Response({})
