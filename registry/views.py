@@ -13,7 +13,6 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.urls import Resolver404
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -292,7 +291,6 @@ def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
     return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
 
 
-@extend_schema(exclude=True)
 class NotFoundView(RegistryView):
     """Any other path: Confluent's JSON 404, whatever the method."""
 
