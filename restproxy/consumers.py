@@ -216,8 +216,11 @@ class ConsumerInstance:
             if left <= 0:
                 return []
             self._read(self.kafka().poll(min(left, 0.1)))
-        for message in self.kafka().consume(2000, 0):
-            self._read(message)
+        # Top up what is ready, never past the idle buffer's size: a client retrying a
+        # fetch that stops at an undecodable record must not grow `pending` each time.
+        if len(self.pending) < IDLE_BUFFER_LIMIT:
+            for message in self.kafka().consume(IDLE_BUFFER_LIMIT - len(self.pending), 0):
+                self._read(message)
         return self._take(max_bytes, oversize)
 
     def _read(self, message: Message | None) -> None:

@@ -22,6 +22,8 @@ import pytest
 from confluent_kafka import Producer
 from django.conf import settings
 
+from restproxy.consumers import IDLE_BUFFER_LIMIT
+from restproxy.manager import manager
 from restproxy.schemas import reset_registry
 from tests.restproxy.conftest import AVRO, JSON, Proxy
 from tests.restproxy.live import proxy_servers
@@ -163,3 +165,24 @@ def test_a_fresh_json_group_gets_every_valid_record_around_a_bad_one(
     proxy.delete(instance)
 
 
+
+
+def test_retrying_a_fetch_stuck_at_a_bad_record_buffers_no_more(
+        proxy: Proxy, proxy_cluster: str, new_topic: Callable[..., str]) -> None:
+    topic = new_topic()
+    producer = Producer({"bootstrap.servers": proxy_cluster})
+    producer.produce(topic, value=b"{oops", partition=0)
+    for n in range(3 * IDLE_BUFFER_LIMIT):
+        producer.produce(topic, value=b"%d" % n, partition=0)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    instance = create(proxy, group())
+    proxy.post(f"{instance}/subscription", {"topics": [topic]})
+    g, name = instance.split("/")[1], instance.split("/")[3]
+    found = manager().locate(g, name, forwarded=False).instance
+    assert found is not None
+    for _ in range(8):
+        response = proxy.get(f"{instance}/records?timeout=500", accept=JSON)
+        assert response.status_code == 422, response.content
+        assert len(found.pending) <= IDLE_BUFFER_LIMIT
+    proxy.delete(instance)
