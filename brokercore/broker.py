@@ -96,30 +96,23 @@ class Broker:
         """Move this broker's leaderships away before it stops (`want_shutdown`).
 
         Skipped when no other broker is live: there is nowhere to move them to. Given up
-        when no active controller has been known for two election timeouts (this node no
-        longer stands, so only another voter could become one) and at the latest after
-        two controller request timeouts."""
+        once no active controller has answered for two election timeouts (it is gone, or
+        there is none, and this node no longer stands to become one) and at the latest
+        after two controller request timeouts."""
         others = [b for b in self.image.brokers.values()
                   if b.node_id != self.node_id and not b.fenced]
         if not others or not self.config.get_bool("controlled.shutdown.enable"):
             return
-        quorum = self.controller.quorum
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 2 * quorum.request_timeout
-        leaderless_limit = 2 * self.config.get_int("controller.quorum.election.timeout.ms") / 1000
-        leaderless_since: float | None = None
-        while loop.time() < deadline:
-            if quorum.active_controller_id < 0:
-                leaderless_since = leaderless_since or loop.time()
-                if loop.time() - leaderless_since > leaderless_limit:
-                    break
-                await asyncio.sleep(0.1)
-                continue
-            leaderless_since = None
+        deadline = loop.time() + 2 * self.controller.quorum.request_timeout
+        patience = 2 * self.config.get_int("controller.quorum.election.timeout.ms") / 1000
+        answered = loop.time()
+        while (give_up := min(deadline, answered + patience)) > loop.time():
             try:
-                async with asyncio.timeout(max(deadline - loop.time(), 0.01)):
+                async with asyncio.timeout(give_up - loop.time()):
                     result = await self.controller.heartbeat(
                         self.node_id, self.broker_epoch, want_shutdown=True)
+                answered = loop.time()
                 if result.shutdown_ready:
                     log.info("node %d: controlled shutdown complete", self.node_id)
                     return
