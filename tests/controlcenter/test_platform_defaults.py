@@ -75,8 +75,11 @@ def test_the_platform_cluster_replicates_lists_its_ports_and_rebalances(tmp_path
         consumer.close()
         assert replicas(admin, "__consumer_offsets") == [3]
 
-        commands = {line.split(" cluster ")[1].split(" --data-dir")[0]: line.split("#")[0].strip()
-                    for line in text.splitlines() if " -m brokercore cluster " in line}
+        # The failover commands the platform prints, whatever module runs the cluster.
+        printed = [re.search(r"-m \w+ (?:cluster )?(\w+(?: \d)?)\s+--data-dir", line)
+                   for line in text.splitlines()]
+        commands = {found[1]: line.split("#")[0].strip()
+                    for found, line in zip(printed, text.splitlines(), strict=True) if found}
         leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
         run_printed(commands["kill 2"].replace(" 2 ", f" {leader} "))
         wait_until("leadership to move", lambda: not preferred_led(admin, topic))

@@ -36,7 +36,8 @@ README = REPO / "README.md"
 READY = ("ready", "Producing", "Press Ctrl-C")
 SKIPPED = {"make test": "the suite that runs this test"}
 # Commands that start their own cluster or broker: they run once the platform is down.
-OWN_SERVER = re.compile(r"-m \w+ (cluster --brokers|--config)\b")
+# (`python -m brokercore cluster --brokers` or, once it moves, `python -m brokercluster`.)
+OWN_SERVER = re.compile(r"-m \w+ ((cluster )?--brokers|--config)\b")
 ENDPOINT = re.compile(r"^\s+(Kafka bootstrap|Control center|Schema registry|REST proxy)\s+"
                       r"(?:http://)?(\S+?)/?(?:\s|$)", re.MULTILINE)
 
