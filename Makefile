@@ -3,10 +3,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+# Extra options for the platform, e.g. `make run PLATFORM_ARGS=--any-port`.
+PLATFORM_ARGS ?=
+
 .PHONY: run test lint faults bench system-packages
 
 run: $(STAMP)
-	$(PY) manage.py platform
+	$(PY) manage.py platform $(PLATFORM_ARGS)
 
 test: $(STAMP) system-packages lint
 	$(PY) -m pytest

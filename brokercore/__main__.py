@@ -14,6 +14,7 @@ from pathlib import Path
 
 from brokercore.broker import Broker
 from brokercore.config import BrokerConfig, ConfigError
+from brokercore.shutdown import close_loop
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -55,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"brokercore: {exc}", file=sys.stderr)
         return 2
-    asyncio.run(serve(config))
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(serve(config))
+    finally:
+        close_loop(loop)  # asyncio.run would wait without limit for tasks left running
     return 0
 
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 
 import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import Clock, SystemClock
@@ -18,6 +19,7 @@ from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
+from brokercore.shutdown import STEP_SECONDS, bounded
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +98,30 @@ class Broker:
     async def _controlled_shutdown(self) -> None:
         """Move this broker's leaderships away before it stops (`want_shutdown`).
 
-        Skipped when no other broker is live: there is nowhere to move them to."""
+        Skipped when no other broker is live: there is nowhere to move them to. Given up
+        once no active controller has answered for two election timeouts (it is gone, or
+        there is none, and this node no longer stands to become one) and at the latest
+        after two controller request timeouts."""
         others = [b for b in self.image.brokers.values()
                   if b.node_id != self.node_id and not b.fenced]
         if not others or not self.config.get_bool("controlled.shutdown.enable"):
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 2 * self.controller.quorum.request_timeout
-        while loop.time() < deadline:
+        patience = 2 * self.config.get_int("controller.quorum.election.timeout.ms") / 1000
+        answered = loop.time()
+        while (give_up := min(deadline, answered + patience)) > loop.time():
             try:
-                result = await self.controller.heartbeat(self.node_id, self.broker_epoch,
-                                                         want_shutdown=True)
+                async with asyncio.timeout(give_up - loop.time()):
+                    result = await self.controller.heartbeat(
+                        self.node_id, self.broker_epoch, want_shutdown=True)
+                answered = loop.time()
                 if result.shutdown_ready:
                     log.info("node %d: controlled shutdown complete", self.node_id)
                     return
-            except ControllerError as exc:
-                log.info("node %d: controlled shutdown: %s", self.node_id, exc.message)
+            except (ControllerError, TimeoutError) as exc:
+                log.info("node %d: controlled shutdown: %s", self.node_id,
+                         getattr(exc, "message", "no answer in time"))
             await asyncio.sleep(0.1)
         log.warning("node %d: controlled shutdown did not complete; stopping anyway",
                     self.node_id)
@@ -127,15 +137,25 @@ class Broker:
         return Listener(bound.name, host, bound_port)
 
     async def stop(self) -> None:
+        """A clean stop, each step bounded (`shutdown`): stop standing for election first,
+        so that a node left without a quorum does not keep itself (or others) waiting."""
+        log.info("node %d: shutting down", self.node_id)
+        self.controller.quorum.retire()
+        budget = 2 * self.controller.quorum.request_timeout + STEP_SECONDS
         if self._heartbeats is not None:
             self._heartbeats.cancel()
-            await self._controlled_shutdown()
-        if self.metrics is not None:
-            await self.metrics.stop()
-        await self.server.stop()
-        await self.group_coordinator.stop()
-        await self.replica_manager.stop()
-        await self.controller.stop()
+            await bounded(self.node_id, "controlled shutdown", self._controlled_shutdown(),
+                          budget)
+        steps: list[tuple[str, Callable[[], Awaitable[None]] | None]] = [
+            ("metrics", self.metrics.stop if self.metrics is not None else None),
+            ("Kafka listener", self.server.stop),
+            ("group coordinator", self.group_coordinator.stop),
+            ("replica manager", self.replica_manager.stop),
+            ("controller", self.controller.stop),
+        ]
+        for what, step in steps:
+            if step is not None:
+                await bounded(self.node_id, what, step(), STEP_SECONDS)
         log.info("node %d: stopped", self.node_id)
 
 

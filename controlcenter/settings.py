@@ -230,12 +230,22 @@ REST_FRAMEWORK: dict[str, object] = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Millrace",
-    "DESCRIPTION": "Schema registry and REST proxy APIs of the Millrace platform.",
+    "DESCRIPTION": "The control center's JSON API (cluster, topics, messages, consumer groups, "
+    "schemas): what its pages show and do.",
     "VERSION": "0.1.0",
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two linked documents in one Swagger UI (a selector at the top): the registry's and the
+    # REST proxy's maintained description (controlcenter/openapi.py), and the control
+    # center's JSON API as drf-spectacular reads it from its DRF views.
+    "SWAGGER_UI_SETTINGS": {
+        "urls": [
+            {"url": "/api/schema/", "name": "Schema registry and REST proxy"},
+            {"url": "/api/v1/schema/", "name": "Control center API (/api/v1/)"},
+        ],
+    },
 }
 
 LOG_LEVEL = env_str("MILLRACE_LOG_LEVEL", "INFO")

@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from . import openapi
 from .pages import audit, auth, brokers, groups, health, messages, overview, schemas, topics
 
 urlpatterns = [
@@ -31,13 +32,16 @@ urlpatterns = [
          name="subject-compatibility"),
     path("schemas/+register/<path:subject>/", schemas.subject_register, name="subject-register"),
     path("schemas/<path:subject>/", schemas.subject, name="subject"),
+    path("api/v1/schema/", SpectacularAPIView.as_view(
+        patterns=[path("api/v1/", include("controlcenter.api.urls"))]), name="openapi-api-v1"),
     path("api/v1/", include("controlcenter.api.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
     path("audit/", audit.audit_log, name="audit-log"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
+    # One maintained OpenAPI document for the registry and the REST proxy (openapi.py).
+    path("api/schema/", openapi.schema_view, name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="openapi-schema"), name="redoc"),
     path(settings.REGISTRY_PREFIX, include("registry.urls")),

@@ -8,7 +8,6 @@ path against `subject_patterns`, where a subject is one segment.
 
 from django.urls import URLPattern, URLResolver, path, re_path
 from django.urls.resolvers import RegexPattern
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
 from .views import served
@@ -49,13 +48,5 @@ other_patterns: list[URLPattern | URLResolver] = [
 urlpatterns: list[URLPattern | URLResolver] = [
     *other_patterns,
     re_path(r"^(?P<tail>(?:compatibility/)?(?:subjects|config|mode)/.+)$", views.route_by_raw_path),
-    path(
-        "openapi.json",
-        SpectacularAPIView.as_view(urlconf="registry.openapi_urls"),
-        name="registry-openapi",
-    ),
-    path(
-        "docs/", SpectacularSwaggerView.as_view(url_name="registry-openapi"), name="registry-docs"
-    ),
     re_path(r"^.*$", not_found),
 ]

@@ -18,12 +18,11 @@ from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
 from django.urls import Resolver404
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, lookups, params
+from . import actions, errors, index, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
@@ -72,7 +71,9 @@ def _registered_id(subject: str, request: actions.SchemaRequest, normalize: bool
 class RootView(RegistryView):
     memory_methods = frozenset({"GET", "POST"})
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
+        if index.wanted(request._request):
+            return index.page(request._request)
         return Response({})
 
     def post(self, request: Request) -> Response:
@@ -394,7 +395,6 @@ async def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase
     return await match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
 
 
-@extend_schema(exclude=True)
 class NotFoundView(RegistryView):
     """Any other path: Confluent's JSON 404, whatever the method."""
 

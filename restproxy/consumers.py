@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from . import errors
+from . import errors, fetched
 from .client import base_config
 from .content_types import EmbeddedFormat
 
@@ -193,11 +193,22 @@ class ConsumerInstance:
         self.pending = deque(m for m in self.pending
                              if (m.topic(), m.partition()) not in partitions)
 
-    def fetch(self, timeout: float, max_bytes: int) -> list[Message]:
-        """Records for one REST fetch: whatever is ready, else wait up to `timeout`."""
+    def fetch(self, timeout: float, max_bytes: int, fmt: EmbeddedFormat) -> list[dict[str, Any]]:
+        """Records for one REST fetch as JSON: whatever is ready, else wait up to `timeout`.
+
+        Decoding happens here, before anything counts as consumed: the fetch ends before a
+        record `fmt` cannot present, which stays pending (see `fetched`), and when it is
+        the first, the fetch answers its error.
+        """
+        generation = self.generation
         taken = self.take(timeout, max_bytes)
-        self.consumed(taken)
-        return taken
+        shown = fetched.present(taken, fmt)
+        delivered = len(shown.bodies)
+        self.unread(taken[delivered:], generation)
+        self.consumed(taken[:delivered])
+        if shown.error is not None and not shown.bodies:
+            raise shown.error
+        return shown.bodies
 
     def take(self, timeout: float, max_bytes: int, oversize: bool = True) -> list[Message]:
         """Remove ready records from `pending` without counting them consumed yet.
@@ -211,8 +222,11 @@ class ConsumerInstance:
             if left <= 0:
                 return []
             self._read(self.kafka().poll(min(left, 0.1)))
-        for message in self.kafka().consume(2000, 0):
-            self._read(message)
+        # Top up what is ready, never past the idle buffer's size: a client retrying a
+        # fetch that stops at an undecodable record must not grow `pending` each time.
+        if len(self.pending) < IDLE_BUFFER_LIMIT:
+            for message in self.kafka().consume(IDLE_BUFFER_LIMIT - len(self.pending), 0):
+                self._read(message)
         return self._take(max_bytes, oversize)
 
     def _read(self, message: Message | None) -> None:

@@ -146,8 +146,8 @@ def invalid_payload(message: str) -> RestProxyError:
     return RestProxyError(422, 42206, message)
 
 
-def serialization_failed(message: str) -> RestProxyError:
-    return RestProxyError(422, 42207, f"Error serializing message. {message}")
+def deserialization_failed(message: str) -> RestProxyError:
+    return RestProxyError(422, 42207, f"Error deserializing message. {message}")
 
 
 def batch_invalid(message: str) -> RestProxyError:

@@ -56,7 +56,7 @@ def decode_for(fmt: EmbeddedFormat, data: bytes | None) -> Any:
         try:
             return json.loads(data)
         except ValueError as exc:
-            raise errors.serialization_failed(f"record is not JSON: {exc}") from exc
+            raise errors.deserialization_failed(f"Not JSON: {exc}") from exc
     return jsonable(schemas.decode(schemas.registry(), data))
 
 

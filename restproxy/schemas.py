@@ -101,9 +101,14 @@ def encode(schema_id: int, parsed: Any, datum: Any) -> bytes:
 
 def decode(registry: SchemaRegistry, data: bytes) -> Any:
     if len(data) < 5 or data[0] != MAGIC:
-        raise errors.serialization_failed("Unknown magic byte")
+        raise errors.deserialization_failed("Unknown magic byte!")
     schema_id = struct.unpack(">I", data[1:5])[0]
-    return fastavro.schemaless_reader(io.BytesIO(data[5:]), registry.by_id(schema_id), None)
+    parsed = registry.by_id(schema_id)
+    try:
+        return fastavro.schemaless_reader(io.BytesIO(data[5:]), parsed, None)
+    except (EOFError, ValueError, TypeError, IndexError, KeyError, struct.error) as exc:
+        raise errors.deserialization_failed(
+            f"Not Avro of schema {schema_id}: {exc!r}") from exc
 
 
 _registry: SchemaRegistry | None = None

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import URLPattern, URLResolver, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import URLPattern, URLResolver, re_path
 
 from . import views_consumers as c
 from . import views_stream as stream
@@ -46,7 +45,4 @@ urlpatterns: list[URLPattern | URLResolver] = [
     route(f"{INSTANCE}/records/stream", stream.RecordStreamView),
     route(f"{INSTANCE}/offsets", c.OffsetsView),
     *v3_patterns(route),
-    # OpenAPI of both versions, Swagger UI from the sidecar package (no CDN)
-    path("openapi.json", SpectacularAPIView.as_view(urlconf="restproxy.urls"), name="openapi"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="restproxy:openapi"), name="docs"),
 ]

@@ -11,7 +11,7 @@ from django.urls import reverse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, consumer_ops, content_types, errors, formats
+from . import actions, consumer_ops, content_types, errors
 from .api import Later, ProxyView, json_object, read_json
 from .consumers import ConsumerInstance
 from .forwarding import forward, is_forwarded
@@ -169,20 +169,6 @@ class OffsetsView(InstanceView):
         ]})
 
 
-def record_json(message: Any, fmt: content_types.EmbeddedFormat) -> dict[str, Any]:
-    headers = message.headers() or []
-    return {
-        "topic": message.topic(),
-        "key": formats.decode_for(fmt, message.key()),
-        "value": formats.decode_for(fmt, message.value()),
-        "partition": message.partition(),
-        "offset": message.offset(),
-        # Beyond Confluent: timestamps and headers travel with every record.
-        "timestamp": message.timestamp()[1],
-        "headers": [{"name": k, "value": formats.b64encode(v)} for k, v in headers],
-    }
-
-
 def fetch_args(request: Request, instance: ConsumerInstance) -> tuple[float, int]:
     try:
         params = request.query_params
@@ -206,8 +192,8 @@ class RecordsView(InstanceView):
 
         async def answer() -> Response:
             async with asyncio.timeout(timeout + 60):
-                messages = await owner.acall(lambda i: i.fetch(timeout, max_bytes))
-            response = Response([record_json(m, fmt) for m in messages])
+                bodies = await owner.acall(lambda i: i.fetch(timeout, max_bytes, fmt))
+            response = Response(bodies)
             response.content_type = fmt.v2_media_type
             return response
 

@@ -23,14 +23,12 @@ from typing import Any, TypeVar
 from confluent_kafka import Message
 from django.conf import settings
 from django.http import HttpResponseBase, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 
-from . import content_types, errors
+from . import content_types, errors, fetched
 from .consumers import ConsumerInstance, message_size
 from .forwarding import forward_stream
-from .views_consumers import InstanceView, record_json
+from .views_consumers import InstanceView
 
 T = TypeVar("T")
 # The longest one step keeps the owner thread waiting for records: other requests to the
@@ -167,14 +165,14 @@ async def stream_records(instance: ConsumerInstance, media_type: str, limits: St
                     quiet_since = time.monotonic()
                     yield b": keep-alive\n\n"
                 continue
+            shown = fetched.present(taken, fmt)
+            if shown.error is not None:  # a record the format cannot present stays next
+                _give_back(instance, taken[len(shown.bodies):], generation)
+                taken = taken[:len(shown.bodies)]
             delivered = False
             try:
-                chunk = "".join(framing.record(record_json(m, fmt)) for m in taken).encode()
-                yield chunk
+                yield "".join(framing.record(body) for body in shown.bodies).encode()
                 delivered = True
-            except errors.RestProxyError as exc:  # a record the format cannot present
-                yield framing.error(exc)
-                return
             finally:
                 if not delivered:
                     _give_back(instance, taken, generation)
@@ -183,22 +181,12 @@ async def stream_records(instance: ConsumerInstance, media_type: str, limits: St
             except errors.RestProxyError as exc:
                 yield framing.error(exc)
                 return
+            if shown.error is not None:
+                yield framing.error(shown.error)
+                return
             records += len(taken)
             size += sum(message_size(m) for m in taken)
             quiet_since = time.monotonic()
-
-
-_LIMITS = [
-    OpenApiParameter("max_records", int, description="End after this many records."),
-    OpenApiParameter("max_bytes", int, description=(
-        "End before the record that would take keys plus values past this many bytes "
-        "(the first record is always sent).")),
-    OpenApiParameter("timeout", int, description=(
-        "End after this many milliseconds. Without any limit the stream runs until the "
-        "client disconnects or the instance is deleted.")),
-]
-
-_RECORDS = OpenApiResponse(OpenApiTypes.STR, description="Records as they arrive")
 
 
 class RecordStreamView(InstanceView):
@@ -209,19 +197,6 @@ class RecordStreamView(InstanceView):
     def forward(self, request: Request, owner_url: str) -> HttpResponseBase:
         return forward_stream(request, owner_url)
 
-    @extend_schema(
-        summary="Stream records (newline-delimited JSON or server-sent events)",
-        description=(
-            "One record per line in the instance's embedded format, shaped like a v2 "
-            "fetch; `text/event-stream` in Accept gives server-sent events instead. An error "
-            "after the stream has started (the instance deleted) is a last "
-            "`{error_code, message}` line (an `error` event)."),
-        parameters=_LIMITS,
-        responses={(200, content_types.NDJSON): _RECORDS,
-                   (200, content_types.EVENT_STREAM): _RECORDS,
-                   404: OpenApiResponse(description="40403 unknown consumer instance"),
-                   406: OpenApiResponse(description="40601 another embedded format")},
-    )
     def get(self, request: Request, group: str, instance: str) -> HttpResponseBase:
         media_type = content_types.stream_media_type(request.META.get("HTTP_ACCEPT"),
                                                      self.instance.config.format)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
 
-from . import actions, client, content_types, errors
+from . import actions, client, content_types, errors, index
 from .api import Later, ProxyView, json_object, parse_json, read_body
 from .client import cluster
 
@@ -106,5 +107,7 @@ class RootView(ProxyView):
     check_accept = False
     loop_methods = frozenset({"GET"})
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponseBase:
+        if index.wanted(request._request):
+            return index.page(request._request)
         return Response({})

@@ -149,6 +149,11 @@ class MetadataQuorum:
                 log.info("node %d: waiting for the metadata quorum (voters %s)",
                          self.node_id, sorted(self.voters))
 
+    def retire(self) -> None:
+        """Stop standing for election; the first step of a shutdown."""
+        if self.raft is not None:
+            self.raft.retire()
+
     async def stop(self) -> None:
         if self.raft is not None:
             self.raft.stop()

@@ -93,6 +93,7 @@ class RaftNode:
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._timer: TimerHandle | None = None
         self._stopped = False
+        self._retired = False
         transport.bind(self._receive)
         if self.voters == {node_id}:
             self._start_election()  # nobody else to hear from: lead at once
@@ -156,6 +157,12 @@ class RaftNode:
             self._timer.cancel()
         self._fail_waiters("node stopped")
 
+    def retire(self) -> None:
+        """Never stand for election again (a node shutting down): a leader keeps leading
+        until it stops, a follower keeps voting for others, but this node no longer starts
+        elections that could keep it, or the quorum, waiting on its way out."""
+        self._retired = True
+
     # -- timers ---------------------------------------------------------------------------
     def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
         if self._timer is not None:
@@ -173,6 +180,8 @@ class RaftNode:
 
     # -- elections ------------------------------------------------------------------------
     def _start_election(self) -> None:
+        if self._retired:
+            return
         self._set_role(Role.CANDIDATE, None)
         self.storage.save_vote(self.term + 1, self.node_id)
         self._votes = {self.node_id}

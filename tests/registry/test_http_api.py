@@ -318,12 +318,3 @@ def test_unknown_routes_methods_and_bodies_get_confluent_errors(api: Api) -> Non
     )
     response.body = json.loads(response.content)  # type: ignore[attr-defined]
     error(response, 400, 400)
-
-
-def test_the_openapi_description_is_served(api: Api) -> None:
-    response = api.client.get("/schema-registry/openapi.json", HTTP_ACCEPT="application/json")
-    assert response.status_code == 200
-    assert "/subjects" in response.content.decode()
-    docs = api.client.get("/schema-registry/docs/")
-    assert docs.status_code == 200
-    assert b"cdn" not in docs.content.lower()

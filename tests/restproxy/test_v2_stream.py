@@ -140,11 +140,3 @@ def test_a_finished_stream_lets_the_instance_expire(proxy: Proxy) -> None:
     g, name = instance.split("/")[1], instance.split("/")[3]
     expired = manager().expire_idle(now=time.monotonic() + 3600)
     assert (g, name) in [(i.group, i.name) for i in expired]
-
-
-def test_openapi_describes_the_stream(proxy: Proxy) -> None:
-    paths = proxy.get("openapi.json", accept="application/json").json()["paths"]
-    stream = next(v["get"] for k, v in paths.items() if k.rstrip("/").endswith("records/stream"))
-    assert {p["name"] for p in stream["parameters"]} >= {"max_records", "max_bytes", "timeout"}
-    assert set(stream["responses"]["200"]["content"]) == {"application/x-ndjson",
-                                                          "text/event-stream"}

@@ -186,12 +186,3 @@ def test_consumer_groups_consumers_and_lags(
         assert summary["max_lag_partition_id"] == 0
     finally:
         consumer.close()
-
-
-def test_openapi_describes_both_versions(proxy: Proxy) -> None:
-    response = proxy.get("openapi.json", accept="application/json")
-    assert response.status_code == 200
-    paths = response.json()["paths"]
-    assert any(p.startswith("/kafka/topics") or p.startswith("/topics") for p in paths)
-    assert any("/v3/clusters/" in p for p in paths)
-    assert proxy.get("docs/").status_code == 200

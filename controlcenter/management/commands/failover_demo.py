@@ -6,12 +6,18 @@ fresh Metadata, marking what moved), and on Ctrl-C, SIGTERM or the end of `--dur
 reads the whole topic back and counts what was lost or duplicated. It exits 0 only when
 every acknowledged message was read back exactly once.
 
+Like a Unix tool, it stops producing when its stdout goes away (`| head -2`, a `| tee`
+ended by the same Ctrl-C); it then still drains, reads back and checks, writes the rest,
+the summary included, to stderr, and its exit status keeps its meaning (0 clean, 1 lost or
+duplicated, 2 cluster unreachable).
+
 It reaches the brokers through confluent-kafka only, like the rest of the control center,
 so it runs the same against the built-in cluster and an external Kafka cluster.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -29,7 +35,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from clusterclient import ClusterClient, ClusterMetadata, ClusterRequestError, ClusterUnavailable
 
@@ -77,6 +83,42 @@ class ReadBack:
         return not self.lost and self.duplicated == 0
 
 
+class Output:
+    """Lines for stdout until it goes away (EPIPE), then for stderr.
+
+    Two threads write (the reporter and the main one); `closed` tells the run to stop.
+    Once the pipe is gone, fd 1 is pointed at /dev/null so that nothing (Python's own
+    flush at exit included) meets the broken pipe again."""
+
+    def __init__(self, stdout: OutputWrapper, stderr: OutputWrapper) -> None:
+        self.stdout, self.stderr = stdout, stderr
+        self.closed = threading.Event()
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        with self._lock:
+            if not self.closed.is_set():
+                try:
+                    self.stdout.write(line)
+                    self.stdout.flush()
+                    return
+                except BrokenPipeError:
+                    self._lost_stdout()
+                    return  # that line was for the reader who left
+            self.stderr.write(line)
+            self.stderr.flush()
+
+    def flush(self) -> None:
+        """Each write flushes already (the API Django's OutputWrapper offers)."""
+
+    def _lost_stdout(self) -> None:
+        self.closed.set()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stdout.fileno())
+        os.close(devnull)
+        self.stderr.write("stdout was closed: stopping, then checking what was acknowledged")
+
+
 class Command(BaseCommand):
     help = ("Produce to a replicated topic and print leaders and ISRs once a second; on "
             "Ctrl-C, read it all back and report lost and duplicated messages.")
@@ -92,6 +134,7 @@ class Command(BaseCommand):
                             help="seconds to produce (default: until Ctrl-C)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        self.out = Output(self.stdout, self.stderr)
         bootstrap: str = opts["bootstrap"] or settings.KAFKA_BOOTSTRAP_SERVERS
         if opts["partitions"] < 1 or opts["rate"] <= 0:
             raise CommandError("--partitions and --rate must be positive", returncode=2)
@@ -122,7 +165,7 @@ class Command(BaseCommand):
                 f"cannot reach a broker at {bootstrap} within {METADATA_TIMEOUT:.0f} s "
                 f"({exc.code_name}). Is the platform running (`make run`)? Pass --bootstrap "
                 "or set KAFKA_BOOTSTRAP_SERVERS.", returncode=EXIT_UNAVAILABLE) from exc
-        self.stdout.write(f"Cluster {metadata.cluster_id}: {len(metadata.brokers)} broker(s): "
+        self.out.write(f"Cluster {metadata.cluster_id}: {len(metadata.brokers)} broker(s): "
                           + ", ".join(f"{b.node_id} at {b.address}" for b in metadata.brokers))
         return metadata
 
@@ -130,7 +173,7 @@ class Command(BaseCommand):
                       partitions: int) -> None:
         existing = metadata.topics.get(topic)
         if existing is not None and existing.error is None:
-            self.stdout.write(f"Using the existing topic {topic}: {len(existing.partitions)} "
+            self.out.write(f"Using the existing topic {topic}: {len(existing.partitions)} "
                               f"partitions, replication factor {existing.replication_factor}")
             return
         brokers = len(metadata.brokers)
@@ -141,7 +184,7 @@ class Command(BaseCommand):
             if getattr(exc, "code_name", None) != "TOPIC_ALREADY_EXISTS":
                 raise CommandError(f"cannot create topic {topic}: {exc}",
                                    returncode=EXIT_UNAVAILABLE) from exc
-        self.stdout.write(f"Created topic {topic}: {partitions} partitions, replication "
+        self.out.write(f"Created topic {topic}: {partitions} partitions, replication "
                           f"factor {rf}, min.insync.replicas={min_isr}")
         self._wait_for_leaders(admin, topic)
 
@@ -157,16 +200,16 @@ class Command(BaseCommand):
                            f"{timeout:.0f} s", returncode=EXIT_UNAVAILABLE)
 
     def _report(self, report: ReadBack) -> None:
-        self.stdout.write(
+        self.out.write(
             f"acknowledged {report.acknowledged}, read back {report.read_back}, "
             f"lost {len(report.lost)}, duplicated {report.duplicated}")
         if report.unacknowledged_present:
             # acks=all can time out after the write reached the log: not a loss, not a dup.
-            self.stdout.write(f"({report.unacknowledged_present} written whose ack never "
+            self.out.write(f"({report.unacknowledged_present} written whose ack never "
                               "arrived; Kafka does not promise either way for those)")
         if report.lost:
-            self.stdout.write(f"lost sequence numbers (first 20): {report.lost[:20]}")
-        self.stdout.write("OK: no acknowledged message lost or duplicated" if report.clean
+            self.out.write(f"lost sequence numbers (first 20): {report.lost[:20]}")
+        self.out.write("OK: no acknowledged message lost or duplicated" if report.clean
                           else "FAILED: see above")
 
 
@@ -175,7 +218,7 @@ class DemoRun:
 
     def __init__(self, command: Command, bootstrap: str, topic: str, partitions: int,
                  rate: float) -> None:
-        self.out = command.stdout
+        self.out = command.out
         # The status line reads metadata every second: a short timeout keeps it ticking.
         self.admin = ClusterClient(bootstrap, QUIET, timeout=METADATA_TIMEOUT / 5)
         self.bootstrap = bootstrap
@@ -214,7 +257,7 @@ class DemoRun:
     def _produce_until_stopped(self, producer: Producer, deliveries: Deliveries,
                                duration: float | None) -> None:
         started = time.monotonic()
-        while not self.stop.is_set():
+        while not self.stop.is_set() and not self.out.closed.is_set():
             elapsed = time.monotonic() - started
             if duration is not None and elapsed >= duration:
                 return
@@ -248,7 +291,7 @@ class DemoRun:
     def _report_every_second(self, deliveries: Deliveries) -> None:
         started = time.monotonic()
         last: dict[int, PartitionState] = {}
-        while not self.stop.wait(1.0):
+        while not self.stop.wait(1.0) and not self.out.closed.is_set():
             states = self._partition_states()
             parts = [describe(p, last.get(p), state) for p, state in sorted(states.items())]
             last.update(states)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from brokercluster.ports import free_base_port, free_port
+from controlcenter import platform_cluster
 from controlcenter.management.children import Child, http_ok
 
 # CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
@@ -89,6 +90,8 @@ class Command(BaseCommand):
     def _cluster(self, brokers: int, base_port: int, data_dir: Path) -> Child:
         args = [sys.executable, "-m", "brokercluster", "--brokers", str(brokers),
                 "--base-port", str(base_port), "--data-dir", str(data_dir / "cluster")]
+        for key, value in platform_cluster.broker_config(brokers).items():
+            args += ["--override", f"{key}={value}"]
 
         def ready() -> bool:
             return "millrace cluster ready" in child.output()
@@ -170,6 +173,7 @@ class Command(BaseCommand):
             ("Admin login", self.admin_login),
             ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
                             "  (kafka-lag-exporter names)"),
+            *([] if external else _broker_rows(ports["kafka_port"], bootstrap.count(",") + 1)),
             ("Data directory", str(data_dir)),
         ]
         width = max(len(name) for name, _ in rows)
@@ -199,6 +203,14 @@ class Command(BaseCommand):
         self.stdout.write("\nTry a failover from another terminal:")
         for command, why in commands:
             self.stdout.write(f"  {command.ljust(width)}  # {why}")
+
+
+def _broker_rows(base_port: int, brokers: int) -> list[tuple[str, str]]:
+    """Every port each broker opens: Kafka, the controller quorum, Prometheus metrics."""
+    return [(f"Broker {node}", f"Kafka {CLUSTER_HOST}:{kafka}, controller :{controller}, "
+                               f"metrics http://{CLUSTER_HOST}:{metrics}/metrics")
+            for node, kafka, controller, metrics
+            in platform_cluster.broker_ports(base_port, brokers)]
 
 
 def _short(path: Path) -> str:
