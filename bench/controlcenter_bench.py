@@ -55,6 +55,12 @@ PAGES: list[tuple[str, str]] = [
 
 def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
+    # A broker's port opens before it has registered with its controller; until then a
+    # CreateTopics finds no broker to place replicas on.
+    deadline = time.monotonic() + 60
+    while not admin.list_topics(timeout=10).brokers:
+        assert time.monotonic() < deadline, "the broker did not register"
+        time.sleep(0.2)
     names = [f"{prefix}-t{i:04d}" for i in range(topics)]
     for i in range(0, len(names), 100):
         futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names[i:i + 100]],
