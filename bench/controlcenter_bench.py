@@ -53,20 +53,36 @@ PAGES: list[tuple[str, str]] = [
 ]
 
 
+def create_topics(admin: AdminClient, names: list[str], partitions: int) -> None:
+    """Create `names`, retrying those the broker refused for want of a registered broker:
+    its port opens before it registers, and on a loaded machine a burst of creations can
+    delay its heartbeats past the session timeout, so it is briefly fenced."""
+    pending, deadline = list(names), time.monotonic() + 300
+    while pending:
+        futures = admin.create_topics([NewTopic(n, partitions, 1) for n in pending],
+                                      operation_timeout=60)
+        refused = []
+        for name, future in futures.items():
+            try:
+                future.result(120)
+            except confluent_kafka.KafkaException as exc:
+                code = exc.args[0].code()
+                if code == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                if code != confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR:
+                    raise
+                refused.append(name)
+        assert time.monotonic() < deadline or not refused, f"{len(refused)} never created"
+        if refused:
+            time.sleep(1.0)
+        pending = refused
+
+
 def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    # A broker's port opens before it has registered with its controller; until then a
-    # CreateTopics finds no broker to place replicas on.
-    deadline = time.monotonic() + 60
-    while not admin.list_topics(timeout=10).brokers:
-        assert time.monotonic() < deadline, "the broker did not register"
-        time.sleep(0.2)
     names = [f"{prefix}-t{i:04d}" for i in range(topics)]
-    for i in range(0, len(names), 100):
-        futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names[i:i + 100]],
-                                      operation_timeout=60)
-        for future in futures.values():
-            future.result(120)
+    for i in range(0, len(names), 50):
+        create_topics(admin, names[i:i + 50], partitions)
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for name in names:
         for p in range(partitions):

@@ -86,3 +86,19 @@ def broker_command(request: HttpRequest, node_id: int, command: str) -> HttpResp
         messages.success(request, f"Broker {node_id}: {chosen.value} done, now "
                                   f"{process.state_text}. Leadership and ISR update live.")
     return redirect(request.POST.get("next") or "brokers")
+
+
+@requires(Capability.OPERATE_CLUSTER)
+def elect_leaders(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    """Preferred-leader election for one topic or (name None) for the whole cluster."""
+    try:
+        refused = actions.elect_preferred_leaders(request, name)
+    except actions.ActionError as exc:
+        messages.error(request, f"Preferred leader election failed. {exc}")
+    else:
+        where = f"topic {name}" if name else "every topic"
+        left = f" {refused} partitions could not move yet (preferred replica not in sync)." \
+            if refused else ""
+        messages.success(request, f"Preferred leaders elected on {where}.{left} "
+                                  "The leadership map updates live.")
+    return redirect(request.POST.get("next") or "brokers")
