@@ -197,7 +197,11 @@ def main() -> None:
     for label, topics, partitions, groups in (
             ("small", 10, args.partitions, 10),
             ("large", args.topics, args.partitions, args.groups)):
-        broker = BrokerProcess(data / label, {"num.partitions": str(partitions)}).start()
+        # A long broker session: on a loaded 2-core machine, creating thousands of partitions
+        # can delay the broker's own heartbeats past Kafka's 9 s default; each fencing moves
+        # every leader, which delays the next heartbeat, and creation never ends.
+        broker = BrokerProcess(data / label, {"num.partitions": str(partitions),
+                                              "broker.session.timeout.ms": "60000"}).start()
         try:
             started = time.perf_counter()
             prefix = f"b{uuid.uuid4().hex[:4]}"

@@ -171,6 +171,8 @@ def test_operating_brokers_without_a_supervisor_says_so(admin: Client) -> None:
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.result, entry.target) == ("broker.kill", "error", "broker 2")
     assert admin.post("/brokers/2/explode/").status_code == 404
+    elsewhere = admin.post("/brokers/2/kill/", {"next": "https://example.com/"})
+    assert elsewhere["Location"] == "/brokers/"  # never a redirect off the site
 
 
 def test_a_user_with_the_permission_may_produce(client: Client) -> None:
