@@ -30,8 +30,9 @@ def test_overview_shows_what_the_collector_sampled(kafka_bootstrap: str) -> None
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap):
         collect_once(kafka_bootstrap)
         page = Client().get("/").content.decode()
-    assert "<strong>controller</strong>" in page and f">{topic}<" in page
-    assert "unreachable" not in page
+        found = Client().get("/topics/", {"q": topic}).content.decode()
+    assert 'id="broker-row-1"' in page and 'data-status="up"' in page
+    assert "unreachable" not in page and f">{topic}<" in found
 
 
 @pytest.mark.django_db(transaction=True)
