@@ -83,7 +83,11 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         producer.produce(topic, b"hello")
         assert producer.flush(20) == 0
 
-        assert topic in get(endpoints["Control center"])
+        # The overview shows the collector's snapshot: the topic within an interval or two.
+        deadline = time.monotonic() + 30
+        while topic not in (overview := get(endpoints["Control center"])):
+            assert time.monotonic() < deadline, overview
+            time.sleep(1)
         assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
         assert get(endpoints["Schema registry"] + "/subjects") == "[]"
         assert topic in get(endpoints["REST proxy"] + "/topics")
