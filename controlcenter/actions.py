@@ -25,6 +25,8 @@ from clusterclient import (
     ConfigOperation,
     ResourceKind,
 )
+from clusterclient.elections import elect_preferred_leaders as elect
+from clusterclient.metadata import TopicPartition
 from clusterclient.records import ProducedRecord, produce
 from controlcenter import connection, events, live, offsetreset
 from controlcenter.audit import Actor, audited
@@ -268,3 +270,22 @@ def clear_schema_compatibility(actor: Actor, subject: str) -> str:
         note.message = f"was {previous}; the global level applies"
     _notify([("subject", subject)], f"Subject {subject}: the global compatibility applies.")
     return previous
+
+
+def elect_preferred_leaders(actor: Actor, topic: str | None = None) -> int:
+    """Give every partition of `topic` (None: of the cluster) its preferred leader back;
+    returns how many partitions the cluster could not move (e.g. its preferred replica is
+    down or out of the ISR), which is not a failure of the request."""
+    target = f"topic {topic}" if topic else "cluster"
+    with audited(actor, "partitions.elect_preferred", target) as note, _system_words():
+        cluster = connection.cluster()
+        partitions = None if topic is None else [
+            TopicPartition(topic, p.partition) for p in cluster.topic(topic).partitions]
+        outcome = elect(cluster, partitions)
+        refused = [tp for tp, problem in outcome.items() if problem is not None]
+        note.message = f"{len(outcome) - len(refused)} of {len(outcome)} led by their " \
+                       f"preferred replica"
+    groups: list[tuple[str, str | None]] = [("brokers", None), ("overview", None)]
+    _notify(groups + ([("topic", topic)] if topic else []),
+            f"Preferred leader election on the {target}: {note.message}.")
+    return len(refused)
