@@ -156,6 +156,25 @@ def operate_broker(actor: Actor, node_id: int, command: BrokerCommand) -> Broker
     return process  # type: ignore[no-any-return]
 
 
+def elect_preferred_leaders(actor: Actor, topic: str | None = None) -> int:
+    """Give every partition of `topic` (None: of the cluster) its preferred leader back;
+    returns how many partitions the cluster could not move (e.g. its preferred replica is
+    down or out of the ISR), which is not a failure of the request."""
+    target = f"topic {topic}" if topic else "cluster"
+    with audited(actor, "partitions.elect_preferred", target) as note, _system_words():
+        cluster = connection.cluster()
+        partitions = None if topic is None else [
+            TopicPartition(topic, p.partition) for p in cluster.topic(topic).partitions]
+        outcome = elect(cluster, partitions)
+        refused = [tp for tp, problem in outcome.items() if problem is not None]
+        note.message = f"{len(outcome) - len(refused)} of {len(outcome)} led by their " \
+                       f"preferred replica"
+    groups: list[tuple[str, str | None]] = [("brokers", None), ("overview", None)]
+    _notify(groups + ([("topic", topic)] if topic else []),
+            f"Preferred leader election on the {target}: {note.message}.")
+    return len(refused)
+
+
 # --- Consumer groups: reset offsets, delete ---------------------------------------------------
 
 
@@ -270,22 +289,3 @@ def clear_schema_compatibility(actor: Actor, subject: str) -> str:
         note.message = f"was {previous}; the global level applies"
     _notify([("subject", subject)], f"Subject {subject}: the global compatibility applies.")
     return previous
-
-
-def elect_preferred_leaders(actor: Actor, topic: str | None = None) -> int:
-    """Give every partition of `topic` (None: of the cluster) its preferred leader back;
-    returns how many partitions the cluster could not move (e.g. its preferred replica is
-    down or out of the ISR), which is not a failure of the request."""
-    target = f"topic {topic}" if topic else "cluster"
-    with audited(actor, "partitions.elect_preferred", target) as note, _system_words():
-        cluster = connection.cluster()
-        partitions = None if topic is None else [
-            TopicPartition(topic, p.partition) for p in cluster.topic(topic).partitions]
-        outcome = elect(cluster, partitions)
-        refused = [tp for tp, problem in outcome.items() if problem is not None]
-        note.message = f"{len(outcome) - len(refused)} of {len(outcome)} led by their " \
-                       f"preferred replica"
-    groups: list[tuple[str, str | None]] = [("brokers", None), ("overview", None)]
-    _notify(groups + ([("topic", topic)] if topic else []),
-            f"Preferred leader election on the {target}: {note.message}.")
-    return len(refused)
