@@ -33,9 +33,10 @@ from controlcenter.models import (
 from laganalysis import records
 from laganalysis.retention import Policy
 
+from . import rows
 from .analysis import Row, Snapshot
 
-BATCH = 500  # SQLite's variable limit with ~15 columns a row
+BATCH = 500  # keys in one DELETE: under SQLite's limit of variables in one statement
 # The latest snapshot's tables: model, key columns, Snapshot attribute.
 TABLES: tuple[tuple[type[models.Model], tuple[str, ...], str], ...] = (
     (BrokerState, ("node_id",), "brokers"),
@@ -88,8 +89,8 @@ class Store:
                       "unreachable_since": None, "cycle_seconds": cycle_seconds,
                       "interval_seconds": interval})
         for model, keys, name in TABLES:
-            sync(model._default_manager.db_manager(self.using), keys, getattr(snap, name),
-                 getattr(old, name) if old else None, now)
+            sync(model, keys, getattr(snap, name), getattr(old, name) if old else None, now,
+                 self.using)
         self._history(snap, old, now)
         ClusterEvent.objects.using(self.using).bulk_create(
             [ClusterEvent(ts=when(e.timestamp_ms / 1000), kind=e.kind.value,
@@ -109,32 +110,31 @@ class Store:
         return was_reachable
 
     def _history(self, snap: Snapshot, old: Snapshot | None, now: dt.datetime) -> None:
+        raw = {"ts": now, "resolution": Resolution.RAW.value}
         keep: tuple[str, ...] = ("total_lag", "max_lag", "max_lag_seconds", "status")
-        GroupLagHistory.objects.using(self.using).bulk_create([
-            GroupLagHistory(group_id=g, ts=now, **{k: row[k] for k in keep})
+        rows.insert(GroupLagHistory, [
+            {"group_id": g, **raw, **{k: row[k] for k in keep}}
             for g, row in snap.groups.items()
-            if old is None or _differs(old.groups.get(g), row, keep)], batch_size=BATCH)
+            if old is None or _differs(old.groups.get(g), row, keep)], self.using)
         keep = ("committed_offset", "end_offset", "lag", "lag_seconds", "status")
-        PartitionLagHistory.objects.using(self.using).bulk_create([
-            PartitionLagHistory(group_id=g, topic=t, partition=p, ts=now,
-                                **{k: row[k] for k in keep})
+        rows.insert(PartitionLagHistory, [
+            {"group_id": g, "topic": t, "partition": p, **raw, **{k: row[k] for k in keep}}
             for (g, t, p), row in snap.group_partitions.items()
             if old is None or _differs(old.group_partitions.get((g, t, p)), row,
                                        ("committed_offset", "end_offset", "status"))],
-            batch_size=BATCH)
-        rates: tuple[str, ...] = ("messages_in_per_sec", "bytes_in_per_sec")
-        rows = [ThroughputHistory(kind=ThroughputKind.TOPIC, name=t, ts=now,
-                                  **{k: row[k] for k in rates})
-                for t, row in snap.topics.items()
-                if row["messages_in_per_sec"] is not None
-                and (old is None or _differs(old.topics.get(t), row, rates))]
+            self.using)
         rates = ("messages_in_per_sec", "bytes_in_per_sec", "bytes_out_per_sec")
-        rows += [ThroughputHistory(kind=ThroughputKind.BROKER, name=str(n), ts=now,
-                                   **{k: row[k] for k in rates})
-                 for n, row in snap.brokers.items()
-                 if (row["bytes_in_per_sec"] is not None or row["messages_in_per_sec"] is not None)
-                 and (old is None or _differs(old.brokers.get(n), row, rates))]
-        ThroughputHistory.objects.using(self.using).bulk_create(rows, batch_size=BATCH)
+        rows.insert(ThroughputHistory, [
+            {"kind": ThroughputKind.TOPIC.value, "name": t, **raw, "bytes_out_per_sec": None,
+             **{k: row[k] for k in rates[:2]}}
+            for t, row in snap.topics.items()
+            if row["messages_in_per_sec"] is not None
+            and (old is None or _differs(old.topics.get(t), row, rates[:2]))] + [
+            {"kind": ThroughputKind.BROKER.value, "name": str(n), **raw,
+             **{k: row[k] for k in rates}}
+            for n, row in snap.brokers.items()
+            if (row["bytes_in_per_sec"] is not None or row["messages_in_per_sec"] is not None)
+            and (old is None or _differs(old.brokers.get(n), row, rates))], self.using)
 
     def compact(self, at: float) -> int:
         """Downsample and drop history by the retention policy; returns rows removed."""
@@ -144,8 +144,7 @@ class Store:
             removed += model._default_manager.using(self.using).filter(ts__lte=oldest).delete()[0]
         removed += ClusterEvent.objects.using(self.using).filter(ts__lte=oldest).delete()[0]
         for model, series in HISTORY:
-            removed += downsample(model._default_manager.db_manager(self.using), series, at,
-                                  self.policy)
+            removed += downsample(model, series, at, self.policy, self.using)
         return removed
 
 
@@ -153,12 +152,13 @@ def _differs(old: Row | None, new: Row, fields: tuple[str, ...]) -> bool:
     return old is None or any(old.get(f) != new[f] for f in fields)
 
 
-def sync(manager: models.Manager[Any], keys: tuple[str, ...], new: dict[Any, Row],
-         old: dict[Any, Row] | None, now: dt.datetime) -> None:
+def sync(model: type[models.Model], keys: tuple[str, ...], new: dict[Any, Row],
+         old: dict[Any, Row] | None, now: dt.datetime, using: str) -> None:
     """Upsert rows that differ from `old` and delete the ones gone; no `old`: the whole table."""
     def key_of(values: tuple[Any, ...] | Any) -> tuple[Any, ...]:
         return values if isinstance(values, tuple) else (values,)
 
+    manager = model._default_manager.db_manager(using)
     if old is None:
         existing = {tuple(k) for k in manager.values_list(*keys)}
         gone = existing - {key_of(k) for k in new}
@@ -171,16 +171,12 @@ def sync(manager: models.Manager[Any], keys: tuple[str, ...], new: dict[Any, Row
         for values in list(gone)[i:i + BATCH]:
             query |= models.Q(**dict(zip(keys, values, strict=True)))
         manager.filter(query).delete()
-    objs = [manager.model(**dict(zip(keys, key_of(k), strict=True)), **new[k], updated_at=now)
-            for k in changed]
-    if objs:
-        fields = [*new[changed[0]].keys(), "updated_at"]
-        manager.bulk_create(objs, batch_size=BATCH, update_conflicts=True,
-                            unique_fields=list(keys), update_fields=fields)
+    rows.insert(model, [{**dict(zip(keys, key_of(k), strict=True)), **new[k], "updated_at": now}
+                        for k in changed], using, unique=keys)
 
 
-def downsample(manager: models.Manager[Any], series: tuple[str, ...], at: float,
-               policy: Policy) -> int:
+def downsample(model: type[models.Model], series: tuple[str, ...], at: float, policy: Policy,
+               using: str) -> int:
     """Merge the raw rows of every bucket that has wholly aged out of the raw tier into one
     row per series and bucket: the newest offsets, the worst lag, rate and status.
 
@@ -191,27 +187,30 @@ def downsample(manager: models.Manager[Any], series: tuple[str, ...], at: float,
         return 0  # every tier keeps every row
     width = rest[0].resolution
     edge = (at - (raw.max_age if raw.resolution == 0 else 0)) // width * width
-    rows = list(manager.filter(resolution=Resolution.RAW, ts__lt=when(edge)).order_by("ts", "pk"))
-    buckets: defaultdict[tuple[tuple[Hashable, ...], float], list[Any]] = defaultdict(list)
-    for row in rows:
-        bucket = policy.bucket(row.ts.timestamp(), at)
-        if bucket is not None:
-            buckets[(tuple(getattr(row, f) for f in series), bucket)].append(row)
-    columns = {f.name for f in manager.model._meta.get_fields()}
+    columns = {f.name for f in model._meta.get_fields()}
     worst = [name for name in WORST_OF_BUCKET if name in columns]
+    status = ["status"] if "status" in columns else []
+    manager = model._default_manager.db_manager(using)
+    aged = (manager.filter(resolution=Resolution.RAW, ts__lt=when(edge)).order_by("ts", "pk")
+            .values("pk", "ts", *series, *worst, *status))
+    buckets: defaultdict[tuple[tuple[Hashable, ...], float], list[dict[str, Any]]] = (
+        defaultdict(list))
+    for row in aged:
+        bucket = policy.bucket(row["ts"].timestamp(), at)
+        if bucket is not None:
+            buckets[(tuple(row[f] for f in series), bucket)].append(row)
     kept, doomed = [], []
     for (_, bucket), members in buckets.items():
-        keep = members[-1]  # the newest offsets of the bucket
+        keep = {"ts": when(bucket), "resolution": Resolution.MINUTE.value,
+                "pk": members[-1]["pk"]}  # the newest row: the newest offsets of the bucket
         for name in worst:
-            values = [getattr(m, name) for m in members if getattr(m, name) is not None]
-            setattr(keep, name, max(values) if values else None)
-        if "status" in columns:
-            keep.status = max((m.status for m in members), key=lambda s: WORST.get(s, 0))
-        keep.ts, keep.resolution = when(bucket), Resolution.MINUTE
+            values = [m[name] for m in members if m[name] is not None]
+            keep[name] = max(values) if values else None
+        if status:
+            keep["status"] = max((m["status"] for m in members), key=lambda s: WORST.get(s, 0))
         kept.append(keep)
-        doomed += [m.pk for m in members[:-1]]
-    fields = ["ts", "resolution", *worst, *(["status"] if "status" in columns else [])]
-    manager.bulk_update(kept, fields, batch_size=BATCH)
+        doomed += [m["pk"] for m in members[:-1]]
+    rows.update(model, kept, using)
     for i in range(0, len(doomed), BATCH):
         manager.filter(pk__in=doomed[i:i + BATCH]).delete()
     return len(doomed)
