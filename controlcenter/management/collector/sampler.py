@@ -6,7 +6,7 @@ the end of every partition (and once a minute one for their log starts), ListGro
 DescribeGroups for all groups, OffsetFetch for all groups in flight at once, and topic
 configs (min.insync.replicas) for topics not seen before. For the built-in cluster also the
 supervisor's process states and each running broker's Prometheus endpoint (bytes in/out,
-messages in, active controller).
+messages in, active controller, each partition's log size).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import math
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ BROKER_COUNTERS = {
     "kafka_controller_kafkacontroller_activecontrollercount": "active_controller",
 }
 LOG_START_EVERY_S = 60.0
+LOG_SIZE = "kafka_log_log_size"  # {topic, partition}: bytes of each log a broker holds
 TOPIC_BYTES_IN = "topic_bytes_in:"  # + topic: that topic's bytes in, led by this broker
 
 
@@ -58,6 +59,15 @@ class Reading:
     min_isr: dict[str, int]
     processes: dict[int, BrokerProcess] | None = None  # None: not the built-in cluster
     broker_counters: dict[int, dict[str, float]] = field(default_factory=dict)
+    log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
+
+
+@dataclass
+class Scrape:
+    """What one broker's Prometheus endpoint said."""
+
+    counters: dict[str, float]
+    log_size: dict[TopicPartition, int]  # every log it holds (kafka_log_log_size)
 
 
 class Sampler:
@@ -76,6 +86,8 @@ class Sampler:
         """Raises clusterclient.ClusterUnavailable when the cluster does not answer."""
         processes = self.pool.submit(self._processes)
         metadata = self.client.metadata(refresh=True, timeout=self.probe_timeout)
+        procs = processes.result()
+        scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
         partitions = [TopicPartition(t.name, p.partition) for t in metadata.topics.values()
                       for p in t.partitions if not p.offline]
         at = time.time()
@@ -84,12 +96,13 @@ class Sampler:
         starts = self._log_starts(partitions, ends)
         groups, committed = self._groups()
         self._read_min_isr(metadata)
-        procs = processes.result()
+        scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
             at=at, metadata=metadata, log_start=starts, log_end=ends,
             groups=groups, committed=committed,
             min_isr={t: self.min_isr.get(t, 1) for t in metadata.topics},
-            processes=procs, broker_counters=self._broker_counters(metadata, procs),
+            processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
+            log_size=_leaders_sizes(metadata, scraped),
         )
 
     def _log_starts(self, partitions: list[TopicPartition], ends: dict[TopicPartition, int]
@@ -149,35 +162,52 @@ class Sampler:
             return None
         return {b.node_id: b for b in status.brokers}
 
-    def _broker_counters(self, metadata: ClusterMetadata,
-                         processes: dict[int, BrokerProcess] | None) -> dict[int, dict[str, float]]:
+    def _scrape_brokers(self, metadata: ClusterMetadata,
+                        processes: dict[int, BrokerProcess] | None
+                        ) -> dict[int, Future[Scrape | None]]:
         if not processes:
             return {}
         hosts = {b.node_id: b.host for b in metadata.brokers}
-        running = {n: p for n, p in processes.items() if p.alive and n in hosts}
-        futures = {n: self.pool.submit(self._scrape, hosts[n], p.metrics_port)
-                   for n, p in running.items()}
-        return {n: found for n, f in futures.items() if (found := f.result()) is not None}
+        return {n: self.pool.submit(self._scrape, hosts[n], p.metrics_port)
+                for n, p in processes.items() if p.alive and n in hosts}
 
-    def _scrape(self, host: str, port: int) -> dict[str, float] | None:
+    def _scrape(self, host: str, port: int) -> Scrape | None:
         url = f"http://{host}:{port}/metrics"
         try:
             with urllib.request.urlopen(url, timeout=self.metrics_timeout) as response:
                 text = response.read().decode()
         except OSError:
             return None
-        found: dict[str, float] = {}
+        found = Scrape({}, {})
         for family in text_string_to_metric_families(text):
+            if family.name == LOG_SIZE:
+                found.log_size.update(
+                    (TopicPartition(s.labels["topic"], int(s.labels["partition"])), int(s.value))
+                    for s in family.samples)
+                continue
             name = BROKER_COUNTERS.get(family.name)
             for sample in family.samples if name else ():
                 if sample.name not in (family.name, family.name + "_total"):
                     continue
                 topic = sample.labels.get("topic")
                 if topic is None:
-                    found[str(name)] = float(sample.value)
+                    found.counters[str(name)] = float(sample.value)
                 elif name == "bytes_in":
-                    found[TOPIC_BYTES_IN + topic] = float(sample.value)
+                    found.counters[TOPIC_BYTES_IN + topic] = float(sample.value)
         return found
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _leaders_sizes(metadata: ClusterMetadata, scraped: dict[int, Scrape]
+                   ) -> dict[TopicPartition, int]:
+    """Each partition's log size as its leader reports it (one copy of the data)."""
+    sizes = {}
+    for topic in metadata.topics.values():
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition)
+            size = scraped[p.leader].log_size.get(tp) if p.leader in scraped else None
+            if size is not None:
+                sizes[tp] = size
+    return sizes
