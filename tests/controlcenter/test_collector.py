@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import confluent_kafka
 import pytest
