@@ -2,15 +2,19 @@
 
     python bench/controlcenter_bench.py [--topics 1000 --partitions 10 --groups 1000]
 
-On one built-in broker it creates a small cluster (10 topics, 10 groups) and a large one
-(1,000 topics x 10 partitions, 1,000 groups each with commits on one topic's partitions),
-then measures:
-- the collector's cycle time (first cycle, which writes every row, and steady cycles, which
-  write what changed), against the 5 s interval;
-- websocket fan-out: one update published by another process to 50 connected sockets, with
-  the embedded hub layer and with channels-redis (when Redis answers at REDIS_URL);
-- page render times through `PAGES` (the pages engineers add their URLs: the hook below).
-It prints ratios large/small, so the figures are comparable on any machine.
+On a built-in broker of its own, each scale gets its topics (all with messages) and its
+consumer groups (committed offsets on one topic each, without members, a quarter of them
+at the log start: lagging), then the bench measures, printing each figure as it comes:
+- the collector's cycle time: the first cycle (writes every row) and steady cycles, each
+  after "traffic" (a tenth of the topics get a message per partition and the groups on them
+  that keep up commit it), against the 5 s interval;
+- page render times through `PAGES` (the hook: pages add their URL there), read from the
+  tables the collector just wrote;
+- websocket fan-out: one update published by another process to 50 connected sockets,
+  through the embedded hub layer and through channels-redis (when Redis answers at
+  REDIS_URL).
+The read model goes to SQLite in a temporary directory, or to DATABASE_URL. Ratios
+large/small make the figures comparable across machines.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -44,8 +49,8 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 
 # The hook for page render times: (name, URL path) rendered through Django's test client,
 # against the read model the collector just wrote. The pages engineers add theirs here.
-# "{topic}" stands for one topic of the run (its partitions: --partitions), "{group}" for the
-# group with the most partitions in the read model.
+# "{topic}" stands for the scale's first topic, "{group}" for the group with the most
+# partitions in the read model.
 PAGES: list[tuple[str, str]] = [
     ("overview", "/"),
     ("topic list", "/topics/"),
@@ -56,63 +61,121 @@ PAGES: list[tuple[str, str]] = [
     ("group list, by lag", "/groups/?sort=-lag&page=3"),
     ("one group", "/groups/{group}/"),
 ]
+PAGE_RUNS = 7  # one request is noisy on a shared machine; the median of seven is not
+MESSAGES_PER_PARTITION = 5
+LAGGING_EVERY = 4  # every 4th group stays at the log start
 
 
-def create_topics(admin: AdminClient, names: list[str], partitions: int) -> None:
-    """Create `names`, retrying those the broker refused for want of a registered broker:
-    its port opens before it registers, and on a loaded machine a burst of creations can
-    delay its heartbeats past the session timeout, so it is briefly fenced."""
-    pending, deadline = list(names), time.monotonic() + 300
-    while pending:
-        futures = admin.create_topics([NewTopic(n, partitions, 1) for n in pending],
-                                      operation_timeout=60)
-        refused = []
-        for name, future in futures.items():
-            try:
-                future.result(120)
-            except confluent_kafka.KafkaException as exc:
-                code = exc.args[0].code()
-                if code == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                    continue
-                if code != confluent_kafka.KafkaError.INVALID_REPLICATION_FACTOR:
-                    raise
-                refused.append(name)
-        assert time.monotonic() < deadline or not refused, f"{len(refused)} never created"
-        if refused:
-            time.sleep(1.0)
-        pending = refused
+@dataclass
+class Scale:
+    label: str
+    topics: int
+    partitions: int
+    groups: int
+    prefix: str = ""
+
+    def __post_init__(self) -> None:
+        self.prefix = f"{self.label[0]}{uuid.uuid4().hex[:4]}"
+
+    def topic(self, i: int) -> str:
+        return f"{self.prefix}-t{i:04d}"
+
+    def group(self, g: int) -> str:
+        return f"{self.prefix}-g{g:04d}"
 
 
-def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
+class Figures:
+    """Results by name and scale, printed as they come, large next to small."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, float]] = {}
+
+    def add(self, name: str, label: str, seconds: float) -> None:
+        row = self.values.setdefault(name, {})
+        row[label] = seconds
+        line = f"  {label:6} {name:28} {seconds:9.3f} s"
+        if label == "large" and "small" in row:
+            line += f"   ({seconds / row['small']:.1f}x small)"
+        print(line, flush=True)
+
+    def table(self) -> None:
+        print(f"\n{'':30}{'small':>10}{'large':>10}{'ratio':>8}   (seconds; interval 5 s)")
+        for name, row in self.values.items():
+            small, large = row.get("small"), row.get("large")
+            if small is None or large is None:
+                continue
+            print(f"{name:30}{small:10.3f}{large:10.3f}{large / small:8.1f}")
+
+
+def create_scale(bootstrap: str, scale: Scale) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [f"{prefix}-t{i:04d}" for i in range(topics)]
-    for i in range(0, len(names), 50):
-        create_topics(admin, names[i:i + 50], partitions)
+    names = [scale.topic(i) for i in range(scale.topics)]
+    for i in range(0, len(names), 100):
+        futures = admin.create_topics(
+            [NewTopic(n, scale.partitions, 1) for n in names[i:i + 100]], operation_timeout=120)
+        for future in futures.values():
+            future.result(180)
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for name in names:
-        for p in range(partitions):
-            producer.produce(name, b"x" * 100, partition=p)
-    producer.flush(120)
-    for g in range(groups):  # commits without consumers: Empty groups with lag
-        topic = names[g % len(names)]
+        for p in range(scale.partitions):
+            for _ in range(MESSAGES_PER_PARTITION):
+                producer.produce(name, b"x" * 100, partition=p)
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    commit(admin, scale, range(scale.groups), lambda g: 0 if g % LAGGING_EVERY == 0
+           else MESSAGES_PER_PARTITION)
+
+
+def commit(admin: AdminClient, scale: Scale, groups: range | list[int],
+           offset_of: object) -> None:
+    """Commits for groups without members (kafka-consumer-groups --reset-offsets does the
+    same), all requests in flight at once."""
+    assert callable(offset_of)
+    futures = []
+    for g in groups:
+        topic = scale.topic(g % scale.topics)
         request = confluent_kafka.ConsumerGroupTopicPartitions(
-            f"{prefix}-g{g:04d}",
-            [confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-        admin.alter_consumer_group_offsets([request])[f"{prefix}-g{g:04d}"].result(60)
+            scale.group(g), [confluent_kafka.TopicPartition(topic, p, offset_of(g))
+                             for p in range(scale.partitions)])
+        futures += admin.alter_consumer_group_offsets([request]).values()
+    for future in futures:
+        future.result(120)
 
 
-def cycle_times(bootstrap: str, cycles: int) -> tuple[float, list[float]]:
+def traffic(bootstrap: str, scale: Scale, round_: int) -> None:
+    """A tenth of the topics get one message per partition; the groups on them that keep
+    up commit it, the lagging ones do not."""
+    busy = max(1, scale.topics // 10)
+    first = (round_ * busy) % scale.topics
+    topics = {(first + i) % scale.topics for i in range(busy)}
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for t in topics:
+        for p in range(scale.partitions):
+            producer.produce(scale.topic(t), b"y" * 100, partition=p)
+    assert producer.flush(60) == 0
+    keeping_up = [g for g in range(scale.groups)
+                  if g % scale.topics in topics and g % LAGGING_EVERY != 0]
+    commit(AdminClient({"bootstrap.servers": bootstrap}), scale, keeping_up,
+           lambda g: MESSAGES_PER_PARTITION + 1 + round_ // (scale.topics // busy))
+
+
+def measure_cycles(bootstrap: str, scale: Scale, cycles: int, figures: Figures) -> None:
     from controlcenter.management.collector.loop import Collector, CollectorConfig
 
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
         collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, interval=5.0,
                                               history_topics=True))
         try:
-            first = collector.cycle()
-            steady = [collector.cycle() for _ in range(cycles)]
+            figures.add("first cycle", scale.label, collector.cycle())
+            steady = []
+            for i in range(cycles):
+                traffic(bootstrap, scale, i)
+                steady.append(collector.cycle())
+            figures.add(f"steady cycle (median of {cycles})", scale.label,
+                        statistics.median(steady))
+            figures.add("steady cycle (max)", scale.label, max(steady))
         finally:
             collector.close()
-    return first, steady
 
 
 def biggest_group() -> str:
@@ -123,25 +186,21 @@ def biggest_group() -> str:
     return found or ""
 
 
-PAGE_RUNS = 7  # one request is noisy on a shared machine; the median of seven is not
-
-
-def page_times(bootstrap: str, topic: str) -> dict[str, float]:
+def measure_pages(bootstrap: str, scale: Scale, figures: Figures) -> None:
     client = Client()
-    found = {}
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
         group = quote(biggest_group(), safe="")
         for name, path in PAGES:
-            url = path.format(topic=topic, group=group)
-            client.get(url)  # warm: templates compiled, connections open
+            url = path.format(topic=scale.topic(0), group=group)
+            client.get(url)  # templates compiled, connections open
             times = []
             for _ in range(PAGE_RUNS):
                 started = time.perf_counter()
                 response = client.get(url)
                 times.append(time.perf_counter() - started)
                 assert response.status_code == 200, (name, response.status_code)
-            found[name] = statistics.median(times)
-    return found
+            figures.add(f"page {name} (median of {PAGE_RUNS})", scale.label,
+                        statistics.median(times))
 
 
 async def fan_out(layers: dict[str, object], sockets: int, rounds: int) -> list[float]:
@@ -203,41 +262,7 @@ def redis_answers(url: str) -> bool:
         return False
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--partitions", type=int, default=10)
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--cycles", type=int, default=3)
-    parser.add_argument("--sockets", type=int, default=50)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    data = Path(tempfile.mkdtemp(prefix="ccbench-broker-"))
-    results: dict[str, dict[str, float]] = {}
-    for label, topics, partitions, groups in (
-            ("small", 10, args.partitions, 10),
-            ("large", args.topics, args.partitions, args.groups)):
-        # A long broker session: on a loaded 2-core machine, creating thousands of partitions
-        # can delay the broker's own heartbeats past Kafka's 9 s default; each fencing moves
-        # every leader, which delays the next heartbeat, and creation never ends.
-        broker = BrokerProcess(data / label, {"num.partitions": str(partitions),
-                                              "broker.session.timeout.ms": "60000"}).start()
-        try:
-            started = time.perf_counter()
-            prefix = f"b{uuid.uuid4().hex[:4]}"
-            create_scale(broker.bootstrap, prefix, topics, partitions, groups)
-            print(f"{label}: {topics} topics x {partitions} partitions, {groups} groups "
-                  f"created in {time.perf_counter() - started:.1f}s", flush=True)
-            first, steady = cycle_times(broker.bootstrap, args.cycles)
-            results[label] = {"first cycle": first, "steady cycle": statistics.median(steady)}
-            for page, seconds in page_times(broker.bootstrap, f"{prefix}-t0000").items():
-                results[label][f"page {page}"] = seconds
-        finally:
-            broker.stop()
-    print(f"\n{'':24}{'small':>10}{'large':>10}{'ratio':>8}   (seconds; interval 5 s)")
-    for key in results["small"]:
-        small, large = results["small"][key], results["large"][key]
-        print(f"{key:24}{small:10.3f}{large:10.3f}{large / small:8.1f}")
+def measure_fan_out(sockets: int, rounds: int) -> None:
     layers: dict[str, dict[str, object]] = {
         "hub": {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
                             "CONFIG": {"data_dir": os.environ["MILLRACE_DATA_DIR"],
@@ -247,15 +272,50 @@ def main() -> None:
         layers["redis"] = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                        "CONFIG": {"hosts": [redis_url],
                                                   "prefix": f"bench{uuid.uuid4().hex[:6]}"}}}
-    print(f"\nfan-out of one update from another process to {args.sockets} sockets "
-          "(ms: median, max of 20)")
+    else:
+        print(f"  (no Redis at {redis_url}: the hub layer only)")
+    print(f"\nfan-out of one update from another process to {sockets} sockets "
+          f"(ms over {rounds} updates)", flush=True)
     medians = {}
     for name, config in layers.items():
-        times = asyncio.run(fan_out(config, args.sockets, 20))
+        times = sorted(asyncio.run(fan_out(config, sockets, rounds)))
         medians[name] = statistics.median(times)
-        print(f"  {name:6} {medians[name] * 1000:8.2f} {max(times) * 1000:8.2f}")
+        p90 = times[int(len(times) * 0.9) - 1]
+        print(f"  {name:6} median {medians[name] * 1000:7.2f}  p90 {p90 * 1000:7.2f}  "
+              f"max {times[-1] * 1000:7.2f}", flush=True)
     if "redis" in medians:
         print(f"  hub/redis median ratio: {medians['hub'] / medians['redis']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--sockets", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=50)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    print(f"read model on {django.db.connection.vendor}", flush=True)
+    data = Path(tempfile.mkdtemp(prefix="ccbench-broker-"))
+    figures = Figures()
+    for scale in (Scale("small", 10, args.partitions, 10),
+                  Scale("large", args.topics, args.partitions, args.groups)):
+        broker = BrokerProcess(data / scale.label, {"num.partitions": str(scale.partitions)})
+        broker.start()
+        try:
+            started = time.perf_counter()
+            create_scale(broker.bootstrap, scale)
+            print(f"{scale.label}: {scale.topics} topics x {scale.partitions} partitions, "
+                  f"{scale.groups} groups set up in {time.perf_counter() - started:.0f} s",
+                  flush=True)
+            measure_cycles(broker.bootstrap, scale, args.cycles, figures)
+            measure_pages(broker.bootstrap, scale, figures)
+        finally:
+            broker.stop()
+    figures.table()
+    measure_fan_out(args.sockets, args.rounds)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ class BrokerCollector(Collector):
         yield from self._replica_manager()
         yield from self._controller()
         yield from self._topic_counters()
+        yield self._log_sizes()
 
     def _replica_manager(self) -> Iterator[Metric]:
         node = self.node_id
@@ -110,6 +111,15 @@ class BrokerCollector(Collector):
             for topic_name, counters in sorted(totals.items()):
                 family.add_metric([topic_name], counters[name])
             yield family
+
+
+    def _log_sizes(self) -> Metric:
+        # kafka.log:type=Log,name=Size,topic=T,partition=P: every replica reports its own log.
+        family = GaugeMetricFamily("kafka_log_log_size", "Log Size in bytes",
+                                   labels=["topic", "partition"])
+        for tp, partition in self.replicas.partitions.items():
+            family.add_metric([tp.topic, str(tp.partition)], partition.log.size_in_bytes)
+        return family
 
 
 class MetricsServer(TcpServer):

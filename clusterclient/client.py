@@ -75,14 +75,17 @@ class ClusterClient:
         return {"request_timeout": self.timeout}
 
     # --- metadata ---------------------------------------------------------------------
-    def metadata(self, refresh: bool = False) -> ClusterMetadata:
-        """All brokers and topics; the cached snapshot when younger than `metadata_ttl`."""
+    def metadata(self, refresh: bool = False, timeout: float | None = None) -> ClusterMetadata:
+        """All brokers and topics; the cached snapshot when younger than `metadata_ttl`.
+
+        `timeout` (default: the client's) bounds this one request: a short one makes it a
+        cheap probe of whether the cluster answers at all."""
         with self._lock:
             fresh = time.monotonic() - self._metadata_at < self.metadata_ttl
             if self._metadata is not None and fresh and not refresh:
                 return self._metadata
         try:
-            raw = self.admin.list_topics(timeout=self.timeout)
+            raw = self.admin.list_topics(timeout=self.timeout if timeout is None else timeout)
         except KafkaException as exc:
             raise translate(exc) from exc
         snapshot = from_confluent(raw)

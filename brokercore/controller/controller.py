@@ -138,10 +138,16 @@ class Controller:
                                for loop in self.lifecycle.take_over(self._serve)]
 
     async def _serve(self, method: str, args: dict[str, Any]) -> tuple[Any, int]:
-        """Run one call on the active controller: validate and propose under the lock."""
+        """Run one call on the active controller: validate and propose under the lock.
+
+        A heartbeat that changes nothing is answered without it (`heartbeat_at_once`)."""
         handler = self._handlers.get(method)
         if handler is None:
             raise ControllerError(ErrorCode.INVALID_REQUEST, f"Unknown controller call {method!r}")
+        if method == "heartbeat" and self.quorum.is_active:
+            answer = self.lifecycle.heartbeat_at_once(args)
+            if answer is not None:  # keeps a session; waits for no other call
+                return answer, self.quorum.applied_offset
         async with self._lock:
             if not self.quorum.is_active:
                 raise ControllerError(ErrorCode.NOT_CONTROLLER,

@@ -137,6 +137,22 @@ class BrokerLifecycle:
         log.info("registered broker %d, epoch %d", node_id, epoch)
         return epoch
 
+    def heartbeat_at_once(self, args: dict[str, Any]) -> dict[str, bool] | None:
+        """The answer to a heartbeat that changes nothing (a live broker at its current
+        epoch, not leaving), given without the controller's lock; None: `do_heartbeat`
+        decides, under the lock.
+
+        Contact times must not wait behind a long call (creating a thousand topics holds
+        the lock for many seconds): the session check that runs after it would fence
+        every broker whose heartbeat was queued, and move the leaders of partitions that
+        call never touched (KAFKA-17793 makes the same split)."""
+        broker = self.image.brokers.get(args["node_id"])
+        if (broker is None or broker.fenced or broker.epoch != args["broker_epoch"]
+                or args["want_shutdown"]):
+            return None
+        self._last_heartbeat[broker.node_id] = self._now()
+        return {"fenced": False, "shutdown_ready": False}
+
     async def do_heartbeat(self, args: dict[str, Any]) -> dict[str, bool]:
         node_id, epoch = args["node_id"], args["broker_epoch"]
         broker = self.image.brokers.get(node_id)

@@ -204,6 +204,10 @@ class MetadataQuorum:
             first = await self.raft.propose([to_json(r) for r in records])
         except NotLeaderError as exc:
             raise ControllerError(ErrorCode.NOT_CONTROLLER, str(exc)) from None
+        # A lone voter has committed and applied them without yielding (and applying a
+        # partition writes its log files): serve heartbeats and fetches before the next
+        # proposal of the same call, as a quorum's replication round trip would.
+        await asyncio.sleep(0)
         return first + len(records) - 1
 
     # -- calls ----------------------------------------------------------------------------

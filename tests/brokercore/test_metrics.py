@@ -110,3 +110,14 @@ def test_other_paths_and_methods_and_garbage_get_http_errors(broker: Broker) -> 
         sock.sendall(b"GET /metrics HTTP/1.1\r\n")  # and then hangs up mid-request
     assert gauge(scrape(broker), "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert broker.process.proc is not None and broker.process.proc.poll() is None
+
+
+def test_each_partition_reports_its_log_size_in_bytes(broker: Broker) -> None:
+    topic = create_topic(broker.bootstrap, 2)
+    confluent_produce(broker.bootstrap, topic, sample_messages(10))  # every one to partition 0
+    samples = scrape(broker)
+    sizes = {p: samples[("kafka_log_log_size", (("partition", str(p)), ("topic", topic)))]
+             for p in (0, 1)}
+    on_disk = sum(f.stat().st_size
+                  for f in (broker.process.data_dir / "logs" / f"{topic}-0").glob("*.log"))
+    assert sizes == {0: on_disk, 1: 0} and on_disk > 0

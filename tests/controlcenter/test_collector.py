@@ -8,6 +8,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import confluent_kafka
 import pytest
@@ -32,7 +33,7 @@ from controlcenter.models import (
     TopicState,
 )
 from laganalysis import records
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import BrokerProcess, ClusterProcess
 from tests.compat.clients import new_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -215,3 +216,24 @@ def test_changed_objects_are_pushed_as_fragments_rendered_once(kafka_bootstrap: 
     finally:
         collector.close()
     assert events.group_name("topic", "orders") == "topic.orders"
+
+
+def test_partition_and_topic_sizes_come_from_the_leaders_metrics(tmp_path: Path) -> None:
+    topic = new_topic("sized")
+    with ClusterProcess(tmp_path / "cluster", brokers=1) as cluster:
+        create_topic(cluster.bootstrap, topic, 2)
+        produce(cluster.bootstrap, topic, 20, partitions=2)
+        collector = Collector(CollectorConfig(bootstrap_servers=cluster.bootstrap, interval=2.0,
+                                              supervisor_dir=cluster.data_dir,
+                                              history_topics=False))
+        try:
+            collector.cycle()
+        finally:
+            collector.close()
+        on_disk = {p: sum(f.stat().st_size for f in
+                          (cluster.data_dir / "broker-1").rglob(f"{topic}-{p}/*.log"))
+                   for p in (0, 1)}
+    sizes = dict(PartitionState.objects.filter(topic=topic)
+                 .values_list("partition", "size_bytes"))
+    assert sizes == on_disk and all(on_disk.values())
+    assert TopicState.objects.get(name=topic).size_bytes == sum(on_disk.values())

@@ -82,7 +82,7 @@ class Analyzer:
                     "offline": p.offline, "under_replicated": p.under_replicated,
                     "under_min_isr": not p.offline and len(p.isr) < min_isr,
                     "log_start_offset": reading.log_start.get(tp), "log_end_offset": end,
-                    "size_bytes": None,
+                    "size_bytes": reading.log_size.get(tp),
                     "messages_in_per_sec": self._rate(reading.at, end, before.get(tp)),
                 }
         return rows
@@ -107,7 +107,7 @@ class Analyzer:
                 "min_insync_replicas": reading.min_isr.get(name),
                 "total_messages": sum((r["log_end_offset"] or 0) - (r["log_start_offset"] or 0)
                                       for r in parts),
-                "size_bytes": None,
+                "size_bytes": _total([r["size_bytes"] for r in parts]),
                 "messages_in_per_sec": sum(rates) if rates else None,
                 "bytes_in_per_sec": bytes_in.get(name),
             }
@@ -257,6 +257,12 @@ class Analyzer:
             "max_lag_seconds": max(known) if known else None,
             "status": overall.status.name, "complete": overall.complete,
         }
+
+
+def _total(values: list[Any]) -> Any:
+    """The sum, or None when no value is known (an external cluster has no size metrics)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _port(process: BrokerProcess | None) -> int:

@@ -39,11 +39,14 @@ class CollectorConfig:
 class Collector:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
-        # Half an interval per request: an unreachable cluster shows within one interval.
-        timeout = max(1.0, config.interval / 2)
+        # The cycle's first request, Metadata, gets half an interval: a cluster that does not
+        # answer shows as unreachable within one interval. The batched requests after it get
+        # longer: at 10,000 partitions one ListOffsets can take seconds on a loaded machine,
+        # and a slow answer is a long cycle (logged), not an unreachable cluster.
+        probe = max(1.0, config.interval / 2)
         self.client = ClusterClient(config.bootstrap_servers, {"client.id": "millrace-collector"},
-                                    timeout=timeout, metadata_ttl=0.0)
-        self.sampler = Sampler(self.client, config.supervisor_dir)
+                                    timeout=max(30.0, 6 * config.interval), metadata_ttl=0.0)
+        self.sampler = Sampler(self.client, config.supervisor_dir, probe_timeout=probe)
         self.analyzer = Analyzer()
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
         self.history = HistoryTopics(self.client) if config.history_topics else None

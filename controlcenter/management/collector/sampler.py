@@ -1,18 +1,21 @@
 """One cycle's reading of the cluster: every call the collector makes, batched.
 
-Through clusterclient only (so an external Kafka works unchanged): Metadata, two batched
-ListOffsets (log start and end of every partition), ListGroups, one DescribeGroups for all
-groups, OffsetFetch for all groups in flight at once, and topic configs (min.insync.replicas)
-for topics not seen before. For the built-in cluster also the supervisor's process states and
-each running broker's Prometheus endpoint (bytes in/out, messages in, active controller).
+Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
+answered within half an interval or the cluster is unreachable), a batched ListOffsets for
+the end of every partition (and once a minute one for their log starts), ListGroups, one
+DescribeGroups for all groups, OffsetFetch for all groups in flight at once, and topic
+configs (min.insync.replicas) for topics not seen before. For the built-in cluster also the
+supervisor's process states and each running broker's Prometheus endpoint (bytes in/out,
+messages in, active controller, each partition's log size).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +41,8 @@ BROKER_COUNTERS = {
     "kafka_server_brokertopicmetrics_messagesin": "messages_in",
     "kafka_controller_kafkacontroller_activecontrollercount": "active_controller",
 }
+LOG_START_EVERY_S = 60.0
+LOG_SIZE = "kafka_log_log_size"  # {topic, partition}: bytes of each log a broker holds
 TOPIC_BYTES_IN = "topic_bytes_in:"  # + topic: that topic's bytes in, led by this broker
 
 
@@ -54,37 +59,71 @@ class Reading:
     min_isr: dict[str, int]
     processes: dict[int, BrokerProcess] | None = None  # None: not the built-in cluster
     broker_counters: dict[int, dict[str, float]] = field(default_factory=dict)
+    log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
+
+
+@dataclass
+class Scrape:
+    """What one broker's Prometheus endpoint said."""
+
+    counters: dict[str, float]
+    log_size: dict[TopicPartition, int]  # every log it holds (kafka_log_log_size)
 
 
 class Sampler:
     def __init__(self, client: ClusterClient, supervisor_dir: Path | None,
-                 metrics_timeout: float = 2.0) -> None:
+                 metrics_timeout: float = 2.0, probe_timeout: float | None = None) -> None:
         self.client = client
+        self.probe_timeout = probe_timeout  # for Metadata, the request that says "reachable"
         self.supervisor = SupervisorClient(supervisor_dir, timeout=5.0) if supervisor_dir else None
         self.metrics_timeout = metrics_timeout
         self.min_isr: dict[str, int] = {}  # topic configs change rarely: read once per topic
+        self.log_start: dict[TopicPartition, int] = {}
+        self.log_start_read = -math.inf  # monotonic time all log starts were last read
         self.pool = ThreadPoolExecutor(4, thread_name_prefix="collector-io")
 
     def read(self) -> Reading:
         """Raises clusterclient.ClusterUnavailable when the cluster does not answer."""
         processes = self.pool.submit(self._processes)
-        metadata = self.client.metadata(refresh=True)
+        metadata = self.client.metadata(refresh=True, timeout=self.probe_timeout)
+        procs = processes.result()
+        scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
         partitions = [TopicPartition(t.name, p.partition) for t in metadata.topics.values()
                       for p in t.partitions if not p.offline]
         at = time.time()
-        starts = self.pool.submit(self.client.list_offsets, dict.fromkeys(partitions, EARLIEST))
-        ends = self.client.list_offsets(dict.fromkeys(partitions, LATEST))
+        ends = {tp: o.offset for tp, o in
+                self.client.list_offsets(dict.fromkeys(partitions, LATEST)).offsets.items()}
+        starts = self._log_starts(partitions, ends)
         groups, committed = self._groups()
         self._read_min_isr(metadata)
-        procs = processes.result()
+        scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
-            at=at, metadata=metadata,
-            log_start={tp: o.offset for tp, o in starts.result().offsets.items()},
-            log_end={tp: o.offset for tp, o in ends.offsets.items()},
+            at=at, metadata=metadata, log_start=starts, log_end=ends,
             groups=groups, committed=committed,
             min_isr={t: self.min_isr.get(t, 1) for t in metadata.topics},
-            processes=procs, broker_counters=self._broker_counters(metadata, procs),
+            processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
+            log_size=_leaders_sizes(metadata, scraped),
         )
+
+    def _log_starts(self, partitions: list[TopicPartition], ends: dict[TopicPartition, int]
+                    ) -> dict[TopicPartition, int]:
+        """Log start offsets: all of them once a minute, and at once those of partitions not
+        seen before or whose end fell below the start we knew (a topic deleted and created
+        again). Only retention and DeleteRecords move a log start, and at 10,000 partitions
+        a ListOffsets costs seconds of the interval."""
+        due = time.monotonic() - self.log_start_read >= LOG_START_EVERY_S
+        wanted = partitions if due else [
+            tp for tp in partitions if tp not in self.log_start
+            or self.log_start[tp] > ends.get(tp, self.log_start[tp])]
+        if wanted:
+            found = self.client.list_offsets(dict.fromkeys(wanted, EARLIEST))
+            self.log_start.update((tp, o.offset) for tp, o in found.offsets.items())
+            if due:
+                self.log_start_read = time.monotonic()
+        current = set(partitions)
+        for gone in [tp for tp in self.log_start if tp not in current]:
+            del self.log_start[gone]
+        return dict(self.log_start)
 
     def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
         ids = [g.group_id for g in self.client.list_groups()]
@@ -123,35 +162,52 @@ class Sampler:
             return None
         return {b.node_id: b for b in status.brokers}
 
-    def _broker_counters(self, metadata: ClusterMetadata,
-                         processes: dict[int, BrokerProcess] | None) -> dict[int, dict[str, float]]:
+    def _scrape_brokers(self, metadata: ClusterMetadata,
+                        processes: dict[int, BrokerProcess] | None
+                        ) -> dict[int, Future[Scrape | None]]:
         if not processes:
             return {}
         hosts = {b.node_id: b.host for b in metadata.brokers}
-        running = {n: p for n, p in processes.items() if p.alive and n in hosts}
-        futures = {n: self.pool.submit(self._scrape, hosts[n], p.metrics_port)
-                   for n, p in running.items()}
-        return {n: found for n, f in futures.items() if (found := f.result()) is not None}
+        return {n: self.pool.submit(self._scrape, hosts[n], p.metrics_port)
+                for n, p in processes.items() if p.alive and n in hosts}
 
-    def _scrape(self, host: str, port: int) -> dict[str, float] | None:
+    def _scrape(self, host: str, port: int) -> Scrape | None:
         url = f"http://{host}:{port}/metrics"
         try:
             with urllib.request.urlopen(url, timeout=self.metrics_timeout) as response:
                 text = response.read().decode()
         except OSError:
             return None
-        found: dict[str, float] = {}
+        found = Scrape({}, {})
         for family in text_string_to_metric_families(text):
+            if family.name == LOG_SIZE:
+                found.log_size.update(
+                    (TopicPartition(s.labels["topic"], int(s.labels["partition"])), int(s.value))
+                    for s in family.samples)
+                continue
             name = BROKER_COUNTERS.get(family.name)
             for sample in family.samples if name else ():
                 if sample.name not in (family.name, family.name + "_total"):
                     continue
                 topic = sample.labels.get("topic")
                 if topic is None:
-                    found[str(name)] = float(sample.value)
+                    found.counters[str(name)] = float(sample.value)
                 elif name == "bytes_in":
-                    found[TOPIC_BYTES_IN + topic] = float(sample.value)
+                    found.counters[TOPIC_BYTES_IN + topic] = float(sample.value)
         return found
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _leaders_sizes(metadata: ClusterMetadata, scraped: dict[int, Scrape]
+                   ) -> dict[TopicPartition, int]:
+    """Each partition's log size as its leader reports it (one copy of the data)."""
+    sizes = {}
+    for topic in metadata.topics.values():
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition)
+            size = scraped[p.leader].log_size.get(tp) if p.leader in scraped else None
+            if size is not None:
+                sizes[tp] = size
+    return sizes

@@ -138,3 +138,21 @@ async def test_a_reassignment_is_listed_on_every_node_and_can_be_cancelled(
     assert listed == {tp: ([2, 3, 1], [3], [1])}
     assert await follower.alter_partition_reassignments({tp: None}) == {tp: None}
     assert await follower.list_partition_reassignments() == {}
+
+
+async def test_a_long_controller_call_fences_no_broker_and_moves_no_leader(trio: Trio) -> None:
+    # A call that holds the controller for three session timeouts, as creating hundreds of
+    # topics in one CreateTopics does: brokers that keep heartbeating must keep their
+    # sessions, so existing partitions keep their leaders and leader epochs (KAFKA-17793).
+    leader = active(trio.controllers)
+    [(_, error)] = await leader.create_topics([NewTopic("steady", 3, 3)])
+    assert error is None
+    before = {i: (p.leader, p.leader_epoch)
+              for i, p in leader.image.topics["steady"].partitions.items()}
+    async with leader._lock:  # the one lock every controller call runs under
+        await asyncio.sleep(3 * leader.lifecycle.session_timeout)
+    await asyncio.sleep(leader.lifecycle.session_timeout)  # the session check that waited
+    assert not any(b.fenced for b in leader.image.brokers.values())
+    after = {i: (p.leader, p.leader_epoch)
+             for i, p in leader.image.topics["steady"].partitions.items()}
+    assert after == before

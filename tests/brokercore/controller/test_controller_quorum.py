@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -13,6 +14,7 @@ import pytest
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller, NewTopic
 from brokercore.controller.errors import ControllerError
+from brokercore.controller.records import TopicRecord
 from brokercore.protocol.errors import ErrorCode
 
 
@@ -150,3 +152,32 @@ async def test_a_single_node_log_is_migrated_into_the_raft_log(tmp_path: Path) -
         assert await controller.allocate_producer_id() >= 2000
         await controller.stop()
     assert sorted(p.name for p in directory.iterdir()) == ["quorum-state.json", "raft.jsonl"]
+
+
+async def test_a_lone_voter_serves_other_tasks_between_the_topics_of_one_call(
+        tmp_path: Path) -> None:
+    # A lone voter commits and applies each proposal inside the call, and applying a
+    # partition creates its log on disk: a thousand topics in one CreateTopics must not
+    # keep the broker's heartbeats and fetches waiting until the last one is written.
+    config = quorum_config(1, free_ports(1), tmp_path)
+    controller = Controller(config, metadata_dir(config))
+    await controller.start()
+    await controller.register_broker(1, "127.0.0.1", 9091)
+    seen: list[str] = []
+    controller.listeners.append(
+        lambda record: seen.append(record.name) if isinstance(record, TopicRecord) else None)
+
+    async def other_task() -> None:
+        while True:
+            seen.append("other")
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(other_task())
+    try:
+        results = await controller.create_topics([NewTopic(n, 1, 1) for n in "abc"])
+    finally:
+        ticking.cancel()
+        await controller.stop()
+    assert [error for _, error in results] == [None, None, None]
+    created = [seen.index(n) for n in "abc"]
+    assert all("other" in seen[a:b] for a, b in itertools.pairwise(created))
