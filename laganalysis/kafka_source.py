@@ -112,7 +112,8 @@ class KafkaReader(DataSourceReader):
             return [KafkaSlice("", 0, 0, 0)]
         return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch | tuple[Any, ...]]:
+        """Arrow batches of raw records, or rows when a column is decoded from Avro."""
         assert isinstance(partition, KafkaSlice)
         if partition.end <= partition.start:
             return
