@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "controlcenter.access.PageLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -120,6 +121,17 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "frontend"]
+
+# --- Control center access (controlcenter/access.py) --------------------------------------
+# Off: pages are public and read-only for anonymous visitors; every state change still
+# needs a signed-in user with permission. On: every page needs a signed-in user.
+MILLRACE_UI_LOGIN_REQUIRED = env_bool("MILLRACE_UI_LOGIN_REQUIRED", False)
+# The password `ensure_admin` gives the `admin` account it creates on first start;
+# empty: a random one, printed once.
+MILLRACE_ADMIN_PASSWORD = env_str("MILLRACE_ADMIN_PASSWORD", "")
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 # --- Kafka: the platform reaches brokers only through a Kafka client ---------------------
 # The built-in cluster `make run` starts: three brokers from port 9092.

@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import confluent_kafka
+import httpx
 import pytest
 
 from tests.brokerproc import REPO
@@ -22,10 +23,14 @@ from tests.compat.clients import new_topic
 def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 90) -> dict[str, str]:
     lines = wait_for_output(proc, timeout)
     text = "".join(lines)
-    return {
+    endpoints = {
         name: re.search(rf"{name}\s+(\S+)", text).group(1)  # type: ignore[union-attr]
         for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy")
     }
+    admin = re.search(r"Admin login\s+user admin, password (\S+)  \(shown only this once\)", text)
+    if admin:
+        endpoints["admin password"] = admin.group(1)
+    return endpoints
 
 
 def wait_for_output(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
@@ -79,9 +84,10 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         assert producer.flush(20) == 0
 
         assert topic in get(endpoints["Control center"])
+        assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
         assert get(endpoints["Schema registry"] + "/subjects") == "[]"
         assert topic in get(endpoints["REST proxy"] + "/topics")
-        ports = [port_of(endpoints[name]) for name in endpoints]
+        ports = [port_of(url) for name, url in endpoints.items() if name != "admin password"]
     finally:
         proc.send_signal(signal.SIGINT)
         output = proc.communicate(timeout=60)[0]
@@ -119,6 +125,17 @@ def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Pa
         output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, output
     assert not [s for s in servers if is_listening(port_of(s))], "a broker outlived Ctrl-C"
+
+
+def assert_admin_signs_in(web: str, password: str) -> None:
+    """The password printed on first start opens the control center's login form."""
+    with httpx.Client(base_url=web, timeout=10) as browser:
+        form = browser.get("/login/").text
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+        answer = browser.post("/login/", data={
+            "username": "admin", "password": password, "csrfmiddlewaretoken": token,
+            "next": "/audit/"})  # fmt: skip
+        assert (answer.status_code, answer.headers.get("location")) == (302, "/audit/")
 
 
 def run_printed(command: str) -> str:

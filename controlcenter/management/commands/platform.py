@@ -9,6 +9,7 @@ reverse order.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -59,6 +60,7 @@ class Command(BaseCommand):
         children = [] if external else [self._cluster(brokers, ports["kafka_port"], data_dir)]
         web = self._web(host, ports, bootstrap, data_dir)
         self._migrate(web.env)
+        self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir)]
         self._run(children, host, ports, bootstrap, data_dir, external)
 
@@ -67,6 +69,19 @@ class Command(BaseCommand):
         self.stdout.write("Migrating the database ...")
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
                        cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True)
+
+    def _ensure_admin(self, env: dict[str, str]) -> str:
+        """The control center's `admin` account (created on first start): its line in the
+        endpoint table, with the password the one time a random one is made."""
+        done = subprocess.run([sys.executable, "manage.py", "ensure_admin", "--json"],
+                              cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True,
+                              capture_output=True, text=True)
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        if "password" in answer:
+            return f"user admin, password {answer['password']}  (shown only this once)"
+        if answer["created"]:
+            return "user admin, password from MILLRACE_ADMIN_PASSWORD"
+        return "user admin  (password printed on first start)"
 
     def _cluster(self, brokers: int, base_port: int, data_dir: Path) -> Child:
         args = [sys.executable, "-m", "brokercluster", "--brokers", str(brokers),
@@ -146,6 +161,7 @@ class Command(BaseCommand):
             ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
             ("OpenAPI", f"{web}/api/docs/"),
+            ("Admin login", self.admin_login),
             ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
                             "  (kafka-lag-exporter names)"),
             ("Data directory", str(data_dir)),

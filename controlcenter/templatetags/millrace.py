@@ -1,0 +1,77 @@
+"""Template components shared by every page: navigation, status badges, progress bars,
+pagination. Use with `{% load millrace %}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.conf import settings
+from django.core.paginator import Page
+from django.utils.html import format_html
+
+from controlcenter.navigation import nav_links
+
+register = template.Library()
+
+# Burrow's statuses (dashboards_lag.md §3) and their badge colours (css: .badge-*).
+BURROW_STATUSES = {"OK": "ok", "WARN": "warn", "ERR": "err", "STOP": "stop",
+                   "STALL": "stall", "REWIND": "rewind"}  # fmt: skip
+BURROW_MEANINGS = {
+    "OK": "consuming and keeping up",
+    "WARN": "lag is growing while the group commits",
+    "ERR": "the group stopped committing while lag exists",
+    "STOP": "commits stopped long ago",
+    "STALL": "committing the same offset while lag exists",
+    "REWIND": "the committed offset went backwards",
+}
+
+
+@register.inclusion_tag("controlcenter/components/nav.html", takes_context=True)
+def main_nav(context: template.Context) -> dict[str, Any]:
+    request = context.get("request")
+    return {"links": nav_links(request.path if request is not None else "/")}
+
+
+@register.simple_tag
+def bootstrap_servers() -> str:
+    """The cluster every page shows, as clients would be configured for it."""
+    return str(settings.KAFKA_BOOTSTRAP_SERVERS)
+
+
+@register.simple_tag
+def status_badge(status: str | None) -> str:
+    """A Burrow status as a coloured badge; anything else as a neutral one."""
+    name = (status or "").upper()
+    kind = BURROW_STATUSES.get(name, "neutral")
+    return format_html(
+        '<span class="badge badge-{}" title="{}">{}</span>',
+        kind, BURROW_MEANINGS.get(name, ""), name or "—",
+    )  # fmt: skip
+
+
+@register.simple_tag
+def result_badge(ok: bool | str) -> str:
+    """ok / error: an action's outcome."""
+    good = ok is True or ok == "ok"
+    return format_html(
+        '<span class="badge badge-{}">{}</span>', "ok" if good else "err", "ok" if good else "error"
+    )
+
+
+@register.inclusion_tag("controlcenter/components/progress.html")
+def progress(value: float, maximum: float, label: str = "") -> dict[str, Any]:
+    """A progress bar (catch-up, reassignment, ...): `value` of `maximum`."""
+    share = 0.0 if maximum <= 0 else max(0.0, min(1.0, value / maximum))
+    return {"percent": round(share * 100, 1), "value": value, "maximum": maximum,
+            "label": label}  # fmt: skip
+
+
+@register.inclusion_tag("controlcenter/components/pagination.html", takes_context=True)
+def pagination(context: template.Context, page: Page[Any]) -> dict[str, Any]:
+    """Links to the first, previous, nearby, next and last pages, keeping the other query
+    parameters (search, sort) of the current request."""
+    paginator = page.paginator
+    nearby = paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
+    return {"page": page, "nearby": list(nearby), "ellipsis": paginator.ELLIPSIS,
+            "request": context.get("request")}  # fmt: skip

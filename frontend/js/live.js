@@ -1,0 +1,178 @@
+// The client side of the control center's live protocol (frontend/README.md, "Live updates").
+//
+// One websocket per page, to /ws/live/?topics=a,b. The page names its topics in
+// <body data-live-topics="overview topic:orders"> (space-separated). The server pushes
+// JSON messages; this module swaps server-rendered HTML fragments in by element id, shows
+// and clears banners, re-emits data messages as DOM events for charts, and keeps an
+// indicator (#live-indicator) saying whether the page is live. It reconnects on its own
+// with capped, jittered exponential backoff; on every (re)connect the server re-sends the
+// current fragments of the subscribed topics, so a page that missed updates catches up.
+//
+// Page scripts can use the same connection:
+//   import { live } from "/static/js/live.js";
+//   live.subscribe("group:orders");
+//   document.addEventListener("live:data", (e) => draw(e.detail));
+
+const BACKOFF_FIRST_MS = 500;
+const BACKOFF_MAX_MS = 15000;
+// Close codes with which the server says "do not come back" (4401: sign in first,
+// 4403: not allowed). Anything else is a fault worth retrying.
+const FINAL_CLOSE_CODES = new Set([4401, 4403]);
+// Where insertAdjacentHTML puts a fragment for each "swap" value; "outer" and "inner"
+// replace the element or its children.
+const ADJACENT = { beforeend: "beforeend", afterbegin: "afterbegin" };
+
+export class LiveConnection {
+  constructor({ path = "/ws/live/", topics = [], doc = document, win = window } = {}) {
+    this.path = path;
+    this.topics = new Set(topics);
+    this.doc = doc;
+    this.win = win;
+    this.socket = null;
+    this.attempt = 0;
+    this.retryTimer = null;
+    this.stopped = false;
+  }
+
+  url() {
+    const scheme = this.win.location.protocol === "https:" ? "wss" : "ws";
+    // Each topic is encoded on its own, so a comma inside a group id stays a %2C.
+    const topics = [...this.topics].map(encodeURIComponent).join(",");
+    return `${scheme}://${this.win.location.host}${this.path}?topics=${topics}`;
+  }
+
+  start() {
+    this.stopped = false;
+    this.open();
+    // Back online after a network change: retry now rather than at the next backoff step.
+    this.win.addEventListener("online", () => this.retryNow());
+    return this;
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    if (this.socket) this.socket.close(1000);
+    this.setState("offline", "live updates stopped");
+  }
+
+  subscribe(topic) {
+    if (this.topics.has(topic)) return;
+    this.topics.add(topic);
+    this.send({ type: "subscribe", topics: [topic] });
+  }
+
+  unsubscribe(topic) {
+    if (!this.topics.delete(topic)) return;
+    this.send({ type: "unsubscribe", topics: [topic] });
+  }
+
+  send(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify(message));
+    }
+  }
+
+  open() {
+    this.setState(this.attempt === 0 ? "connecting" : "reconnecting", "connecting");
+    const socket = new WebSocket(this.url());
+    this.socket = socket;
+    socket.addEventListener("open", () => this.setState("live", "connected"));
+    socket.addEventListener("message", (event) => {
+      // A message proves the server accepted us: start the backoff from the beginning.
+      this.attempt = 0;
+      this.handle(event.data);
+    });
+    socket.addEventListener("close", (event) => this.closed(socket, event));
+  }
+
+  closed(socket, event) {
+    if (socket !== this.socket || this.stopped) return;
+    this.socket = null;
+    if (FINAL_CLOSE_CODES.has(event.code)) {
+      this.setState("offline", event.reason || "not allowed to receive live updates");
+      return;
+    }
+    const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt);
+    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+    this.attempt += 1;
+    this.setState("reconnecting", `connection lost; retrying in ${Math.round(delay / 1000)} s`);
+    this.retryTimer = setTimeout(() => this.open(), delay);
+  }
+
+  retryNow() {
+    if (this.stopped || this.socket) return;
+    clearTimeout(this.retryTimer);
+    this.open();
+  }
+
+  handle(raw) {
+    let message;
+    try {
+      message = JSON.parse(raw);
+    } catch {
+      console.warn("live: a message that is not JSON", raw);
+      return;
+    }
+    const handler = HANDLERS[message.type];
+    if (handler) handler(this.doc, message);
+    this.doc.dispatchEvent(new CustomEvent("live:message", { detail: message }));
+  }
+
+  setState(state, detail) {
+    const indicator = this.doc.getElementById("live-indicator");
+    if (!indicator) return;
+    indicator.dataset.state = state;
+    indicator.title = detail;
+    const label = indicator.querySelector(".label");
+    if (label) label.textContent = state;
+  }
+}
+
+export function applyFragment(doc, { id, html, swap = "outer" }) {
+  const element = doc.getElementById(id);
+  if (!element) return false; // this page does not show that fragment
+  if (swap === "outer") element.outerHTML = html;
+  else if (swap === "inner") element.innerHTML = html;
+  else if (ADJACENT[swap]) element.insertAdjacentHTML(ADJACENT[swap], html);
+  else return false;
+  doc.dispatchEvent(new CustomEvent("live:swapped", { detail: { id, swap } }));
+  return true;
+}
+
+export function applyBanner(doc, { key, level = "error", text = "", active = true }) {
+  const id = `banner-${key}`;
+  let banner = doc.getElementById(id);
+  if (!active) {
+    if (banner) banner.remove();
+    return;
+  }
+  if (!banner) {
+    const slot = doc.getElementById("banners");
+    if (!slot) return;
+    banner = doc.createElement("div");
+    banner.id = id;
+    banner.setAttribute("role", "alert");
+    slot.append(banner);
+  }
+  banner.className = `banner banner-${level}`;
+  banner.textContent = text; // plain text: a broker's error message is never HTML
+}
+
+const HANDLERS = {
+  fragment: applyFragment,
+  banner: applyBanner,
+  data: (doc, message) => doc.dispatchEvent(new CustomEvent("live:data", { detail: message })),
+};
+
+function topicsOf(doc) {
+  return (doc.body.dataset.liveTopics || "").split(/\s+/).filter(Boolean);
+}
+
+// The page's one connection, opened when the page names topics to follow.
+export const live = new LiveConnection({
+  path: document.body.dataset.livePath || "/ws/live/",
+  topics: topicsOf(document),
+});
+if (live.topics.size > 0) live.start();
+else live.setState("off", "this page has no live updates");

@@ -1,0 +1,53 @@
+"""The overview on the shared layout, against a real broker and against none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from controlcenter import asgi
+from tests.brokerproc import free_port
+from tests.controlcenter.browser import Browser, serve
+
+
+@pytest.fixture
+def open_browser(chromium: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    tabs: list[Browser] = []
+
+    def open_on(server: Any) -> Browser:
+        tabs.append(Browser(chromium, server, request.node.name))
+        return tabs[-1]
+
+    yield open_on
+    for tab in tabs:
+        tab.close()
+        assert not tab.errors, tab.errors
+
+
+def test_the_overview_shows_the_brokers_inside_the_layout(
+    kafka_bootstrap: str, open_browser: Any, django_db_blocker: Any
+) -> None:
+    with django_db_blocker.unblock(), serve(
+        lambda: asgi.application, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap
+    ) as server:
+        browser = open_browser(server)
+        browser.visit("/")
+        expect(browser.page.locator("h1")).to_have_text("Cluster overview")
+        expect(browser.page.locator("#brokers tbody tr")).to_have_count(1)
+        expect(browser.page.locator(".main-nav a.active")).to_have_text("Overview")
+        expect(browser.page.locator(".cluster-label")).to_contain_text(kafka_bootstrap)
+
+
+def test_the_overview_says_when_the_cluster_is_unreachable(
+    open_browser: Any, django_db_blocker: Any
+) -> None:
+    nobody = f"127.0.0.1:{free_port()}"
+    with django_db_blocker.unblock(), serve(
+        lambda: asgi.application, KAFKA_BOOTSTRAP_SERVERS=nobody
+    ) as server:
+        browser = open_browser(server)
+        browser.visit("/")
+        expect(browser.page.locator("[role=alert]")).to_contain_text("Cluster unreachable")
