@@ -1,0 +1,337 @@
+"""A PySpark Python Data Source that reads Kafka topics over the wire with confluent-kafka.
+
+``spark.read.format("millrace-kafka")`` with the options of Spark's own Kafka source (see
+``kafka_options.py`` and the README). Spark reserves the name ``kafka`` for its Maven connector,
+which cannot be installed here, hence the prefix.
+
+On the driver, :meth:`KafkaReader.partitions` lists the matching topic-partitions, resolves
+the start and end bounds (earliest/latest, per-partition JSON, or timestamps) with one batched
+ListOffsets per kind, and cuts each range into slices of at most ``maxRecordsPerPartition``;
+each slice is one Spark task. On an executor, :meth:`KafkaReader.read` assigns a consumer to its
+slice and yields Arrow record batches until the slice's end offset. Nothing is committed: the
+source owns its consumer group id and never joins a group.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from laganalysis.kafka_options import (
+    EARLIEST,
+    LATEST,
+    OffsetRange,
+    OptionError,
+    SourceOptions,
+    parse_options,
+    plan_slices,
+)
+
+FORMAT = "millrace-kafka"
+SCHEMA = (
+    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
+    "timestamp TIMESTAMP, timestampType INT"
+)
+HEADERS_FIELD = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+BATCH_ROWS = 8192
+_ADMIN_TIMEOUT_S = 30.0
+# confluent-kafka's timestamp kinds mapped to Kafka's TimestampType ids, as Spark shows them.
+_TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
+
+
+@dataclass(frozen=True)
+class KafkaSlice(InputPartition):
+    """One Spark input partition: offsets [start, end) of a topic-partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class KafkaDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        opts = parse_options(self.options)
+        return f"{SCHEMA}, {HEADERS_FIELD}" if opts.include_headers else SCHEMA
+
+    def reader(self, schema: StructType) -> KafkaReader:
+        return KafkaReader(parse_options(self.options))
+
+
+class KafkaReader(DataSourceReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[KafkaSlice]:
+        ranges = resolve_ranges(self.options)
+        slices = plan_slices(
+            ranges, self.options.max_records_per_partition, self.options.min_partitions
+        )
+        if not slices:
+            # Spark needs one partition to run; an empty slice yields nothing.
+            return [KafkaSlice("", 0, 0, 0)]
+        return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaSlice)
+        if partition.end <= partition.start:
+            return
+        yield from read_slice(self.options, partition)
+
+
+def resolve_ranges(opts: SourceOptions) -> list[OffsetRange]:
+    """The [start, end) offsets of every matching topic-partition, from the cluster."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(dict(opts.client))
+    metadata = admin.list_topics(timeout=_ADMIN_TIMEOUT_S)
+    tps = _topic_partitions(opts, {t: list(m.partitions) for t, m in metadata.topics.items()})
+    if not tps:
+        return []
+    earliest = _list_offsets(admin, {tp: "earliest" for tp in tps})
+    latest = _list_offsets(admin, {tp: "latest" for tp in tps})
+    starts = _starts(opts, admin, tps, earliest, latest)
+    ends = _ends(opts, admin, tps, latest)
+    ranges = []
+    for tp in tps:
+        start, end = starts[tp], ends[tp]
+        if start > end:
+            raise OptionError(
+                f"{tp[0]}-{tp[1]}: the starting offset {start} is after the ending offset {end}"
+            )
+        ranges.append(OffsetRange(tp[0], tp[1], start, end))
+    return ranges
+
+
+TP = tuple[str, int]
+
+
+def _topic_partitions(opts: SourceOptions, topics: Mapping[str, list[int]]) -> list[TP]:
+    if opts.assign is not None:
+        missing = [
+            f"{t}-{p}" for t, ps in opts.assign.items() for p in ps if p not in topics.get(t, [])
+        ]
+        if missing:
+            raise OptionError(f"assign names partitions that do not exist: {', '.join(missing)}")
+        return sorted((t, p) for t, ps in opts.assign.items() for p in ps)
+    return sorted(
+        (t, p)
+        for t, ps in topics.items()
+        if not t.startswith("__") and opts.topic_matches(t)
+        for p in ps
+    )
+
+
+def _starts(
+    opts: SourceOptions, admin: Any, tps: list[TP], earliest: dict[TP, int], latest: dict[TP, int]
+) -> dict[TP, int]:
+    by_time = _timestamps(opts.starting_timestamp, opts.starting_by_timestamp, tps, "starting")
+    if by_time is not None:
+        found = _list_offsets(admin, by_time)
+        if opts.timestamp_strategy == "error":
+            late = [f"{t}-{p}" for (t, p), o in found.items() if o < 0]
+            if late:
+                raise OptionError(
+                    "no record at or after the starting timestamp in "
+                    f"{', '.join(late)} (startingOffsetsByTimestampStrategy=error)"
+                )
+        return {tp: latest[tp] if o < 0 else o for tp, o in found.items()}
+    specific = _specific(opts.starting, tps, earliest, latest, "startingOffsets")
+    for tp, offset in specific.items():
+        if offset < earliest[tp]:
+            if opts.fail_on_data_loss:
+                raise OptionError(
+                    f"{tp[0]}-{tp[1]}: startingOffsets {offset} is before the log start offset "
+                    f"{earliest[tp]}; those records were deleted (set failOnDataLoss=false to "
+                    "start at the earliest)"
+                )
+            specific[tp] = earliest[tp]
+    return specific
+
+
+def _ends(opts: SourceOptions, admin: Any, tps: list[TP], latest: dict[TP, int]) -> dict[TP, int]:
+    by_time = _timestamps(opts.ending_timestamp, opts.ending_by_timestamp, tps, "ending")
+    if by_time is not None:
+        found = _list_offsets(admin, by_time)
+        return {tp: latest[tp] if o < 0 else o for tp, o in found.items()}
+    return _specific(opts.ending, tps, {}, latest, "endingOffsets")
+
+
+def _timestamps(
+    everywhere: int | None, per_partition: Any, tps: list[TP], what: str
+) -> dict[TP, int] | None:
+    if everywhere is not None:  # takes precedence, as in Spark
+        return dict.fromkeys(tps, everywhere)
+    if per_partition is None:
+        return None
+    return _require_all(per_partition, tps, f"{what}OffsetsByTimestamp")
+
+
+def _specific(
+    bound: Any, tps: list[TP], earliest: dict[TP, int], latest: dict[TP, int], name: str
+) -> dict[TP, int]:
+    if bound == "earliest":
+        return {tp: earliest[tp] for tp in tps}
+    if bound == "latest":
+        return {tp: latest[tp] for tp in tps}
+    chosen = _require_all(bound, tps, name)
+    result = {}
+    for tp, offset in chosen.items():
+        value = {EARLIEST: earliest.get(tp), LATEST: latest[tp]}.get(offset, offset)
+        assert value is not None
+        if value > latest[tp]:
+            raise OptionError(
+                f"{tp[0]}-{tp[1]}: {name} {value} is past the end offset {latest[tp]}"
+            )
+        result[tp] = value
+    return result
+
+
+def _require_all(
+    by_topic: Mapping[str, Mapping[int, int]], tps: list[TP], name: str
+) -> dict[TP, int]:
+    given = {(t, p): o for t, ps in by_topic.items() for p, o in ps.items()}
+    missing = [f"{t}-{p}" for t, p in tps if (t, p) not in given]
+    if missing:
+        raise OptionError(
+            f"{name} must name every partition read (use -1 for latest, -2 for earliest); "
+            f"missing {', '.join(missing)}"
+        )
+    return {tp: given[tp] for tp in tps}
+
+
+def _list_offsets(admin: Any, specs: Mapping[TP, str | int]) -> dict[TP, int]:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    def spec(kind: str | int) -> Any:
+        if kind == "earliest":
+            return OffsetSpec.earliest()
+        if kind == "latest":
+            return OffsetSpec.latest()
+        return OffsetSpec.for_timestamp(int(kind))
+
+    request = {TopicPartition(t, p): spec(kind) for (t, p), kind in specs.items()}
+    futures = admin.list_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)
+    return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+
+
+def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch]:
+    """Records part.start..part.end-1 as Arrow batches, whatever the batches' compression."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {
+            **opts.client,
+            "group.id": f"spark-kafka-relation-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest",
+            "enable.partition.eof": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
+        columns = _Columns(opts.include_headers)
+        position = part.start
+        deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+        while position < part.end:
+            messages = consumer.consume(
+                num_messages=min(BATCH_ROWS, part.end - position), timeout=1
+            )
+            if not messages:
+                # Transaction markers and compacted gaps have no record: ask where we are.
+                position = max(position, _position(consumer, part))
+                if position < part.end and time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"no record from {part.topic}-{part.partition} at offset {position} within "
+                        f"kafkaConsumer.pollTimeoutMs={opts.poll_timeout_ms}"
+                    )
+                continue
+            deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+            for message in messages:
+                if message.error():
+                    raise KafkaException(message.error())
+                if message.offset() >= part.end:
+                    position = part.end
+                    break
+                columns.append(message)
+                position = message.offset() + 1
+            if len(columns) >= BATCH_ROWS:
+                yield columns.batch()
+                columns = _Columns(opts.include_headers)
+        if len(columns):
+            yield columns.batch()
+    finally:
+        consumer.close()
+
+
+def _position(consumer: Any, part: KafkaSlice) -> int:
+    from confluent_kafka import TopicPartition
+
+    (tp,) = consumer.position([TopicPartition(part.topic, part.partition)])
+    return int(tp.offset)
+
+
+_HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+class _Columns:
+    """Rows gathered column by column, then one Arrow batch in the source's schema."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.key: list[bytes | None] = []
+        self.value: list[bytes | None] = []
+        self.topic: list[str] = []
+        self.partition: list[int] = []
+        self.offset: list[int] = []
+        self.timestamp: list[int] = []
+        self.timestamp_type: list[int] = []
+        self.headers: list[list[dict[str, Any]]] = []
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def append(self, m: Any) -> None:
+        kind, ts = m.timestamp()
+        self.key.append(m.key())
+        self.value.append(m.value())
+        self.topic.append(m.topic())
+        self.partition.append(m.partition())
+        self.offset.append(m.offset())
+        self.timestamp.append(ts * 1000)
+        self.timestamp_type.append(_TIMESTAMP_TYPES.get(kind, -1))
+        if self.include_headers:
+            self.headers.append([{"key": k, "value": v} for k, v in m.headers() or []])
+
+    def batch(self) -> pa.RecordBatch:
+        arrays = [
+            pa.array(self.key, pa.binary()),
+            pa.array(self.value, pa.binary()),
+            pa.array(self.topic, pa.string()),
+            pa.array(self.partition, pa.int32()),
+            pa.array(self.offset, pa.int64()),
+            pa.array(self.timestamp, pa.timestamp("us", tz="UTC")),
+            pa.array(self.timestamp_type, pa.int32()),
+        ]
+        names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+        if self.include_headers:
+            arrays.append(pa.array(self.headers, _HEADERS_TYPE))
+            names.append("headers")
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def register(spark: Any) -> None:
+    """Make ``spark.read.format("millrace-kafka")`` available in this session."""
+    spark.dataSource.register(KafkaDataSource)

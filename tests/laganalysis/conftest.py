@@ -1,0 +1,25 @@
+"""A Spark session per test module (local[2], small shuffles, no UI), on this venv's Python."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from laganalysis.kafka_source import register
+    from laganalysis.session import configure
+
+    session = configure(SparkSession.builder, "local[2]").getOrCreate()
+    register(session)
+    yield session
+    session.stop()

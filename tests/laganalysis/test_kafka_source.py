@@ -1,0 +1,206 @@
+"""The Kafka Data Source against the built-in broker: exact offsets and contents, split ranges,
+compressed batches, timestamps as bounds, and a topic being written while it is read."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from laganalysis.kafka_options import OptionError
+
+
+def create_topic(bootstrap: str, partitions: int) -> str:
+    name = f"ds-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
+
+
+Record = tuple[int, bytes | None, bytes, int | None]  # partition, key, value, timestamp ms
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[Record],
+    compression: str = "none",
+    headers: list[tuple[str, bytes]] | None = None,
+) -> None:
+    """(partition, key, value, timestamp ms) in order."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20}
+    )
+    for partition, key, value, ts in records:
+        producer.produce(topic, value, key, partition=partition, timestamp=ts or 0, headers=headers)
+    assert producer.flush(30) == 0
+
+
+def read(spark: Any, bootstrap: str, **options: str) -> list[Any]:
+    reader = spark.read.format("millrace-kafka").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    rows: list[Any] = reader.load().orderBy("topic", "partition", "offset").collect()
+    return rows
+
+
+def test_it_reads_exact_offsets_and_contents_across_split_ranges(
+    spark: Any, kafka_bootstrap: str
+) -> None:
+    topic = create_topic(kafka_bootstrap, 3)
+    records: list[Record] = [(i % 3, f"k{i}".encode(), f"v{i}".encode(), None) for i in range(300)]
+    produce(kafka_bootstrap, topic, records)
+    df = (
+        spark.read.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .option("maxRecordsPerPartition", "30")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() == 3 * (100 // 30 + 1)
+    rows = df.orderBy("partition", "offset").collect()
+    expected = [
+        (p, o, f"k{3 * o + p}".encode(), f"v{3 * o + p}".encode())
+        for p in range(3)
+        for o in range(100)
+    ]
+    assert [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in rows] == expected
+    assert {r.topic for r in rows} == {topic} and {r.timestampType for r in rows} == {0}
+
+
+def test_per_partition_json_bounds_pick_exact_ranges(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    produce(kafka_bootstrap, topic, [(i % 2, None, str(i).encode(), None) for i in range(40)])
+    rows = read(
+        spark,
+        kafka_bootstrap,
+        assign=json.dumps({topic: [0, 1]}),
+        startingOffsets=json.dumps({topic: {"0": 5, "1": -2}}),
+        endingOffsets=json.dumps({topic: {"0": 8, "1": -1}}),
+    )
+    assert [(r.partition, r.offset) for r in rows] == [(0, 5), (0, 6), (0, 7)] + [
+        (1, o) for o in range(20)
+    ]
+    assert rows[0].key is None
+
+
+@pytest.mark.parametrize("compression", ["gzip", "lz4", "zstd", "snappy"])
+def test_it_reads_compressed_batches(spark: Any, kafka_bootstrap: str, compression: str) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    values = [(b"x" * (i % 50)) + str(i).encode() for i in range(500)]
+    produce(kafka_bootstrap, topic, [(0, None, v, None) for v in values], compression)
+    rows = read(spark, kafka_bootstrap, subscribe=topic, maxRecordsPerPartition="128")
+    assert [bytes(r.value) for r in rows] == values
+    assert [r.offset for r in rows] == list(range(500))
+
+
+def test_timestamps_bound_the_read(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    base = 1_700_000_000_000
+    produce(
+        kafka_bootstrap,
+        topic,
+        [(i % 2, None, str(i).encode(), base + i * 1000) for i in range(20)],
+    )
+    rows = read(
+        spark,
+        kafka_bootstrap,
+        subscribe=topic,
+        startingTimestamp=str(base + 5000),
+        endingTimestamp=str(base + 12000),
+    )
+    # Records 5..11 (timestamps from base+5 s up to, not including, base+12 s).
+    assert sorted(int(r.value) for r in rows) == list(range(5, 12))
+    assert {int(r.timestamp.timestamp() * 1000) for r in rows} == {
+        base + i * 1000 for i in range(5, 12)
+    }
+
+
+def test_headers_come_as_spark_shows_them(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, b"k", b"v", None)], headers=[("h1", b"a"), ("h2", b"")])
+    (row,) = read(spark, kafka_bootstrap, subscribe=topic, includeHeaders="true")
+    assert [(h.key, bytes(h.value)) for h in row.headers] == [("h1", b"a"), ("h2", b"")]
+
+
+def test_a_topic_being_written_while_read_gives_a_consistent_prefix(
+    spark: Any, kafka_bootstrap: str
+) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    produce(kafka_bootstrap, topic, [(i % 2, None, str(i).encode(), None) for i in range(200)])
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+        i = 200
+        while not stop.is_set():
+            try:
+                producer.produce(topic, str(i).encode(), partition=i % 2)
+            except BufferError:  # the client's queue is full: let it drain
+                producer.poll(0.1)
+                continue
+            producer.poll(0)
+            i += 1
+        producer.flush(30)
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        rows = read(spark, kafka_bootstrap, subscribe=topic, maxRecordsPerPartition="64")
+    finally:
+        stop.set()
+        writer.join()
+    for p in (0, 1):
+        offsets = [r.offset for r in rows if r.partition == p]
+        assert offsets == list(range(len(offsets))) and len(offsets) >= 100
+        values = [int(r.value) for r in rows if r.partition == p]
+        assert values == sorted(values) and all(v % 2 == p for v in values)
+
+
+def test_an_empty_topic_reads_as_no_rows(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    assert read(spark, kafka_bootstrap, subscribe=topic) == []
+
+
+def test_subscribe_pattern_matches_whole_topic_names(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"x", None)])
+    assert len(read(spark, kafka_bootstrap, subscribePattern=f"{topic[:8]}.*{topic[-3:]}")) == 1
+    assert read(spark, kafka_bootstrap, subscribePattern=topic[:8]) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "exactly one of subscribe"),
+        ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of subscribe"),
+        ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets cannot be earliest"),
+        ({"subscribe": "a", "startingOffsets": "{oops"}, "startingOffsets is not valid JSON"),
+        ({"subscribe": "a", "kafka.group.id": "mine"}, "kafka.group.id is set by the source"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition must be at"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_option(
+    spark: Any, kafka_bootstrap: str, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(Exception, match=message):
+        read(spark, kafka_bootstrap, **options)
+
+
+def test_a_start_before_the_log_start_is_data_loss(kafka_bootstrap: str) -> None:
+    from laganalysis.kafka_options import parse_options
+    from laganalysis.kafka_source import resolve_ranges
+
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"x", None)] * 3)
+    opts = {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": topic}
+    with pytest.raises(OptionError, match="past the end offset 3"):
+        resolve_ranges(parse_options({**opts, "startingOffsets": json.dumps({topic: {"0": 9}})}))
+    (r,) = resolve_ranges(parse_options({**opts, "startingOffsets": json.dumps({topic: {"0": 1}})}))
+    assert (r.start, r.end) == (1, 3)
