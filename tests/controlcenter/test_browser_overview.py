@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from brokercluster.ports import free_port
 from controlcenter import asgi
-from tests.brokerproc import free_port
 from tests.controlcenter.browser import Browser, serve
 
 
