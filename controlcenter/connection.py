@@ -6,7 +6,9 @@ import threading
 
 from django.conf import settings
 
+from brokercluster.client import SupervisorClient
 from clusterclient import ClusterClient
+from clusterclient.records import RecordReader
 
 # Pages must answer quickly even when the cluster does not: a short bound on every call.
 TIMEOUT = 5.0
@@ -22,3 +24,23 @@ def cluster() -> ClusterClient:
             _client = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS,
                                     {"client.id": "millrace-controlcenter"}, timeout=TIMEOUT)
         return _client
+
+
+# --- For the cluster pages: the supervisor, message reads --------------------------------
+
+
+def supervisor() -> SupervisorClient | None:
+    """The built-in cluster's supervisor when its control socket exists at
+    MILLRACE_CLUSTER_DIR; None for an external cluster."""
+    client = SupervisorClient(settings.MILLRACE_CLUSTER_DIR, timeout=60.0)
+    return client if client.socket_path.exists() else None
+
+
+def record_reader() -> RecordReader:
+    """A bounded reader for one message-browsing request (close it, or use `with`)."""
+    return RecordReader(settings.KAFKA_BOOTSTRAP_SERVERS,
+                        {"client.id": "millrace-message-browser"}, timeout=TIMEOUT)
+
+
+def bootstrap_servers() -> str:
+    return str(settings.KAFKA_BOOTSTRAP_SERVERS)

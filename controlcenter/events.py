@@ -23,7 +23,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
-KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group")
+KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group",
+         "schemas", "subject")
 ALWAYS = "cluster"  # every live socket is in this group: the unreachable-cluster banner
 MESSAGE_TYPE = "live.message"  # the Channels handler: LiveConsumer.live_message
 _SPELLABLE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")

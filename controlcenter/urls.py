@@ -3,10 +3,35 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from .pages import audit, auth, health, overview
+from .pages import audit, auth, brokers, groups, health, messages, overview, schemas, topics
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
+    path("brokers/", brokers.brokers, name="brokers"),
+    path("brokers/<int:node_id>/", brokers.broker, name="broker"),
+    path("brokers/<int:node_id>/<str:command>/", brokers.broker_command, name="broker-command"),
+    path("topics/", topics.topics, name="topics"),
+    # "+" cannot occur in a topic name, so no topic hides the create page.
+    path("topics/+create/", topics.topic_create, name="topic-create"),
+    path("topics/<str:name>/", topics.topic, name="topic"),
+    path("topics/<str:name>/delete/", topics.topic_delete, name="topic-delete"),
+    path("topics/<str:name>/config/", topics.topic_config, name="topic-config"),
+    path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
+    path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),
+    path("topics/<str:name>/produce/", messages.produce, name="produce"),
+    # Group ids and subjects may hold "/": `path` segments, after the "+" action routes
+    # (an id starting with "+reset/" would be shadowed; no Kafka tooling makes one).
+    path("groups/", groups.groups, name="groups"),
+    path("groups/+reset/<path:group_id>/", groups.group_reset, name="group-reset"),
+    path("groups/+delete/<path:group_id>/", groups.group_delete, name="group-delete"),
+    path("groups/<path:group_id>/", groups.group, name="group"),
+    path("schemas/", schemas.schemas, name="schemas"),
+    path("schemas/+compatibility/", schemas.global_compatibility, name="schemas-compatibility"),
+    path("schemas/+compatibility/<path:subject>/", schemas.subject_compatibility,
+         name="subject-compatibility"),
+    path("schemas/+register/<path:subject>/", schemas.subject_register, name="subject-register"),
+    path("schemas/<path:subject>/", schemas.subject, name="subject"),
+    path("api/v1/", include("controlcenter.api.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),

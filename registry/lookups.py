@@ -13,7 +13,7 @@ from typing import Any
 
 from . import avro, errors
 from .cache import schemas_by_id
-from .compatibility import DEFAULT_LEVEL, Level
+from .compatibility import DEFAULT_LEVEL, Level, check_level
 from .models import GLOBAL, Config, Mode, Reference, Schema, SubjectVersion
 from .params import LATEST
 
@@ -93,6 +93,20 @@ def compatibility_level(subject: str | None) -> Level:
         if config.compatibility:
             return Level(config.compatibility)
     return DEFAULT_LEVEL
+
+
+def compatibility_messages(
+    subject: str, parsed: avro.AvroSchema, version: int | None = None
+) -> list[str]:
+    """Why `parsed` may not join `subject` under its level ([] = compatible): against one
+    version (its level without _TRANSITIVE, as Confluent does) or the live versions."""
+    level = compatibility_level(subject)
+    if version is None:
+        rows = subject_versions(subject)
+    else:
+        rows = [subject_version(subject, version)]
+        level = Level(level.removesuffix("_TRANSITIVE"))
+    return check_level(level, parsed, [(row.version, parsed_schema(row.schema)) for row in rows])
 
 
 def normalize_configured(subject: str | None) -> bool:

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import actions, errors, lookups, params
-from .compatibility import Level, check_level
+from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
 from .negotiation import PARSERS, RENDERERS, RegistryNegotiation
 
@@ -198,14 +198,8 @@ class CompatibilityView(RegistryView):
         schema_request = _schema_request(request)
         normalize = self.flag(request, "normalize") or lookups.normalize_configured(subject)
         parsed, _ = schema_request.parse(normalize)
-        level = lookups.compatibility_level(subject)
-        if version is None:
-            rows = lookups.subject_versions(subject)
-        else:
-            rows = [lookups.subject_version(subject, params.version(version))]
-            level = Level(level.removesuffix("_TRANSITIVE"))
-        previous = [(row.version, lookups.parsed_schema(row.schema)) for row in rows]
-        messages = check_level(level, parsed, previous)
+        number = None if version is None else params.version(version)
+        messages = lookups.compatibility_messages(subject, parsed, number)
         body: dict[str, Any] = {"is_compatible": not messages}
         if self.flag(request, "verbose"):
             body["messages"] = messages

@@ -1,0 +1,270 @@
+"""Every state change the control center makes, as verb-first functions.
+
+Each action checks nothing about HTTP (views, the JSON API and tasks check permissions and
+parse input, then call it), performs the change through clusterclient, the built-in
+cluster's supervisor client or the registry app, records an `AuditEntry` (who, what, when,
+result) and then publishes an event so open pages show what happened. A refusal or a fault
+raises `ActionError` carrying the system's own words (the Kafka error name and message,
+the supervisor's refusal), which the caller shows as a form error.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import NamedTuple
+
+from brokercluster.client import ActionRefused, BrokerProcess, NoSupervisor
+from clusterclient import (
+    ClusterRequestError,
+    ClusterUnavailable,
+    ConfigChange,
+    ConfigOperation,
+    ResourceKind,
+)
+from clusterclient.records import ProducedRecord, produce
+from controlcenter import connection, events, live, offsetreset
+from controlcenter.audit import Actor, audited
+from registry import actions as registry_actions
+from registry import compatibility as registry_compatibility
+from registry import errors as registry_errors
+from registry import lookups as registry_lookups
+from registry.errors import RegistryError
+
+logger = logging.getLogger(__name__)
+
+
+class ActionError(Exception):
+    """An action did not happen; `str()` is what the user reads."""
+
+    def __init__(self, message: str, code_name: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code_name = code_name
+
+
+@contextmanager
+def _system_words() -> Iterator[None]:
+    """The cluster's and supervisor's exceptions as ActionError, in their own words."""
+    try:
+        yield
+    except ClusterRequestError as exc:
+        raise ActionError(f"{exc.code_name}: {exc.message}", exc.code_name) from exc
+    except ClusterUnavailable as exc:
+        raise ActionError(f"The cluster did not answer: {exc.message}", "UNAVAILABLE") from exc
+    except NoSupervisor as exc:
+        raise ActionError(f"No cluster supervisor answers: {exc}", "NO_SUPERVISOR") from exc
+    except ActionRefused as exc:
+        raise ActionError(f"The supervisor refused: {exc}", "REFUSED") from exc
+    except OSError as exc:
+        raise ActionError(f"The supervisor did not answer: {exc}", "UNAVAILABLE") from exc
+
+
+def _notify(groups: Sequence[tuple[str, str | None]], text: str) -> None:
+    """Tell open pages what was done; the collector's next cycle pushes its effect."""
+    message = json.dumps(live.banner("action", text, level="info"))
+    for kind, key in groups:
+        try:
+            events.publish(events.group_name(kind, key), message)
+        except Exception:  # a live push is a courtesy: the change itself is done
+            logger.warning("could not publish %r to %s.%s", text, kind, key, exc_info=True)
+
+
+# --- Cluster pages: topics, messages, brokers ------------------------------------------------
+
+
+def create_topic(actor: Actor, name: str, partitions: int | None = None,
+                 replication_factor: int | None = None,
+                 configs: Mapping[str, str] | None = None) -> None:
+    """Create a topic; None takes the broker's num.partitions / default.replication.factor."""
+    parameters = {"partitions": partitions, "replication_factor": replication_factor,
+                  "configs": dict(configs or {})}
+    with audited(actor, "topic.create", f"topic {name}", parameters) as note, _system_words():
+        connection.cluster().create_topic(name, partitions or -1, replication_factor or -1,
+                                           configs)
+        note.message = "created"
+    _notify([("topics", None), ("overview", None)], f"Topic {name} was created.")
+
+
+def delete_topic(actor: Actor, name: str) -> None:
+    with audited(actor, "topic.delete", f"topic {name}") as note, _system_words():
+        connection.cluster().delete_topic(name)
+        note.message = "deleted"
+    _notify([("topics", None), ("topic", name), ("overview", None)],
+            f"Topic {name} was deleted.")
+
+
+def set_topic_config(actor: Actor, topic: str, name: str, value: str) -> None:
+    """Set one topic config (IncrementalAlterConfigs SET): the broker validates it."""
+    with audited(actor, "topic.config.set", f"topic {topic}", {name: value}) as note, \
+            _system_words():
+        connection.cluster().incremental_alter_configs(
+            ResourceKind.TOPIC, topic, [ConfigChange(name, value, ConfigOperation.SET)])
+        note.message = f"{name} = {value}"
+    _notify([("topic", topic)], f"{topic}: {name} set to {value}.")
+
+
+def reset_topic_config(actor: Actor, topic: str, name: str) -> None:
+    """Remove a topic override (IncrementalAlterConfigs DELETE): back to the broker default."""
+    with audited(actor, "topic.config.reset", f"topic {topic}", {"config": name}) as note, \
+            _system_words():
+        connection.cluster().incremental_alter_configs(
+            ResourceKind.TOPIC, topic, [ConfigChange(name, None, ConfigOperation.DELETE)])
+        note.message = f"{name} reset to its default"
+    _notify([("topic", topic)], f"{topic}: {name} reset to its default.")
+
+
+def produce_message(actor: Actor, topic: str, value: bytes | None, key: bytes | None = None,
+                    headers: Sequence[tuple[str, bytes]] = (), partition: int | None = None,
+                    schema_id: int | None = None) -> ProducedRecord:
+    """Produce one record (acks=all). The audit entry names where it went, not its bytes."""
+    parameters = {"partition": partition, "headers": [k for k, _ in headers],
+                  "bytes": len(value or b""), "schema_id": schema_id}
+    with audited(actor, "topic.produce", f"topic {topic}", parameters) as note, \
+            _system_words():
+        produced = produce(connection.bootstrap_servers(), topic, value, key, list(headers),
+                           partition, timeout=connection.TIMEOUT)
+        note.message = f"partition {produced.partition} offset {produced.offset}"
+    return produced
+
+
+class BrokerCommand(enum.StrEnum):
+    """What the Brokers page may ask the built-in cluster's supervisor to do."""
+
+    STOP = "stop"  # SIGTERM: a controlled shutdown
+    KILL = "kill"  # SIGKILL: a crash, as a failover drill
+    START = "start"
+    RESTART = "restart"
+
+
+def operate_broker(actor: Actor, node_id: int, command: BrokerCommand) -> BrokerProcess:
+    """Stop, kill, start or restart one broker of the built-in cluster."""
+    supervisor = connection.supervisor()
+    with audited(actor, f"broker.{command.value}", f"broker {node_id}") as note, \
+            _system_words():
+        if supervisor is None:
+            raise NoSupervisor("the platform watches an external cluster")
+        process = getattr(supervisor, command.value)(node_id)
+        note.message = process.state_text
+    _notify([("brokers", None), ("broker", str(node_id)), ("overview", None)],
+            f"Broker {node_id}: {command.value} done, now {process.state_text}.")
+    return process  # type: ignore[no-any-return]
+
+
+# --- Consumer groups: reset offsets, delete ---------------------------------------------------
+
+
+@contextmanager
+def _reset_words() -> Iterator[None]:
+    """A reset that cannot be planned, in kafka-consumer-groups' terms; then the cluster's."""
+    try:
+        with _system_words():
+            yield
+    except offsetreset.ResetError as exc:
+        raise ActionError(str(exc), "INVALID_RESET") from exc
+
+
+def preview_group_offsets_reset(group_id: str, spec: offsetreset.ResetSpec
+                                ) -> offsetreset.ResetPlan:
+    """The dry run: what `reset_group_offsets` would commit now. Changes nothing."""
+    with _reset_words():
+        return offsetreset.plan_reset(connection.cluster(), group_id, spec)
+
+
+def reset_group_offsets(actor: Actor, group_id: str, spec: offsetreset.ResetSpec
+                        ) -> offsetreset.ResetPlan:
+    """Commit the planned offsets; refused while the group has active members (Kafka's
+    rule: only Empty or Dead groups), as the broker would refuse it too."""
+    with audited(actor, "group.reset_offsets", f"group {group_id}", spec.describe()) as note, \
+            _reset_words():
+        plan = offsetreset.plan_reset(connection.cluster(), group_id, spec)
+        if not plan.may_execute:
+            raise ActionError(plan.refusal, "GROUP_NOT_EMPTY")
+        connection.cluster().alter_group_offsets(group_id, plan.targets())
+        moved = sum(abs(p.moved or 0) for p in plan.partitions)
+        note.message = f"{len(plan.partitions)} partitions reset, {moved} messages moved"
+    _notify([("groups", None), ("group", group_id)],
+            f"Group {group_id}: offsets reset ({spec.mode.value}) on "
+            f"{len(plan.partitions)} partitions.")
+    return plan
+
+
+def delete_group(actor: Actor, group_id: str) -> None:
+    """Delete a group and its committed offsets; Kafka refuses while it has members
+    (NON_EMPTY_GROUP)."""
+    with audited(actor, "group.delete", f"group {group_id}") as note, _system_words():
+        connection.cluster().delete_groups([group_id])
+        note.message = "deleted"
+    _notify([("groups", None), ("group", group_id), ("overview", None)],
+            f"Group {group_id} was deleted.")
+
+
+# --- Schemas: register, compatibility, through the registry app -------------------------------
+
+
+class RegisteredSchema(NamedTuple):
+    schema_id: int
+    version: int
+
+
+
+@contextmanager
+def _registry_words() -> Iterator[None]:
+    """The registry's refusals as ActionError, with Confluent's error_code and message."""
+    try:
+        yield
+    except RegistryError as exc:
+        raise ActionError(f"{exc.message} (error_code {exc.error_code})",
+                          str(exc.error_code)) from exc
+
+
+def check_schema_compatibility(subject: str, schema: str) -> list[str]:
+    """Why `schema` may not be registered under `subject` ([]: it may). Changes nothing."""
+    with _registry_words():
+        parsed, _ = registry_actions.SchemaRequest(schema).parse(
+            registry_lookups.normalize_configured(subject))
+        return registry_lookups.compatibility_messages(subject, parsed)
+
+
+def register_schema_version(actor: Actor, subject: str, schema: str) -> RegisteredSchema:
+    """Test `schema` against the subject's level, then register it (the registry tests
+    again under the subject's lock, so a concurrent change cannot slip through)."""
+    with audited(actor, "schema.register", f"subject {subject}") as note, _registry_words():
+        problems = check_schema_compatibility(subject, schema)
+        if problems:
+            raise registry_errors.incompatible_schema(subject, problems)
+        schema_id = registry_actions.register_schema(
+            subject, registry_actions.SchemaRequest(schema), normalize=False)
+        version = next(v.version for v in registry_lookups.subject_versions(subject)
+                       if v.schema_id == schema_id)
+        note.message = f"schema id {schema_id}, version {version}"
+        note.parameters = {"schema_id": schema_id, "version": version}
+    _notify([("schemas", None), ("subject", subject)],
+            f"Subject {subject}: version {version} (schema id {schema_id}) registered.")
+    return RegisteredSchema(schema_id, version)
+
+
+def set_schema_compatibility(actor: Actor, subject: str | None, level: str) -> None:
+    """Set the compatibility level of one subject, or the global one (subject None)."""
+    target = f"subject {subject}" if subject else "global compatibility"
+    with audited(actor, "schema.compatibility.set", target, {"level": level}) as note, \
+            _registry_words():
+        if level not in registry_compatibility.Level.__members__:
+            raise registry_errors.invalid_compatibility_level()
+        registry_actions.set_compatibility(subject, level, None)
+        note.message = f"compatibility {level}"
+    _notify([("schemas", None), *([("subject", subject)] if subject else [])],
+            f"{'Subject ' + subject if subject else 'Global'} compatibility set to {level}.")
+
+
+def clear_schema_compatibility(actor: Actor, subject: str) -> str:
+    """Remove a subject's own level, so the global one applies; returns the level it had."""
+    with audited(actor, "schema.compatibility.clear", f"subject {subject}") as note, \
+            _registry_words():
+        previous = registry_actions.delete_compatibility(subject).value
+        note.message = f"was {previous}; the global level applies"
+    _notify([("subject", subject)], f"Subject {subject}: the global compatibility applies.")
+    return previous

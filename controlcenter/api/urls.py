@@ -1,0 +1,36 @@
+"""/api/v1/ routes of the control center's JSON API. Ids and subjects may hold `/`, so
+they are `path` segments placed last, after the routes with a fixed suffix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.urls import path
+
+from controlcenter.api import groups, schemas
+
+
+def _view(cls: Any) -> Any:
+    # The API answers for itself (401/403 JSON); the page login redirect is not for it.
+    return login_not_required(cls.as_view())
+
+
+urlpatterns = [
+    path("groups/", _view(groups.GroupListView), name="api-groups"),
+    path("groups/<path:group_id>/history", _view(groups.GroupHistoryView),
+         name="api-group-history"),
+    path("groups/<path:group_id>/reset-offsets", _view(groups.GroupResetView),
+         name="api-group-reset"),
+    path("groups/<path:group_id>/", _view(groups.GroupView), name="api-group"),
+    path("schemas/subjects/", _view(schemas.SubjectListView), name="api-subjects"),
+    path("schemas/compatibility", _view(schemas.CompatibilityView),
+         name="api-global-compatibility"),
+    path("schemas/subjects/<path:subject>/compatibility", _view(schemas.CompatibilityView),
+         name="api-subject-compatibility"),
+    path("schemas/subjects/<path:subject>/compatibility-check",
+         _view(schemas.CompatibilityCheckView), name="api-subject-compatibility-check"),
+    path("schemas/subjects/<path:subject>/diff", _view(schemas.DiffView),
+         name="api-subject-diff"),
+    path("schemas/subjects/<path:subject>/", _view(schemas.SubjectView), name="api-subject"),
+]

@@ -1,0 +1,197 @@
+"""The Messages page of a topic: browse (partition, offset or time, newest first or from the
+beginning), filter on key, header and value server-side, download what is shown as JSON or
+CSV, follow new messages live (the tail), and produce one message (Avro with a subject).
+
+Unlike the other cluster pages this one reads Kafka while rendering: records are not in
+the collector's tables. Every read is one bounded `RecordReader` call (record count, bytes,
+a short deadline), and a dead cluster gives a note on the page, never a hang or a 500.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.contrib import messages as flash
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from clusterclient import ClusterRequestError, ClusterUnavailable
+from controlcenter import actions, connection, messagebrowser
+from controlcenter.access import Capability, requires
+from controlcenter.messagebrowser import MessagePage, MessageQuery
+from controlcenter.messagecodec import EncodeError, encode_avro
+from controlcenter.models import ClusterState, TopicState
+from controlcenter.pages.banners import cluster_banners
+
+
+class BrowseForm(forms.Form):
+    partition = forms.IntegerField(min_value=0, required=False)
+    start = forms.ChoiceField(choices=[(messagebrowser.NEWEST, "newest first"),
+                                       (messagebrowser.OLDEST, "from the beginning"),
+                                       (messagebrowser.OFFSET, "from offset"),
+                                       (messagebrowser.TIMESTAMP, "from time")],
+                              required=False)
+    offset = forms.IntegerField(min_value=0, required=False)
+    timestamp = forms.DateTimeField(required=False, help_text="UTC, e.g. 2026-01-31 14:05")
+    limit = forms.IntegerField(min_value=1, max_value=messagebrowser.MAX_LIMIT, required=False)
+    key = forms.CharField(max_length=500, required=False)
+    value = forms.CharField(max_length=500, required=False)
+    header = forms.CharField(max_length=500, required=False, help_text="name or name=value")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start = data.get("start") or messagebrowser.NEWEST
+        if start == messagebrowser.OFFSET and data.get("offset") is None:
+            self.add_error("offset", "Give the offset to start from.")
+        if start == messagebrowser.TIMESTAMP and data.get("timestamp") is None:
+            self.add_error("timestamp", "Give the time to start from.")
+        return data
+
+    def query(self, topic: str) -> MessageQuery:
+        data = self.cleaned_data
+        stamp = data.get("timestamp")
+        if stamp is not None and stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=dt.UTC)
+        return MessageQuery(topic, partition=data.get("partition"),
+                            start=data.get("start") or messagebrowser.NEWEST,
+                            offset=data.get("offset"), timestamp=stamp,
+                            limit=data.get("limit") or 50, key=data.get("key") or "",
+                            value=data.get("value") or "", header=data.get("header") or "")
+
+
+def read_page(query: MessageQuery) -> tuple[MessagePage | None, str]:
+    """One bounded read; (None, what went wrong in the cluster's words) on failure."""
+    try:
+        with connection.record_reader() as reader:
+            return messagebrowser.browse(reader, query), ""
+    except ClusterRequestError as exc:
+        return None, f"{exc.code_name}: {exc.message}"
+    except ClusterUnavailable as exc:
+        return None, f"The cluster did not answer: {exc.message}"
+    except ValueError as exc:
+        return None, str(exc)
+
+
+@require_GET
+def topic_messages(request: HttpRequest, name: str) -> HttpResponse:
+    form = BrowseForm(request.GET or None)
+    page, error = None, ""
+    if form.is_bound and not form.is_valid():
+        error = "Check the fields marked below."
+    else:
+        if not form.is_bound:
+            form = BrowseForm({"start": messagebrowser.NEWEST, "limit": 50})
+            form.is_valid()
+        page, error = read_page(form.query(name))
+        download = request.GET.get("download")
+        if page is not None and download in ("json", "csv"):
+            return _download(name, page, download)
+    cluster = ClusterState.current()
+    context = {"cluster": cluster, "banners": cluster_banners(cluster), "topic_name": name,
+               "topic": TopicState.objects.filter(name=name).first(), "form": form,
+               "page": page, "error": error, "produce_form": ProduceForm(),
+               "query_string": request.GET.urlencode()}
+    return render(request, "controlcenter/messages.html", context)
+
+
+def _download(topic: str, page: MessagePage, kind: str) -> HttpResponse:
+    if kind == "csv":
+        body, content_type = messagebrowser.as_csv(page.messages), "text/csv; charset=utf-8"
+    else:
+        body, content_type = messagebrowser.as_json(page.messages), "application/json"
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{topic}-messages.{kind}"'
+    return response
+
+
+@require_GET
+def topic_messages_tail(request: HttpRequest, name: str) -> JsonResponse:
+    """New messages past `positions` ("partition:offset,..."), as rows for the page."""
+    form = BrowseForm(request.GET)
+    try:
+        positions = parse_positions(request.GET.get("positions", ""))
+    except ValueError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    if not form.is_valid():
+        return JsonResponse({"error": form.errors.get_json_data()}, status=400)
+    try:
+        with connection.record_reader() as reader:
+            page = messagebrowser.tail(reader, form.query(name), positions)
+    except ClusterRequestError as exc:
+        return JsonResponse({"error": f"{exc.code_name}: {exc.message}"}, status=502)
+    except ClusterUnavailable as exc:
+        return JsonResponse({"error": f"The cluster did not answer: {exc.message}"}, status=503)
+    rows = render_to_string("controlcenter/fragments/message_rows.html",
+                            {"messages": page.messages, "tailed": True})
+    return JsonResponse({"html": rows, "count": len(page.messages),
+                         "positions": page.positions})
+
+
+def parse_positions(text: str) -> dict[int, int]:
+    positions = {}
+    for item in filter(None, text.split(",")):
+        partition, sep, offset = item.partition(":")
+        if not sep or not partition.isdigit() or not offset.isdigit():
+            raise ValueError(f"positions are partition:offset pairs, not {item!r}")
+        positions[int(partition)] = int(offset)
+    return positions
+
+
+class ProduceForm(forms.Form):
+    key = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "(none)"}))
+    value = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                            help_text="Text as UTF-8, or JSON for an Avro subject.")
+    headers = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                              help_text="One name=value per line.")
+    partition = forms.IntegerField(min_value=0, required=False,
+                                   help_text="Empty: the producer's partitioner chooses.")
+    subject = forms.CharField(max_length=255, required=False, label="Avro subject",
+                              help_text="Encode the value with this subject's latest schema "
+                                        "(Confluent wire format).")
+
+    def clean_headers(self) -> list[tuple[str, bytes]]:
+        headers = []
+        for line in self.cleaned_data["headers"].splitlines():
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            if not sep or not name.strip():
+                raise forms.ValidationError(f"Not name=value: {line.strip()!r}")
+            headers.append((name.strip(), value.strip().encode()))
+        return headers
+
+
+@requires(Capability.PRODUCE_MESSAGES)
+def produce(request: HttpRequest, name: str) -> HttpResponse:
+    form = ProduceForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            value, schema_id = _value_bytes(data["value"], data["subject"])
+            produced = actions.produce_message(
+                request, name, value, data["key"].encode() if data["key"] else None,
+                data["headers"], data["partition"], schema_id)
+        except EncodeError as exc:
+            form.add_error("value", str(exc))
+        except actions.ActionError as exc:
+            form.add_error(None, str(exc))
+        else:
+            flash.success(request, f"Produced to {name} partition {produced.partition} at "
+                                   f"offset {produced.offset}.")
+            return redirect("messages", name=name)
+    cluster = ClusterState.current()
+    context = {"cluster": cluster, "banners": cluster_banners(cluster), "topic_name": name,
+               "topic": TopicState.objects.filter(name=name).first(),
+               "form": BrowseForm(), "page": None, "error": "", "produce_form": form,
+               "produce_open": True}
+    return render(request, "controlcenter/messages.html", context, status=400)
+
+
+def _value_bytes(text: str, subject: str) -> tuple[bytes | None, int | None]:
+    if subject.strip():
+        return encode_avro(subject.strip(), text)
+    return (text.encode() if text else None), None
