@@ -60,11 +60,16 @@ def broker_configs(row: BrokerState) -> tuple[list[ConfigEntry], str]:
     if row.status == "down":
         return [], f"Broker {row.node_id} is down: its configs cannot be read."
     try:
-        return connection.cluster().broker_configs(row.node_id), ""
+        return overrides_first(connection.cluster().broker_configs(row.node_id)), ""
     except ClusterRequestError as exc:
         return [], f"{exc.code_name}: {exc.message}"
     except ClusterUnavailable as exc:
         return [], f"The broker did not answer: {exc.message}"
+
+
+def overrides_first(configs: list[ConfigEntry]) -> list[ConfigEntry]:
+    """What someone set (any source but the default) before the defaults, each by name."""
+    return sorted(configs, key=lambda c: (c.source == "DEFAULT_CONFIG", c.name))
 
 
 @requires(Capability.OPERATE_CLUSTER)

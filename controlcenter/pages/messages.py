@@ -142,6 +142,7 @@ def parse_positions(text: str) -> dict[int, int]:
 
 
 class ProduceForm(forms.Form):
+    prefix = "produce"  # its fields share the page with the browse form's key and value
     key = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "(none)"}))
     value = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
                             help_text="Text as UTF-8, or JSON for an Avro subject.")

@@ -34,6 +34,7 @@ from controlcenter.models import (
     TopicState,
 )
 from controlcenter.pages.banners import cluster_banners
+from controlcenter.pages.brokers import overrides_first
 
 PER_PAGE = 50
 SORTS = {"name": "name", "partitions": "partitions", "under_replicated": "under_replicated",
@@ -97,7 +98,7 @@ def topic_context(name: str | None) -> Mapping[str, Any]:
 
 def topic_configs(name: str) -> tuple[list[ConfigEntry], str]:
     try:
-        return connection.cluster().topic_configs(name), ""
+        return overrides_first(connection.cluster().topic_configs(name)), ""
     except ClusterRequestError as exc:
         return [], f"{exc.code_name}: {exc.message}"
     except ClusterUnavailable as exc:

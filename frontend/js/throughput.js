@@ -7,7 +7,7 @@ const source = document.getElementById("throughput-data");
 
 function draw() {
   const data = JSON.parse(source.textContent);
-  if (!data.t.length) {
+  if (data.t.length < 2) {
     holder.textContent = holder.dataset.empty;
     holder.classList.add("chart-empty");
     return;

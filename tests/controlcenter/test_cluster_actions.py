@@ -22,7 +22,7 @@ STATE_CHANGES = [
     ("/topics/+create/", {"name": "refused-topic", "partitions": "1"}),
     ("/topics/orders/delete/", {"confirm": "orders"}),
     ("/topics/orders/config/", {"name": "retention.ms", "value": "1000", "op": "set"}),
-    ("/topics/orders/produce/", {"value": "x"}),
+    ("/topics/orders/produce/", {"produce-value": "x"}),
     ("/brokers/1/kill/", {}),
     ("/brokers/1/restart/", {}),
 ]
@@ -121,8 +121,8 @@ def test_a_message_is_produced_and_found_with_a_filter(admin: Client) -> None:
     admin.post("/topics/+create/", {"name": name, "partitions": "2"})
     for i, item in enumerate(["tea", "coffee", "green tea"]):
         response = admin.post(f"/topics/{name}/produce/", {
-            "key": f"user-{i}", "value": json.dumps({"item": item}), "partition": str(i % 2),
-            "headers": f"source=page\nn={i}"})
+            "produce-key": f"user-{i}", "produce-value": json.dumps({"item": item}),
+            "produce-partition": str(i % 2), "produce-headers": f"source=page\nn={i}"})
         assert response.status_code == 302, response.content.decode()[:2000]
     page = admin.get(f"/topics/{name}/messages/", {"value": "tea", "start": "oldest"})
     html = page.content.decode()
@@ -146,11 +146,11 @@ def test_avro_is_produced_with_a_subject_and_decoded(admin: Client) -> None:
         normalize=False)
     name = new_topic("avro")
     admin.post("/topics/+create/", {"name": name, "partitions": "1"})
-    refused = admin.post(f"/topics/{name}/produce/", {"value": '{"kind": 1}',
-                                                      "subject": "page-avro-value"})
+    refused = admin.post(f"/topics/{name}/produce/", {"produce-value": '{"kind": 1}',
+                                                      "produce-subject": "page-avro-value"})
     assert refused.status_code == 400 and "does not match" in refused.content.decode()
-    admin.post(f"/topics/{name}/produce/", {"value": '{"kind": "oolong"}',
-                                            "subject": "page-avro-value"})
+    admin.post(f"/topics/{name}/produce/", {"produce-value": '{"kind": "oolong"}',
+                                            "produce-subject": "page-avro-value"})
     html = admin.get(f"/topics/{name}/messages/").content.decode()
     assert "avro · schema" in html and "oolong" in html
 
@@ -177,7 +177,7 @@ def test_a_user_with_the_permission_may_produce(client: Client) -> None:
     client.force_login(user)
     name = new_topic("perm")
     ClusterClient(client_bootstrap()).create_topic(name, 1, 1)
-    assert client.post(f"/topics/{name}/produce/", {"value": "hi"}).status_code == 302
+    assert client.post(f"/topics/{name}/produce/", {"produce-value": "hi"}).status_code == 302
     assert client.post("/topics/+create/", {"name": new_topic("no")}).status_code == 403
 
 
