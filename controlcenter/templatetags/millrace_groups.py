@@ -32,7 +32,7 @@ def seconds(value: float | None) -> str:
         return "—"
     if value < 60:
         return f"{value:.1f}"
-    whole = int(round(value))
+    whole = round(value)
     minutes, secs = divmod(whole, 60)
     hours, minutes = divmod(minutes, 60)
     spelled = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

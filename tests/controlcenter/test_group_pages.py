@@ -100,7 +100,7 @@ def test_the_group_api_serves_what_the_pages_show(client: Client) -> None:
     listing = client.get("/api/v1/groups/").json()
     assert listing["count"] == 3 and listing["results"][0]["group_id"] == "stuck"  # ERR
     by_lag = client.get("/api/v1/groups/?sort=-lag").json()
-    assert [g["group_id"] for g in by_lag["results"]][0] == "billing/eu"
+    assert next(g["group_id"] for g in by_lag["results"]) == "billing/eu"
     one = client.get("/api/v1/groups/billing/eu/").json()
     assert one["status"] == "WARN" and one["max_lag_seconds"] == 42.5
     assert [p["lag"] for p in one["partition_lags"]] == [100, 50]
