@@ -3,7 +3,18 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from .pages import audit, auth, brokers, groups, health, messages, overview, schemas, topics
+from .pages import (
+    analytics,
+    audit,
+    auth,
+    brokers,
+    groups,
+    health,
+    messages,
+    overview,
+    schemas,
+    topics,
+)
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -32,6 +43,17 @@ urlpatterns = [
     path("schemas/+register/<path:subject>/", schemas.subject_register, name="subject-register"),
     path("schemas/<path:subject>/", schemas.subject, name="subject"),
     path("api/v1/", include("controlcenter.api.urls")),
+    path("analytics/", analytics.analytics, name="analytics"),
+    path("analytics/new/<str:job>/", analytics.analysis_new, name="analysis-new"),
+    path("analytics/runs/<int:run_id>/", analytics.analysis_run, name="analysis-run"),
+    path("analytics/runs/<int:run_id>/status", analytics.analysis_status,
+         name="analysis-status"),
+    path("analytics/runs/<int:run_id>/cancel/", analytics.analysis_cancel,
+         name="analysis-cancel"),
+    path("analytics/runs/<int:run_id>/download.<str:fmt>", analytics.analysis_download,
+         name="analysis-download"),
+    path("analytics/schedules/<int:schedule_id>/delete/", analytics.schedule_delete,
+         name="analysis-schedule-delete"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
