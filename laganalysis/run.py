@@ -1,0 +1,143 @@
+"""The one command line for every job, for spark-submit and for a Celery task's subprocess.
+
+    python -m laganalysis.run JOB --params '{"samples_path": "..."}' --out result.json \
+        [--master local[*]|spark://host:7077]
+
+stdout carries JSON lines: ``{"event": "progress", "stages_done", "stages_total",
+"tasks_done", "tasks_total"}`` about twice a second, then ``{"event": "done", "out": ...}``,
+``{"event": "cancelled"}`` (exit 130) or ``{"event": "error", "error": ..., "message": ...}``
+(exit 1; 2 for bad parameters). The job's Spark jobs carry a tag and a job group named by
+``--tag``; SIGTERM or SIGINT interrupts them. The result file is written to a temporary name
+and renamed, so it exists complete or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from laganalysis.jobs import JOBS, ParamError
+
+EXIT_FAILED, EXIT_BAD_PARAMS, EXIT_CANCELLED = 1, 2, 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        params = json.loads(args.params)
+        if not isinstance(params, dict):
+            raise ParamError("--params must be a JSON object")
+    except (json.JSONDecodeError, ParamError) as exc:
+        return _fail("ParamError", str(exc), EXIT_BAD_PARAMS)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from laganalysis.jobs.history import register_once
+    from laganalysis.session import configure
+
+    spark = configure(SparkSession.builder, args.master, f"millrace-{args.job}").getOrCreate()
+    register_once(spark)
+    cancelled = threading.Event()
+    stop_progress = threading.Event()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        cancelled.set()
+        spark.sparkContext.cancelJobGroup(args.tag)
+        spark.interruptTag(args.tag)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    spark.addTag(args.tag)
+    spark.sparkContext.setJobGroup(args.tag, f"millrace {args.job}", interruptOnCancel=True)
+    reporter = threading.Thread(target=_report, args=(spark, args.tag, stop_progress), daemon=True)
+    reporter.start()
+    try:
+        result = JOBS[args.job](spark, params)
+        if cancelled.is_set():
+            return _emit({"event": "cancelled"}, EXIT_CANCELLED)
+        _write_atomically(Path(args.out), {**result.to_json(), "params": params})
+        return _emit({"event": "done", "out": str(args.out)}, 0)
+    except ParamError as exc:
+        return _fail("ParamError", str(exc), EXIT_BAD_PARAMS)
+    except Exception as exc:
+        if cancelled.is_set():
+            return _emit({"event": "cancelled"}, EXIT_CANCELLED)
+        return _fail(type(exc).__name__, readable_error(exc), EXIT_FAILED)
+    finally:
+        stop_progress.set()
+        reporter.join(timeout=2)
+        spark.stop()
+
+
+def readable_error(exc: BaseException) -> str:
+    """Spark's own error without the JVM stack: its class and message, first lines only."""
+    text = getattr(exc, "getMessage", lambda: None)() or str(exc)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("at ")]
+    return "\n".join(lines[:12])
+
+
+def _report(spark: Any, tag: str, stop: threading.Event) -> None:
+    tracker = spark.sparkContext.statusTracker()
+    last = None
+    while not stop.wait(0.5):
+        stages_done = stages_total = tasks_done = tasks_total = 0
+        for job_id in tracker.getJobIdsForGroup(tag):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job else []:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is None:
+                    continue  # skipped or forgotten
+                stages_total += 1
+                tasks_total += stage.numTasks
+                tasks_done += stage.numCompletedTasks
+                stages_done += stage.numCompletedTasks == stage.numTasks
+        now = (stages_done, stages_total, tasks_done, tasks_total)
+        if now != last:
+            last = now
+            keys = ("stages_done", "stages_total", "tasks_done", "tasks_total")
+            _emit({"event": "progress", **dict(zip(keys, now, strict=True))}, 0)
+
+
+def _write_atomically(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(payload, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _emit(event: dict[str, Any], code: int) -> int:
+    print(json.dumps(event), flush=True)
+    return code
+
+
+def _fail(error: str, message: str, code: int) -> int:
+    return _emit({"event": "error", "error": error, "message": message}, code)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m laganalysis.run", description=__doc__)
+    parser.add_argument("job", choices=sorted(JOBS))
+    parser.add_argument("--params", default="{}", help="the job's parameters as a JSON object")
+    parser.add_argument("--out", required=True, help="where to write the result JSON")
+    parser.add_argument("--master", default=os.environ.get("SPARK_MASTER_URL", "local[*]"))
+    parser.add_argument("--tag", default=f"millrace-{uuid.uuid4().hex[:12]}")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""The Spark jobs on crafted histories, checked against values computed here by hand."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from laganalysis.jobs import JOBS, ParamError
+from laganalysis.records import ClusterEvent, EventKind, LagSample
+from tests.laganalysis.history import (
+    T0,
+    catching_up_group,
+    draining_group,
+    jumping_group,
+    seasonal_group,
+    write_events,
+    write_samples,
+)
+
+
+def gini(values: list[float]) -> float:
+    n, total = len(values), sum(values)
+    return sum(abs(a - b) for a in values for b in values) / (2 * n * total)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("history")
+    samples = [
+        *catching_up_group(),
+        *draining_group(),
+        *seasonal_group(14, 5),
+        *jumping_group(),
+    ]
+    events = [
+        ClusterEvent(EventKind.REBALANCE, (T0 + 290) * 1000, group="g4"),
+        ClusterEvent(EventKind.BROKER_DOWN, (T0 + 100) * 1000, broker=2),
+        ClusterEvent(EventKind.LEADER_CHANGE, (T0 + 395) * 1000, topic="t", partition=1, broker=1),
+    ]
+    return {
+        "samples_path": write_samples(root / "samples.jsonl", samples),
+        "events_path": write_events(root / "events.jsonl", events),
+        "samples": samples,
+    }
+
+
+def run(spark: Any, job: str, history: dict[str, Any], **params: Any) -> dict[str, Any]:
+    paths = {k: history[k] for k in ("samples_path", "events_path")}
+    result: dict[str, Any] = JOBS[job](spark, {**paths, **params}).to_json()
+    return result
+
+
+def rows(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    return list(result["tables"][table]["rows"])
+
+
+def test_lag_summary_gives_min_avg_p95_max_and_time_in_each_status(
+    spark: Any, history: dict[str, Any]
+) -> None:
+    result = run(spark, "lag_summary", history, groups=["g1"])
+    by_partition = {r["partition"]: r for r in rows(result, "partitions")}
+    lags = [3000 - 50 * i for i in range(60)]
+    p0 = by_partition[0]
+    assert (p0["samples"], p0["lag_min"], p0["lag_max"]) == (60, 50, 3000)
+    assert math.isclose(p0["lag_avg"], sum(lags) / 60)
+    assert math.isclose(p0["lag_p95"], float(np.percentile(lags, 95)))
+    assert math.isclose(p0["lag_seconds_max"], 300.0)
+    assert (p0["seconds_OK"], p0["seconds_WARN"]) == (590.0, 0.0)
+    p1 = by_partition[1]
+    assert (p1["seconds_WARN"], p1["seconds_OK"], p1["seconds_STOP"]) == (300.0, 290.0, 0.0)
+    chart = result["charts"]["group_max_lag"]
+    assert chart["x"] == [T0 + 60 * m for m in range(10)]
+    assert chart["y"]["g1"][0] == 3000.0
+
+
+def test_eta_per_partition_and_group_with_skew(spark: Any, history: dict[str, Any]) -> None:
+    result = run(spark, "eta", history, groups=["g1", "g2"])
+    parts = {(r["group"], r["partition"]): r for r in rows(result, "partitions")}
+    assert parts[("g1", 0)]["consume_rate"] == 15.0 and parts[("g1", 0)]["produce_rate"] == 10.0
+    assert parts[("g1", 0)]["lag"] == 50 and parts[("g1", 0)]["eta_seconds"] == 10.0
+    assert parts[("g1", 1)]["progress"] == "never" and parts[("g1", 1)]["eta_seconds"] is None
+    assert parts[("g1", 2)]["progress"] == "caught_up"
+    groups = {r["group"]: r for r in rows(result, "groups")}
+    g1_lags = [50.0, 500.0 + 2 * 590, 0.0]
+    assert groups["g1"]["progress"] == "never" and groups["g1"]["slowest_partition"] == 1
+    assert math.isclose(groups["g1"]["skew_max_over_mean"], max(g1_lags) / (sum(g1_lags) / 3))
+    assert math.isclose(groups["g1"]["skew_gini"], gini(g1_lags))
+    # g2: p0 has 1000 left draining at 2/s (500 s), p1 200 at 1/s (200 s): the group is p0's.
+    assert groups["g2"]["eta_seconds"] == 500.0 and groups["g2"]["slowest_partition"] == 0
+    assert groups["g2"]["total_lag"] == 1200
+
+
+def test_sla_counts_breach_minutes_and_the_budget_left(spark: Any, history: dict[str, Any]) -> None:
+    result = run(
+        spark,
+        "sla",
+        history,
+        groups=["g1", "g2"],
+        since=T0,
+        until=T0 + 600,
+        thresholds={"g1": 200},
+        threshold_s=50,
+        objective=0.9,
+    )
+    worst: dict[tuple[str, int], float] = {}
+    for s in history["samples"]:
+        if s.group in ("g1", "g2") and T0 * 1000 <= s.timestamp_ms < (T0 + 600) * 1000:
+            minute = (s.group, s.timestamp_ms // 60_000)
+            worst[minute] = max(worst.get(minute, 0.0), s.lag_seconds or 0.0)
+    expected = {
+        g: sum(1 for (grp, _), w in worst.items() if grp == g and w > limit)
+        for g, limit in (("g1", 200.0), ("g2", 50.0))
+    }
+    groups = {r["group"]: r for r in rows(result, "groups")}
+    assert expected == {"g1": 4, "g2": 2}
+    for g in ("g1", "g2"):
+        assert groups[g]["breach_minutes"] == expected[g]
+        assert math.isclose(groups[g]["window_minutes"], 10.0)
+        assert math.isclose(groups[g]["budget_minutes"], 1.0)
+        assert math.isclose(groups[g]["budget_left_minutes"], 1.0 - expected[g])
+    assert groups["g1"]["threshold_s"] == 200.0 and groups["g2"]["threshold_s"] == 50.0
+
+
+def test_anomalies_flag_only_the_hour_far_above_its_season(
+    spark: Any, history: dict[str, Any]
+) -> None:
+    result = run(spark, "anomalies", history, groups=["g3"])
+    flagged = rows(result, "anomalies")
+    assert [r["hour"] for r in flagged] == [T0 + 14 * 86400 + 5 * 3600]
+    assert flagged[0]["lag"] == 10_000 and flagged[0]["baseline"] == 100.5
+
+
+def test_lag_jumps_are_matched_to_the_events_before_them(
+    spark: Any, history: dict[str, Any]
+) -> None:
+    result = run(spark, "correlation", history, groups=["g4"], min_jump=400)
+    jumps = [(r["ts"], r["jump"], r["event_kind"]) for r in rows(result, "jumps")]
+    assert jumps == [(T0 + 300.0, 900, "rebalance"), (T0 + 400.0, 500, None)]
+    kinds = {r["event_kind"]: r["jumps"] for r in rows(result, "by_event_kind")}
+    assert kinds == {"rebalance": 1, "unexplained": 1}
+
+
+def test_an_empty_window_gives_empty_results_not_an_error(
+    spark: Any, history: dict[str, Any]
+) -> None:
+    for job in ("lag_summary", "eta", "sla", "anomalies", "correlation"):
+        result = run(spark, job, history, since=1, until=2)
+        assert all(t["rows"] == [] for t in result["tables"].values()), job
+
+
+@pytest.mark.parametrize(
+    ("job", "params", "message"),
+    [
+        ("lag_summary", {"since": 10, "until": 5}, "since"),
+        ("sla", {"objective": 1.5}, "objective"),
+        ("sla", {"thresholds": {"g": -1}}, "positive"),
+        ("hot_partitions", {"bootstrap": "x"}, "topics"),
+        ("lag_summary", {"samples_path": None, "events_path": None}, "bootstrap"),
+    ],
+)
+def test_impossible_parameters_are_refused(
+    spark: Any, history: dict[str, Any], job: str, params: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ParamError, match=message):
+        run(spark, job, history, **params)
+
+
+def test_hot_partitions_and_key_skew_from_topic_data(spark: Any, kafka_bootstrap: str) -> None:
+    topic = f"hot-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
+    sent: list[tuple[int, bytes]] = [(0, b"hot")] * 300
+    sent += [(i % 4, f"k{i}".encode()) for i in range(1, 9) for _ in range(25)]
+    for partition, key in sent:
+        producer.produce(topic, b"v" * 10, key, partition=partition)
+    assert producer.flush(30) == 0
+    result = JOBS["hot_partitions"](spark, {"bootstrap": kafka_bootstrap, "topics": [topic]})
+    out = result.to_json()
+    messages = [sum(1 for p, _ in sent if p == q) for q in range(4)]
+    size = [sum(len(k) + 10 for p, k in sent if p == q) for q in range(4)]
+    parts = rows(out, "partitions")
+    assert [r["messages"] for r in parts] == messages == [350, 50, 50, 50]
+    assert [r["bytes"] for r in parts] == size
+    assert [r["hot"] for r in parts] == [True, False, False, False]
+    keys = rows(out, "keys")
+    assert (keys[0]["key"], keys[0]["messages"]) == ("hot", 300)
+    assert math.isclose(keys[0]["share"], 300 / 500)
+    (t,) = rows(out, "topics")
+    assert t["distinct_keys"] == 9 and math.isclose(t["top_key_share"], 0.6)
+    assert math.isclose(t["partition_gini"], gini([float(m) for m in messages]))
+    assert math.isclose(t["partition_max_over_mean"], 350 / 125)
+
+
+def test_history_round_trips_through_the_samples_topic(
+    spark: Any, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The jobs read _millrace-lag-samples over Kafka exactly as they read files."""
+    from laganalysis.records import LAG_SAMPLES_TOPIC, encode_lag_sample
+
+    samples: list[LagSample] = [s for s in draining_group() if s.group == "g2"]
+    tag = f"g2-{uuid.uuid4().hex[:6]}"
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for s in samples:
+        key, value = encode_lag_sample(
+            LagSample(
+                tag,
+                *[
+                    getattr(s, f)
+                    for f in (
+                        "topic",
+                        "partition",
+                        "timestamp_ms",
+                        "committed_offset",
+                        "end_offset",
+                        "lag",
+                        "lag_seconds",
+                        "status",
+                    )
+                ],
+            )
+        )
+        producer.produce(LAG_SAMPLES_TOPIC, value, key)
+    assert producer.flush(30) == 0
+    result = JOBS["eta"](spark, {"bootstrap": kafka_bootstrap, "groups": [tag]}).to_json()
+    (group,) = rows(result, "groups")
+    assert group["eta_seconds"] == 500.0 and group["total_lag"] == 1200
