@@ -250,3 +250,5 @@ LOGGING = {
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+# kombu's filesystem transport creates only the last folder of its paths.
+(CELERY_QUEUE_DIR / "control").mkdir(parents=True, exist_ok=True)
