@@ -30,4 +30,5 @@ def queue_analysis(run_id: int) -> None:
     with app.connection_for_write(
         settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
     ) as conn:
-        run_analysis_task.apply_async((run_id,), connection=conn)
+        run_analysis_task.apply_async((run_id,), connection=conn,
+                                      queue=settings.MILLRACE_ANALYSIS_QUEUE)

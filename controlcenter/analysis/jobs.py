@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,13 @@ class JobForm(forms.Form):
         help_text="How much history to analyse, ending at 'until'.")
     until = forms.DateTimeField(required=False, label="Until (UTC)",
                                 help_text="Empty: now. Format 2026-01-31 14:00.")
+
+    @classmethod
+    def with_defaults(cls, data: Mapping[str, Any]) -> JobForm:
+        """The form over `data` with the fields it omits at their initial values (the API:
+        a caller names only what differs from the page's defaults)."""
+        defaults = {n: f.initial for n, f in cls.base_fields.items() if f.initial is not None}
+        return cls({**defaults, **data})
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -76,7 +76,7 @@ class AnalysisListView(ControlCenterView):
         if spec is None:
             return Response({"error_code": "INVALID_REQUEST",
                              "message": f"job must be one of: {', '.join(JOBS)}"}, status=400)
-        form = spec.form({k: v for k, v in data.items() if v is not None})
+        form = spec.form.with_defaults({k: v for k, v in data.items() if v is not None})
         if not form.is_valid():
             return form_errors(form.errors)
         try:

@@ -132,6 +132,7 @@ class Command(BaseCommand):
         celery = [sys.executable, "-m", "celery", "-A", "controlcenter"]
         worker = Child("celery worker", [
             *celery, "worker", "--pool", "threads", "--loglevel", "INFO",
+            "--queues", settings.MILLRACE_ANALYSIS_QUEUE,
             "--concurrency", str(settings.MILLRACE_ANALYSIS_CONCURRENCY),
             "--hostname", "millrace-analytics@%h"],
             data_dir / "logs" / "celery-worker.log", lambda: " ready." in worker.output(), env)
