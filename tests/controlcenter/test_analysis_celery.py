@@ -22,6 +22,7 @@ from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
     celery_worker,
+    spark_standalone,
     wait_for,
 )
 from tests.controlcenter.conftest import PASSWORD, make_user
@@ -83,6 +84,17 @@ def test_through_redis_a_job_over_a_window_with_no_data_succeeds_with_empty_resu
                        until="2020-01-01T00:00:00Z")
         tables = results(analyst, empty)
     assert tables and all(rows == [] for rows in tables.values())
+
+
+def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
+    scenario: Scenario, analyst: Client, tmp_path: Path
+) -> None:
+    """The values check_eta accepts are the ones local[2] gave in the first test."""
+    with spark_standalone(tmp_path) as master, \
+            celery_worker(tmp_path, scenario.bootstrap, master=master):
+        eta = launch(analyst, "eta", groups=[scenario.group])
+        check_eta(scenario, results(analyst, eta))
+    assert AnalysisRun.objects.get(pk=eta).master == master
 
 
 # --- what the scenario implies, computed here from the samples it wrote --------------------
