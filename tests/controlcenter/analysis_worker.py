@@ -39,10 +39,13 @@ from tests.brokerproc import REPO
 
 @contextmanager
 def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
-                  master: str = "local[2]") -> Iterator[None]:  # fmt: skip
-    """A worker process on its own queue; while it runs, this process queues to it."""
-    queue = f"analytics-test-{uuid.uuid4().hex[:8]}"
+                  master: str = "local[2]", queue: str | None = None) -> Iterator[None]:
+    """A worker process on its own queue; while it runs, this process queues to it.
+
+    A live server forked earlier queues to the settings' queue: pass `queue` to serve that
+    one (and `purge_queue` it before the test queues anything)."""
     options = {} if broker_url != "filesystem://" else settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    queue = queue or f"analytics-test-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
            "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
@@ -64,6 +67,10 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
                                CELERY_BROKER_TRANSPORT_OPTIONS=options,
                                KAFKA_BOOTSTRAP_SERVERS=bootstrap):
             yield
+    except BaseException:
+        print(f"--- the worker's log ({log_path}) ---")  # shown with the failure
+        print(log_path.read_text(errors="replace")[-6000:])
+        raise
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # warm shutdown: the worker and any job it runs
         try:
@@ -71,6 +78,13 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def purge_queue(queue: str) -> None:
+    """Drop what earlier test runs left in a filesystem-transport queue."""
+    folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    for stale in folder.glob(f"*.{queue}.msg"):
+        stale.unlink(missing_ok=True)
 
 
 def wait_for(run_id: int, *statuses: str, timeout: float = 300) -> AnalysisRun:
