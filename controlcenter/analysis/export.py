@@ -30,7 +30,12 @@ class ResultTable:
 
     @property
     def title(self) -> str:
-        return self.name.replace("_", " ").capitalize()
+        return title(self.name)
+
+
+def title(name: str) -> str:
+    """`messages_per_partition` -> "Messages per partition"."""
+    return name.replace("_", " ").capitalize()
 
 
 def tables(result: dict[str, Any] | None) -> list[ResultTable]:

@@ -76,10 +76,13 @@ def _launch(request: HttpRequest, spec: JobSpec) -> HttpResponse:
 
 
 def analysis_run(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(AnalysisRun.objects.select_related("requested_by"), pk=run_id)
+    run = get_object_or_404(AnalysisRun.objects.select_related("requested_by", "schedule"),
+                            pk=run_id)
+    charts = (run.result or {}).get("charts") or {}
     return render(request, "controlcenter/analysis_run.html", {
         "run": run, "spec": JOBS.get(run.job), "window": _window(run.parameters),
-        "tables": export.tables(run.result), "charts": (run.result or {}).get("charts") or {},
+        "tables": export.tables(run.result), "charts": charts,
+        "chart_titles": [(name, export.title(name)) for name in charts],
         "status_id": execute.status_element_id(run)})
 
 
