@@ -14,16 +14,28 @@ source owns its consumer group id and never joins a group.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
+from laganalysis.avro_columns import AvroError, Registry, decoder, spark_type
 from laganalysis.kafka_options import (
     EARLIEST,
     LATEST,
@@ -35,11 +47,21 @@ from laganalysis.kafka_options import (
 )
 
 FORMAT = "millrace-kafka"
-SCHEMA = (
-    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
-    "timestamp TIMESTAMP, timestampType INT"
+# Spark's Kafka source's columns. Built as types, not DDL: parsing DDL needs a SparkContext,
+# which the Python worker that asks a data source for its schema does not have.
+COLUMNS = [
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+]
+HEADERS = StructField(
+    "headers",
+    ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
 )
-HEADERS_FIELD = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 BATCH_ROWS = 8192
 _ADMIN_TIMEOUT_S = 30.0
 # confluent-kafka's timestamp kinds mapped to Kafka's TimestampType ids, as Spark shows them.
@@ -61,17 +83,24 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         opts = parse_options(self.options)
-        return f"{SCHEMA}, {HEADERS_FIELD}" if opts.include_headers else SCHEMA
+        avro = {column: spark_type(schema) for column, schema in _avro_schemas(opts).items()}
+        fields = [
+            StructField(f.name, avro.get(f.name, f.dataType), f.nullable)
+            for f in (*COLUMNS, *([HEADERS] if opts.include_headers else []))
+        ]
+        return StructType(fields)
 
     def reader(self, schema: StructType) -> KafkaReader:
-        return KafkaReader(parse_options(self.options))
+        opts = parse_options(self.options)
+        return KafkaReader(opts, _avro_schemas(opts))
 
 
 class KafkaReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, avro: Mapping[str, Any] | None = None) -> None:
         self.options = options
+        self.avro = dict(avro or {})  # column -> reader schema (JSON), when decoding Avro
 
     def partitions(self) -> list[KafkaSlice]:
         ranges = resolve_ranges(self.options)
@@ -83,11 +112,15 @@ class KafkaReader(DataSourceReader):
             return [KafkaSlice("", 0, 0, 0)]
         return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch | tuple[Any, ...]]:
+        """Arrow batches of raw records, or rows when a column is decoded from Avro."""
         assert isinstance(partition, KafkaSlice)
         if partition.end <= partition.start:
             return
-        yield from read_slice(self.options, partition)
+        if self.avro:
+            yield from _decoded_rows(self.options, partition, self.avro)
+        else:
+            yield from read_slice(self.options, partition)
 
 
 def resolve_ranges(opts: SourceOptions) -> list[OffsetRange]:
@@ -229,6 +262,40 @@ def _list_offsets(admin: Any, specs: Mapping[TP, str | int]) -> dict[TP, int]:
 
 def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch]:
     """Records part.start..part.end-1 as Arrow batches, whatever the batches' compression."""
+    for chunk in _message_chunks(opts, part):
+        columns = _Columns(opts.include_headers)
+        for message in chunk:
+            columns.append(message)
+        yield columns.batch()
+
+
+def _decoded_rows(
+    opts: SourceOptions, part: KafkaSlice, avro: Mapping[str, Any]
+) -> Iterator[tuple[Any, ...]]:
+    assert opts.schema_registry_url is not None
+    registry = Registry(opts.schema_registry_url)
+    decoders = {column: decoder(registry, schema) for column, schema in avro.items()}
+    decode_key, decode_value = decoders.get("key", _as_is), decoders.get("value", _as_is)
+    for chunk in _message_chunks(opts, part):
+        for m in chunk:
+            try:
+                key, value = decode_key(m.key()), decode_value(m.value())
+            except AvroError as exc:
+                raise AvroError(f"{m.topic()}-{m.partition()} offset {m.offset()}: {exc}") from exc
+            kind, ts = m.timestamp()
+            at = datetime.fromtimestamp(ts / 1000, UTC)
+            row = (key, value, m.topic(), m.partition(), m.offset(), at)
+            headers = [(k, v) for k, v in m.headers() or []]
+            extra = (_TIMESTAMP_TYPES.get(kind, -1), headers)
+            yield row + (extra if opts.include_headers else extra[:1])
+
+
+def _as_is(raw: bytes | None) -> bytes | None:
+    return raw
+
+
+def _message_chunks(opts: SourceOptions, part: KafkaSlice) -> Iterator[list[Any]]:
+    """The slice's messages in chunks of at most BATCH_ROWS, in offset order."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer(
@@ -242,13 +309,11 @@ def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch
     )
     try:
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
-        columns = _Columns(opts.include_headers)
         position = part.start
         deadline = time.monotonic() + opts.poll_timeout_ms / 1000
         while position < part.end:
-            messages = consumer.consume(
-                num_messages=min(BATCH_ROWS, part.end - position), timeout=1
-            )
+            wanted = min(BATCH_ROWS, part.end - position)
+            messages = consumer.consume(num_messages=wanted, timeout=1)
             if not messages:
                 # Transaction markers and compacted gaps have no record: ask where we are.
                 position = max(position, _position(consumer, part))
@@ -259,19 +324,17 @@ def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch
                     )
                 continue
             deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+            chunk = []
             for message in messages:
                 if message.error():
                     raise KafkaException(message.error())
                 if message.offset() >= part.end:
                     position = part.end
                     break
-                columns.append(message)
+                chunk.append(message)
                 position = message.offset() + 1
-            if len(columns) >= BATCH_ROWS:
-                yield columns.batch()
-                columns = _Columns(opts.include_headers)
-        if len(columns):
-            yield columns.batch()
+            if chunk:
+                yield chunk
     finally:
         consumer.close()
 
@@ -330,6 +393,41 @@ class _Columns:
             arrays.append(pa.array(self.headers, _HEADERS_TYPE))
             names.append("headers")
         return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _avro_schemas(opts: SourceOptions) -> dict[str, Any]:
+    """column -> the latest schema of its subject, the same for every topic read."""
+    formats = {"key": opts.key_format, "value": opts.value_format}
+    columns = [c for c, f in formats.items() if f == "avro"]
+    if not columns:
+        return {}
+    assert opts.schema_registry_url is not None
+    registry = Registry(opts.schema_registry_url)
+    topics = sorted(_topics_read(opts))
+    if not topics:
+        raise OptionError("no topic matches, so there is no subject to take an Avro schema from")
+    found = {}
+    for column in columns:
+        schemas = {t: registry.latest(f"{t}-{column}") for t in topics}
+        distinct = {json.dumps(s, sort_keys=True) for s in schemas.values()}
+        if len(distinct) > 1:
+            raise OptionError(
+                f"the topics' {column} subjects hold different schemas ({', '.join(topics)}); "
+                "read them separately"
+            )
+        found[column] = schemas[topics[0]]
+    return found
+
+
+def _topics_read(opts: SourceOptions) -> set[str]:
+    if opts.subscribe:
+        return set(opts.subscribe)
+    if opts.assign is not None:
+        return set(opts.assign)
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(dict(opts.client)).list_topics(timeout=_ADMIN_TIMEOUT_S)
+    return {t for t in metadata.topics if not t.startswith("__") and opts.topic_matches(t)}
 
 
 def register(spark: Any) -> None:

@@ -8,6 +8,8 @@ SETTINGS = {
     # Lag history is small per job; Spark's default of 200 shuffle partitions is overhead.
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.enabled": "false",
+    # laganalysis.run reports progress as JSON lines; the console bar would garble stdout.
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.bindAddress": "127.0.0.1",

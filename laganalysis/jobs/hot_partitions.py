@@ -74,7 +74,10 @@ def _read(spark: SparkSession, params: Mapping[str, Any], topics: list[str]) -> 
     reader = kafka_reader(spark, str(params["bootstrap"])).option("subscribe", ",".join(topics))
     since, until = window_bounds(params)
     if since is not None:
-        reader = reader.option("startingTimestamp", str(int(since * 1000)))
+        # A partition with nothing newer than `since` contributes nothing, not an error.
+        reader = reader.option("startingTimestamp", str(int(since * 1000))).option(
+            "startingOffsetsByTimestampStrategy", "latest"
+        )
     if until is not None:
         reader = reader.option("endingTimestamp", str(int(until * 1000)))
     loaded: DataFrame = reader.load()

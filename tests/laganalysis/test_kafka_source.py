@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -147,11 +148,13 @@ def test_a_topic_being_written_while_read_gives_a_consistent_prefix(
                 continue
             producer.poll(0)
             i += 1
+            time.sleep(0.002)  # a steady writer, not a flood that turns into thousands of slices
         producer.flush(30)
 
     writer = threading.Thread(target=keep_writing)
     writer.start()
     try:
+        time.sleep(0.5)
         rows = read(spark, kafka_bootstrap, subscribe=topic, maxRecordsPerPartition="64")
     finally:
         stop.set()
@@ -204,3 +207,89 @@ def test_a_start_before_the_log_start_is_data_loss(kafka_bootstrap: str) -> None
         resolve_ranges(parse_options({**opts, "startingOffsets": json.dumps({topic: {"0": 9}})}))
     (r,) = resolve_ranges(parse_options({**opts, "startingOffsets": json.dumps({topic: {"0": 1}})}))
     assert (r.start, r.end) == (1, 3)
+
+
+ORDER_V1 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "amount", "type": ["null", "double"], "default": None},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "state", "type": {"type": "enum", "name": "State", "symbols": ["NEW", "PAID"]}},
+    ],
+}
+ORDER_V2 = {
+    **ORDER_V1,
+    "fields": [*ORDER_V1["fields"], {"name": "region", "type": "string", "default": "eu"}],
+}
+
+
+@pytest.fixture(scope="module")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tests.registry.live import registry_servers
+
+    data = tmp_path_factory.mktemp("registry")
+    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data) as (url,):
+        yield url
+
+
+def test_avro_values_decode_through_the_registry_with_the_latest_schema(
+    spark: Any, kafka_bootstrap: str, schema_registry: str
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = create_topic(kafka_bootstrap, 1)
+    client = SchemaRegistryClient({"url": schema_registry})
+    context = SerializationContext(topic, MessageField.VALUE)
+    old = AvroSerializer(client, json.dumps(ORDER_V1))
+    new = AvroSerializer(client, json.dumps(ORDER_V2))
+    values = [
+        old({"id": 1, "amount": 9.5, "tags": ["a"], "state": "NEW"}, context),
+        old({"id": 2, "amount": None, "tags": [], "state": "PAID"}, context),
+        new({"id": 3, "amount": 1.0, "tags": ["b", "c"], "state": "NEW", "region": "us"}, context),
+    ]
+    produce(kafka_bootstrap, topic, [(0, b"k", v, None) for v in values])
+    df = (
+        spark.read.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .option("valueFormat", "avro")
+        .option("schema.registry.url", schema_registry)
+        .load()
+    )
+    assert df.schema["value"].dataType.simpleString() == (
+        "struct<id:bigint,amount:double,tags:array<string>,state:string,region:string>"
+    )
+    rows = df.orderBy("offset").select("key", "offset", "value.*").collect()
+    assert [(bytes(r.key), r.offset) for r in rows] == [(b"k", 0), (b"k", 1), (b"k", 2)]
+    assert [tuple(r)[2:] for r in rows] == [
+        (1, 9.5, ["a"], "NEW", "eu"),
+        (2, None, [], "PAID", "eu"),
+        (3, 1.0, ["b", "c"], "NEW", "us"),
+    ]
+
+
+def test_a_value_that_is_not_wire_format_fails_naming_the_record(
+    spark: Any, kafka_bootstrap: str, schema_registry: str
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = create_topic(kafka_bootstrap, 1)
+    serializer = AvroSerializer(SchemaRegistryClient({"url": schema_registry}), '"string"')
+    good = serializer("fine", SerializationContext(topic, MessageField.VALUE))
+    produce(kafka_bootstrap, topic, [(0, None, good, None), (0, None, b"plain text", None)])
+    df = (
+        spark.read.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .option("valueFormat", "avro")
+        .option("schema.registry.url", schema_registry)
+        .load()
+    )
+    with pytest.raises(Exception, match=rf"{topic}-0 offset 1: not the Confluent wire format"):
+        df.collect()

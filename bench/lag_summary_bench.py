@@ -1,0 +1,189 @@
+"""Lag analytics side by side: the lag-summary job on Spark local[2] against the same computation
+in pandas in one process, over 1M and 10M generated history rows; and the millrace-kafka Data
+Source's read throughput against a plain confluent-kafka consumer loop over the same topic.
+
+    .venv/bin/python bench/lag_summary_bench.py [--rows 1000000 10000000] [--messages 500000]
+
+Both sides of each pair read the same input in the same run (history from one Parquet file,
+records from one topic on a built-in broker); the ratios are what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from laganalysis.burrow import Status
+from tests.brokerproc import BrokerProcess
+
+SERIES = 1000  # 50 groups x 2 topics x 10 partitions
+STATUSES = [s.name for s in Status if s is not Status.NOTFOUND]
+
+
+def generate_history(rows: int, path: Path) -> None:
+    """``rows`` samples, 5 s apart, spread evenly over SERIES partitions, as one Parquet file."""
+    rng = np.random.default_rng(7)
+    series = np.arange(rows) % SERIES
+    step = np.arange(rows) // SERIES
+    lag = rng.integers(0, 100_000, rows)
+    end = step * 50 + 100_000
+    table = pa.table(
+        {
+            "group": pa.array([f"g{s // 20}" for s in range(SERIES)]).take(pa.array(series)),
+            "topic": pa.array([f"t{(s // 10) % 2}" for s in range(SERIES)]).take(pa.array(series)),
+            "partition": (series % 10).astype(np.int32),
+            "ts": 1_700_000_000.0 + step * 5.0,
+            "committed_offset": end - lag,
+            "end_offset": end,
+            "lag": lag,
+            "lag_seconds": lag / 50.0,
+            "status": pa.array(STATUSES).take(pa.array(rng.integers(0, len(STATUSES), rows))),
+        }
+    )
+    pq.write_table(table, path)
+
+
+def spark_summary(spark: Any, path: Path) -> tuple[float, int]:
+    from laganalysis.jobs.lag_summary import summarize
+
+    started = time.perf_counter()
+    rows = summarize(spark.read.parquet(str(path))).collect()
+    return time.perf_counter() - started, len(rows)
+
+
+def pandas_summary(path: Path) -> tuple[float, int]:
+    started = time.perf_counter()
+    df = pd.read_parquet(path)
+    key = ["group", "topic", "partition"]
+    df = df.sort_values([*key, "ts"])
+    df["held_s"] = (df.groupby(key)["ts"].shift(-1) - df["ts"]).fillna(0.0)
+    grouped = df.groupby(key)
+    stats = grouped.agg(
+        samples=("lag", "size"),
+        lag_min=("lag", "min"),
+        lag_avg=("lag", "mean"),
+        lag_p95=("lag", lambda s: s.quantile(0.95)),
+        lag_max=("lag", "max"),
+        lag_seconds_min=("lag_seconds", "min"),
+        lag_seconds_avg=("lag_seconds", "mean"),
+        lag_seconds_p95=("lag_seconds", lambda s: s.quantile(0.95)),
+        lag_seconds_max=("lag_seconds", "max"),
+    )
+    held = df.pivot_table(index=key, columns="status", values="held_s", aggfunc="sum")
+    result = stats.join(held.add_prefix("seconds_"))
+    return time.perf_counter() - started, len(result)
+
+
+def fill_topic(bootstrap: str, messages: int, partitions: int) -> str:
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1 << 20})
+    value = b"x" * 100
+    for i in range(messages):
+        while True:
+            try:
+                producer.produce(topic, value, str(i % 1000).encode(), partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    return topic
+
+
+def spark_read(spark: Any, bootstrap: str, topic: str) -> tuple[float, int]:
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    df = (
+        spark.read.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+    total = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("value")).alias("b")).first()
+    return time.perf_counter() - started, int(total.n)
+
+
+def consumer_loop(bootstrap: str, topic: str, partitions: int, messages: int) -> tuple[float, int]:
+    started = time.perf_counter()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    count = size = 0
+    while count < messages:
+        for m in consumer.consume(num_messages=10_000, timeout=1):
+            count += 1
+            size += len(m.value())
+    consumer.close()
+    return time.perf_counter() - started, count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--messages", type=int, default=500_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    args = parser.parse_args()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from laganalysis.kafka_source import register
+    from laganalysis.session import configure
+
+    builder = configure(SparkSession.builder, "local[2]", "lag-bench")
+    spark = builder.config("spark.driver.memory", "4g").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    with tempfile.TemporaryDirectory() as tmp:
+        print("lag summary (local[2] vs pandas, same Parquet input)")
+        print(f"{'rows':>12} {'spark s':>9} {'pandas s':>9} {'pandas/spark':>13}")
+        for rows in args.rows:
+            path = Path(tmp) / f"history-{rows}.parquet"
+            generate_history(rows, path)
+            spark_summary(spark, path)  # warm the JVM's code paths once
+            s_time, s_rows = spark_summary(spark, path)
+            p_time, p_rows = pandas_summary(path)
+            assert s_rows == p_rows == SERIES, (s_rows, p_rows)
+            print(f"{rows:>12,} {s_time:>9.2f} {p_time:>9.2f} {p_time / s_time:>13.2f}")
+        broker = BrokerProcess(Path(tmp) / "broker").start()
+        try:
+            topic = fill_topic(broker.bootstrap, args.messages, args.partitions)
+            # One untimed read each first: page cache, JVM code paths, Python workers.
+            consumer_loop(broker.bootstrap, topic, args.partitions, args.messages)
+            spark_read(spark, broker.bootstrap, topic)
+            c_time, c_count = consumer_loop(broker.bootstrap, topic, args.partitions, args.messages)
+            s_time, s_count = spark_read(spark, broker.bootstrap, topic)
+            assert c_count == s_count == args.messages, (c_count, s_count)
+            print(f"\nData Source read, {args.messages:,} x 100 B in {args.partitions} partitions")
+            print(f"  confluent-kafka loop: {c_count / c_time:>10,.0f} msg/s ({c_time:.2f} s)")
+            print(f"  millrace-kafka local[2]: {s_count / s_time:>7,.0f} msg/s ({s_time:.2f} s)")
+            print(f"  source/loop ratio: {c_time / s_time:.2f}")
+        finally:
+            broker.stop()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
