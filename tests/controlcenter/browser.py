@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from asgiref.sync import SyncToAsync
+from channels.layers import channel_layers
 from daphne.testing import DaphneProcess
 from django.db import connections
 from django.test.utils import override_settings
@@ -44,7 +48,7 @@ def serve(get_application: Callable[[], Any], **settings: Any) -> Iterator[LiveS
     This process keeps its own: the override lasts only until the child has forked."""
     connections.close_all()  # a child must not share this process's database sockets
     with override_settings(**settings):
-        process = DaphneProcess("127.0.0.1", get_application)
+        process = DaphneProcess("127.0.0.1", partial(_after_fork, get_application))
         process.start()
     try:
         deadline = time.monotonic() + 60
@@ -56,6 +60,16 @@ def serve(get_application: Callable[[], Any], **settings: Any) -> Iterator[LiveS
     finally:
         process.terminate()
         process.join(timeout=10)
+
+
+def _after_fork(get_application: Callable[[], Any]) -> Any:
+    """Runs in the child. A fork copies objects but not the threads behind them: asgiref's
+    one-thread executor (used by database_sync_to_async in websocket consumers) would
+    wait forever for a worker the parent started, and a channel layer would hold queues of
+    the parent's event loop. Start both afresh."""
+    SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+    channel_layers.backends = {}
+    return get_application()
 
 
 def launch(playwright: Any) -> Any:
