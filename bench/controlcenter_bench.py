@@ -24,6 +24,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -43,7 +44,18 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 
 # The hook for page render times: (name, URL path) rendered through Django's test client,
 # against the read model the collector just wrote. The pages engineers add theirs here.
-PAGES: list[tuple[str, str]] = [("overview", "/")]
+# "{topic}" stands for one topic of the run (its partitions: --partitions), "{group}" for the
+# group with the most partitions in the read model.
+PAGES: list[tuple[str, str]] = [
+    ("overview", "/"),
+    ("topic list", "/topics/"),
+    ("topic list, search", "/topics/?q=t09&sort=-partitions"),
+    ("one topic", "/topics/{topic}/"),
+    ("brokers", "/brokers/"),
+    ("group list", "/groups/"),
+    ("group list, by lag", "/groups/?sort=-lag&page=3"),
+    ("one group", "/groups/{group}/"),
+]
 
 
 def create_scale(bootstrap: str, prefix: str, topics: int, partitions: int, groups: int) -> None:
@@ -81,11 +93,21 @@ def cycle_times(bootstrap: str, cycles: int) -> tuple[float, list[float]]:
     return first, steady
 
 
-def page_times(bootstrap: str) -> dict[str, float]:
+def biggest_group() -> str:
+    from controlcenter.models import GroupState
+
+    found = GroupState.objects.order_by("-partitions", "group_id").values_list(
+        "group_id", flat=True).first()
+    return found or ""
+
+
+def page_times(bootstrap: str, topic: str) -> dict[str, float]:
     client = Client()
     found = {}
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
-        for name, url in PAGES:
+        group = quote(biggest_group(), safe="")
+        for name, path in PAGES:
+            url = path.format(topic=topic, group=group)
             client.get(url)
             started = time.perf_counter()
             response = client.get(url)
@@ -170,12 +192,13 @@ def main() -> None:
         broker = BrokerProcess(data / label, {"num.partitions": str(partitions)}).start()
         try:
             started = time.perf_counter()
-            create_scale(broker.bootstrap, f"b{uuid.uuid4().hex[:4]}", topics, partitions, groups)
+            prefix = f"b{uuid.uuid4().hex[:4]}"
+            create_scale(broker.bootstrap, prefix, topics, partitions, groups)
             print(f"{label}: {topics} topics x {partitions} partitions, {groups} groups "
                   f"created in {time.perf_counter() - started:.1f}s", flush=True)
             first, steady = cycle_times(broker.bootstrap, args.cycles)
             results[label] = {"first cycle": first, "steady cycle": statistics.median(steady)}
-            for page, seconds in page_times(broker.bootstrap).items():
+            for page, seconds in page_times(broker.bootstrap, f"{prefix}-t0000").items():
                 results[label][f"page {page}"] = seconds
         finally:
             broker.stop()

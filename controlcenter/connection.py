@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from django.conf import settings
@@ -24,6 +25,16 @@ def cluster() -> ClusterClient:
             _client = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS,
                                     {"client.id": "millrace-controlcenter"}, timeout=TIMEOUT)
         return _client
+
+
+def _forget_after_fork() -> None:
+    """librdkafka's threads do not survive fork(): a forked server process (Daphne workers,
+    test servers) must build its own client rather than inherit a dead one."""
+    global _client, _lock
+    _client, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 # --- For the cluster pages: the supervisor, message reads --------------------------------

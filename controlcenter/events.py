@@ -93,8 +93,13 @@ def fragment_message(element_id: str, html: str) -> str:
 
 
 def banner_message(level: str, text: str) -> str:
-    """level "error" shows the cluster banner, "ok" clears it."""
-    return json.dumps({"type": "banner", "level": level, "text": text})
+    """level "error" shows the cluster banner, "ok" clears it (live.banner's format, the one
+    frontend/js/live.js applies: key "cluster", active false to clear)."""
+    from controlcenter import live
+
+    if level == "error":
+        return json.dumps(live.banner("cluster", text, "error"))
+    return json.dumps(live.banner("cluster", text, "info", active=False))
 
 
 # --- publishing -----------------------------------------------------------------------------

@@ -206,7 +206,8 @@ def _lookup_tables(group_id: str, partitions: list[TopicPartition], ends: Mappin
                     .order_by("-ts").values_list("ts", "end_offset")[:HISTORY_POINTS])
         table = LookupTable(capacity=HISTORY_POINTS + 1)
         for ts, end_offset in reversed(rows):
-            table, _ = table.add(Point(int(end_offset), ts.timestamp()))
+            if end_offset is not None:  # filtered out above; the column is nullable
+                table, _ = table.add(Point(end_offset, ts.timestamp()))
         if table.points:  # without history, one point at now would claim zero seconds
             table, _ = table.add(Point(ends[tp], now))
         tables[tp] = table

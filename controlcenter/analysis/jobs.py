@@ -6,7 +6,7 @@ exist, a window that is not empty, thresholds and factors that can mean somethin
 cleaned form becomes the job's `params` (laganalysis/README.md); the cluster's bootstrap
 servers are added when the run starts.
 
-The same forms serve the launch page and `/api/v1/analysis/` (lists may come as JSON
+The same forms serve the launch page and `/api/v1/analysis` (lists may come as JSON
 arrays or as comma-separated text).
 """
 

@@ -1,4 +1,4 @@
-"""/api/v1/analysis/...: launch a lag analysis, list runs, one run, cancel it, its results.
+"""/api/v1/analysis...: launch a lag analysis, list runs, one run, cancel it, its results.
 
 A launch is validated by the job's form (`controlcenter.analysis.jobs`) before anything is
 queued: unknown groups or topics, an empty window or impossible parameters answer 400 with

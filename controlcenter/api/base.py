@@ -1,25 +1,19 @@
-"""What every control-center API view shares: who may read and who may change, and how an
-action's refusal is answered.
-
-Reading follows the pages (public unless MILLRACE_UI_LOGIN_REQUIRED). Changing needs a
-signed-in user (session with CSRF, or HTTP Basic for scripts) holding the view's
-`Capability`; anonymous callers get 401, users without the permission 403. Refusals are
-`{"error_code": "<Kafka or registry code>", "message": "..."}`.
+"""What the groups and schemas API views share: `api.access`'s rules (reads as the pages
+allow, changes need the view's `Capability`) and how an action's refusal is answered:
+`{"error_code": "<Kafka or registry code>", "message": "..."}` with an HTTP status that
+says what kind of refusal it is.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.contrib.auth.models import AnonymousUser
-from rest_framework.authentication import BasicAuthentication, SessionAuthentication
-from rest_framework.permissions import SAFE_METHODS, BasePermission
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from controlcenter.access import Capability, may_view
+from controlcenter.access import Capability
 from controlcenter.actions import ActionError
+from controlcenter.api.access import AUTHENTICATION, PagesRules
 
 # The HTTP status of a refusal, by its code; anything else is the caller's request (400).
 STATUS_BY_CODE = {
@@ -30,22 +24,9 @@ STATUS_BY_CODE = {
 }
 
 
-class CapabilityPermission(BasePermission):
-    message = "This needs a signed-in user with the permission."
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        user = request.user or AnonymousUser()
-        if request.method in SAFE_METHODS:
-            return may_view(user)
-        capability = getattr(view, "capability", None)
-        return bool(user.is_authenticated and capability is not None
-                    and user.has_perm(capability.value))
-
-
 class ControlCenterView(APIView):
-    # Basic first: an anonymous caller is told how to authenticate (401, WWW-Authenticate).
-    authentication_classes = [BasicAuthentication, SessionAuthentication]
-    permission_classes = [CapabilityPermission]
+    authentication_classes = AUTHENTICATION
+    permission_classes = [PagesRules]
     capability: ClassVar[Capability | None] = None
 
 

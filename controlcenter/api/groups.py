@@ -115,7 +115,7 @@ class GroupListView(ControlCenterView):
         page = Paginator(rows, pages.PER_PAGE).get_page(request.query_params.get("page"))
         return Response({"count": page.paginator.count, "page": page.number,
                          "pages": page.paginator.num_pages,
-                         "results": GroupSerializer(page.object_list, many=True).data})
+                         "results": GroupSerializer(list(page), many=True).data})
 
 
 class GroupView(ControlCenterView):

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from controlcenter.api import analysis, groups, schemas
+from controlcenter.api import analysis, cluster, groups, schemas
 
 
 def _view(cls: Any) -> Any:
@@ -17,19 +17,20 @@ def _view(cls: Any) -> Any:
 
 
 urlpatterns = [
-    path("analysis/", _view(analysis.AnalysisListView), name="api-analysis"),
-    path("analysis/<int:run_id>/", _view(analysis.AnalysisView), name="api-analysis-run"),
+    path("analysis", _view(analysis.AnalysisListView), name="api-analysis"),
+    path("analysis/<int:run_id>", _view(analysis.AnalysisView), name="api-analysis-run"),
     path("analysis/<int:run_id>/cancel", _view(analysis.AnalysisCancelView),
          name="api-analysis-cancel"),
     path("analysis/<int:run_id>/results", _view(analysis.AnalysisResultsView),
          name="api-analysis-results"),
-    path("groups/", _view(groups.GroupListView), name="api-groups"),
+    *cluster.urlpatterns,
+    path("groups", _view(groups.GroupListView), name="api-groups"),
     path("groups/<path:group_id>/history", _view(groups.GroupHistoryView),
          name="api-group-history"),
     path("groups/<path:group_id>/reset-offsets", _view(groups.GroupResetView),
          name="api-group-reset"),
-    path("groups/<path:group_id>/", _view(groups.GroupView), name="api-group"),
-    path("schemas/subjects/", _view(schemas.SubjectListView), name="api-subjects"),
+    path("groups/<path:group_id>", _view(groups.GroupView), name="api-group"),
+    path("schemas/subjects", _view(schemas.SubjectListView), name="api-subjects"),
     path("schemas/compatibility", _view(schemas.CompatibilityView),
          name="api-global-compatibility"),
     path("schemas/subjects/<path:subject>/compatibility", _view(schemas.CompatibilityView),
@@ -38,5 +39,5 @@ urlpatterns = [
          _view(schemas.CompatibilityCheckView), name="api-subject-compatibility-check"),
     path("schemas/subjects/<path:subject>/diff", _view(schemas.DiffView),
          name="api-subject-diff"),
-    path("schemas/subjects/<path:subject>/", _view(schemas.SubjectView), name="api-subject"),
+    path("schemas/subjects/<path:subject>", _view(schemas.SubjectView), name="api-subject"),
 ]

@@ -18,7 +18,7 @@ from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Case, F, IntegerField, QuerySet, Value, When
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.dateparse import parse_duration
@@ -149,7 +149,8 @@ class ResetForm(forms.Form):
     shift = forms.IntegerField(required=False,
                                help_text="For shift-by: negative moves back (re-read).")
     datetime = forms.DateTimeField(
-        required=False, help_text="For to-datetime, UTC: the first offset at or after it.",
+        required=False, label="Date and time (UTC)",
+        help_text="For to-datetime: the first offset at or after it.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}),
         input_formats=["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"])
     duration = forms.CharField(required=False, max_length=40,
@@ -240,9 +241,3 @@ def group_delete(request: HttpRequest, group_id: str) -> HttpResponse:
     messages.success(request, f"Group {group_id} deleted.")
     return redirect("groups")
 
-
-def known_group(group_id: str) -> GroupState:
-    found = GroupState.objects.filter(group_id=group_id).first()
-    if found is None:
-        raise Http404(f"No consumer group {group_id} in the collector's snapshot.")
-    return found

@@ -50,7 +50,7 @@ def subject_rows(query: str = "") -> list[SubjectRow]:
     own = dict(Config.objects.exclude(subject=GLOBAL).filter(compatibility__isnull=False)
                .values_list("subject", "compatibility"))
     return [SubjectRow(r["subject__name"], r["versions"], r["latest"],
-                       own.get(r["subject__name"], "")) for r in counted]
+                       own.get(r["subject__name"]) or "") for r in counted]
 
 
 class CompatibilityForm(forms.Form):
@@ -98,11 +98,12 @@ def subject_context(subject: str, request: HttpRequest) -> Mapping[str, Any] | N
     }
 
 
-def _number(text: str | None) -> int | None:
+def _number(text: str | None) -> int:
+    """A version number from the query; 0 (no version) when absent or not a number."""
     try:
-        return int(text) if text else None
+        return int(text) if text else 0
     except ValueError:
-        return None
+        return 0
 
 
 def _subject_page(request: HttpRequest, subject: str, form: SchemaForm | None = None,

@@ -48,7 +48,7 @@ def topics(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "name")
     descending = sort.startswith("-")
-    rows = _search(query, show_internal=request.GET.get("internal") == "1")
+    rows = search_topics(query, show_internal=request.GET.get("internal") == "1")
     rows = _sorted(rows, sort.lstrip("-"), descending)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     cluster = ClusterState.current()
@@ -57,7 +57,7 @@ def topics(request: HttpRequest) -> HttpResponse:
     return render(request, "controlcenter/topics.html", context)
 
 
-def _search(query: str, show_internal: bool) -> QuerySet[TopicState]:
+def search_topics(query: str, show_internal: bool) -> QuerySet[TopicState]:
     rows = TopicState.objects.all()
     if query:
         rows = rows.filter(name__icontains=query)

@@ -45,7 +45,7 @@ def analyst() -> Client:
 
 
 def launch(client: Client, job: str, **params: Any) -> int:
-    answer = client.post("/api/v1/analysis/", {"job": job, "window_minutes": 30, **params},
+    answer = client.post("/api/v1/analysis", {"job": job, "window_minutes": 30, **params},
                          content_type="application/json")
     assert answer.status_code == 202, answer.content
     assert answer.json()["status"] == "QUEUED"

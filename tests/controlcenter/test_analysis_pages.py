@@ -87,27 +87,27 @@ def test_a_launch_with_bad_input_is_refused_on_the_form_and_nothing_is_queued(
 
 def test_the_api_answers_bad_input_with_an_error_code_before_queueing(analyst: User) -> None:
     client = signed_in(analyst)
-    unknown_job = client.post("/api/v1/analysis/", {"job": "astrology"},
+    unknown_job = client.post("/api/v1/analysis", {"job": "astrology"},
                               content_type="application/json")
     assert unknown_job.status_code == 400
     assert unknown_job.json()["error_code"] == "INVALID_REQUEST"
-    empty = client.post("/api/v1/analysis/", {"job": "eta", "groups": ["billing"],
+    empty = client.post("/api/v1/analysis", {"job": "eta", "groups": ["billing"],
                                               "window_minutes": -5},
                         content_type="application/json")
     assert empty.status_code == 400 and "window_minutes" in empty.json()["fields"]
-    ghost = client.post("/api/v1/analysis/", {"job": "eta", "groups": ["ghost"]},
+    ghost = client.post("/api/v1/analysis", {"job": "eta", "groups": ["ghost"]},
                         content_type="application/json")
     assert ghost.status_code == 400 and "ghost" in ghost.json()["message"]
     assert not AnalysisRun.objects.exists()
 
 
 def test_launching_needs_the_permission(viewer: User) -> None:
-    anonymous = Client().post("/api/v1/analysis/", {"job": "eta"},
+    anonymous = Client().post("/api/v1/analysis", {"job": "eta"},
                               content_type="application/json")
     assert anonymous.status_code == 401
     page = Client().post("/analytics/new/eta/", {"window_minutes": 60})
     assert page.status_code == 302 and "/login/" in page["Location"]
-    refused = signed_in(viewer).post("/api/v1/analysis/", {"job": "eta"},
+    refused = signed_in(viewer).post("/api/v1/analysis", {"job": "eta"},
                                      content_type="application/json")
     assert refused.status_code == 403
     assert not AnalysisRun.objects.exists()

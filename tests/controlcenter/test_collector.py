@@ -178,7 +178,7 @@ def test_a_stopped_cluster_shows_within_one_interval_and_the_collector_recovers(
     async_to_sync(layer.group_add)("cluster", channel)
     try:
         collector.cycle()
-        assert json.loads(async_to_sync(layer.receive)(channel)["text"])["level"] == "ok"
+        assert json.loads(async_to_sync(layer.receive)(channel)["text"])["active"] is False
         broker.kill()
         took = collector.cycle()
         assert took <= collector.config.interval + 0.5  # one bounded attempt, no hang
@@ -195,7 +195,8 @@ def test_a_stopped_cluster_shows_within_one_interval_and_the_collector_recovers(
             assert time.monotonic() < deadline, "the collector did not recover"
             collector.cycle()
         banner = json.loads(async_to_sync(layer.receive)(channel)["text"])
-        assert banner == {"type": "banner", "level": "ok", "text": "cluster reachable"}
+        assert banner["type"] == "banner" and banner["key"] == "cluster"
+        assert banner["active"] is False and banner["text"] == "cluster reachable"
     finally:
         collector.close()
 

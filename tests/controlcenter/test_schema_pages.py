@@ -5,6 +5,7 @@ audited, refused to anonymous users and users without the permission."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 from django.test import Client
@@ -19,14 +20,14 @@ from tests.controlcenter.conftest import PASSWORD, make_user
 pytestmark = pytest.mark.django_db
 
 
-def user_schema(*extra_fields: dict[str, object]) -> str:
+def user_schema(*extra_fields: Mapping[str, object]) -> str:
     fields = [{"name": "id", "type": "long"}, *extra_fields]
     return json.dumps({"type": "record", "name": "User", "namespace": "com.example",
                        "fields": fields})
 
 
-EMAIL = {"name": "email", "type": ["null", "string"], "default": None}
-REQUIRED_AGE = {"name": "age", "type": "int"}  # no default: BACKWARD-incompatible
+EMAIL: dict[str, object] = {"name": "email", "type": ["null", "string"], "default": None}
+REQUIRED_AGE: dict[str, object] = {"name": "age", "type": "int"}  # no default: not BACKWARD
 
 
 @pytest.fixture
@@ -114,12 +115,12 @@ def test_anonymous_users_and_users_without_the_permission_change_no_schema(
         assert response.status_code == 302 and "/login/" in response["Location"], url
     api = client.put("/api/v1/schemas/compatibility", {"compatibility": "NONE"},
                      content_type="application/json")
-    assert api.status_code == 401
+    assert api.status_code == 403  # anonymous: refused, with a JSON body
     make_user("viewer")
     client.login(username="viewer", password=PASSWORD)
     for url, body in posts:
         assert client.post(url, body).status_code == 403, url
-    assert client.post("/api/v1/schemas/subjects/users-value/", {"schema": user_schema()},
+    assert client.post("/api/v1/schemas/subjects/users-value", {"schema": user_schema()},
                        content_type="application/json").status_code == 403
     # The test changes nothing, so a viewer may run it.
     assert client.post("/schemas/+register/users-value/", {"schema": user_schema(),
@@ -129,9 +130,9 @@ def test_anonymous_users_and_users_without_the_permission_change_no_schema(
 
 
 def test_the_schema_api_serves_subjects_diffs_and_changes(editor: Client, subjects: None) -> None:
-    listing = editor.get("/api/v1/schemas/subjects/").json()
+    listing = editor.get("/api/v1/schemas/subjects").json()
     assert [s["name"] for s in listing["results"]] == ["orders/eu-value", "users-value"]
-    one = editor.get("/api/v1/schemas/subjects/users-value/").json()
+    one = editor.get("/api/v1/schemas/subjects/users-value").json()
     assert [v["version"] for v in one["versions"]] == [1, 2] and one["compatibility"] == "BACKWARD"
     diff = editor.get("/api/v1/schemas/subjects/users-value/diff?from=1&to=2").json()
     assert diff["changed"] > 0 and diff["rows"][0]["left"]["number"] == 1
@@ -139,11 +140,11 @@ def test_the_schema_api_serves_subjects_diffs_and_changes(editor: Client, subjec
                         {"schema": user_schema(EMAIL, REQUIRED_AGE)},
                         content_type="application/json").json()
     assert check["is_compatible"] is False and check["messages"]
-    conflict = editor.post("/api/v1/schemas/subjects/users-value/",
+    conflict = editor.post("/api/v1/schemas/subjects/users-value",
                            {"schema": user_schema(EMAIL, REQUIRED_AGE)},
                            content_type="application/json")
     assert conflict.status_code == 409 and conflict.json()["error_code"] == "409"
-    made = editor.post("/api/v1/schemas/subjects/new-value/", {"schema": user_schema()},
+    made = editor.post("/api/v1/schemas/subjects/new-value", {"schema": user_schema()},
                        content_type="application/json").json()
     assert made["version"] == 1
     level = editor.put("/api/v1/schemas/subjects/new-value/compatibility",

@@ -16,7 +16,7 @@ from controlcenter import events
 from laganalysis.retention import DEFAULT_POLICY, Policy
 
 from . import detect
-from .analysis import Analyzer
+from .analysis import Analyzer, Snapshot
 from .history import HistoryTopics
 from .metrics import LagMetrics
 from .sampler import Sampler
@@ -51,6 +51,10 @@ class Collector:
         self.reachable: bool | None = None  # None until the first cycle
         self.last_compaction = 0.0
         self.cycles = 0
+        # The last snapshot pushed to browsers. Unlike store.previous it survives an
+        # unreachable spell, so the first cycle after one still pushes every topic, broker and
+        # group whose rows changed meanwhile (a failover's new leaders and ISRs).
+        self.published: Snapshot | None = None
 
     def cycle(self) -> float:
         """One sample of the cluster into every output; returns how long it took."""
@@ -64,7 +68,7 @@ class Collector:
         snap = self.analyzer.analyze(reading)
         before = self.store.previous
         cluster_events = detect.cluster_events(before, snap)
-        changed = detect.live_changes(before, snap)
+        changed = detect.live_changes(self.published, snap)
         self.store.write(snap, time.monotonic() - started, self.config.interval, cluster_events)
         self.metrics.snapshot = snap
         if self.history is not None:
@@ -73,6 +77,7 @@ class Collector:
             events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
             self.reachable = True
         events.publish_changes(changed)
+        self.published = snap
         if time.time() - self.last_compaction >= COMPACT_EVERY_S:
             self.store.compact(time.time())
             self.last_compaction = time.time()
