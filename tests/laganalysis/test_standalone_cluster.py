@@ -17,7 +17,7 @@ from typing import Any
 import pyspark
 import pytest
 
-from tests.brokerproc import free_port
+from brokercluster.ports import free_port
 from tests.laganalysis.history import catching_up_group, draining_group, write_samples
 from tests.laganalysis.test_run_cli import start
 
