@@ -349,6 +349,7 @@ class AnalysisRun(models.Model):
     schedule = models.ForeignKey("AnalysisSchedule", null=True, blank=True,
                                  on_delete=models.SET_NULL, related_name="runs")
     master = models.CharField(max_length=200, blank=True, default="")  # local[*], spark://...
+    worker = models.CharField(max_length=200, blank=True, default="")  # Celery hostname
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

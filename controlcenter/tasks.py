@@ -6,15 +6,25 @@ subprocess, so the worker never forks after a JVM or Spark's threads exist.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from controlcenter import actions
 
 
-@shared_task(name="controlcenter.tasks.run_analysis_task", ignore_result=True)  # type: ignore[untyped-decorator]  # celery is untyped
-def run_analysis_task(run_id: int) -> str:
-    return actions.run_analysis(run_id)
+@shared_task(name="controlcenter.tasks.run_analysis_task", ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
+def run_analysis_task(self: Any, run_id: int) -> str:
+    return actions.run_analysis(run_id, worker=str(self.request.hostname or ""))
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def fail_orphaned_analyses(sender: Any = None, **kwargs: Any) -> None:
+    """A worker that was killed mid-run left its runs RUNNING; now that it is back, they
+    end FAILED (its jobs died with it)."""
+    actions.fail_orphaned_analyses(str(getattr(sender, "hostname", "") or ""))
 
 
 @shared_task(name="controlcenter.tasks.launch_due_analyses_task", ignore_result=True)  # type: ignore[untyped-decorator]

@@ -26,11 +26,12 @@ from controlcenter.models import AnalysisRun, AnalysisStatus
 log = logging.getLogger(__name__)
 
 
-def run_analysis(run_id: int) -> str:
-    """Run a QUEUED run to its end; returns its final status (or why nothing ran)."""
+def run_analysis(run_id: int, worker: str = "") -> str:
+    """Run a QUEUED run to its end in the Celery worker named `worker`; returns its final
+    status (or why nothing ran)."""
     master = settings.SPARK_MASTER_URL
     if not _move(run_id, AnalysisStatus.QUEUED, AnalysisStatus.RUNNING,
-                 started_at=timezone.now(), master=master):  # fmt: skip
+                 started_at=timezone.now(), master=master, worker=worker):  # fmt: skip
         current = AnalysisRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
         log.info("analysis %s not started: it is %s", run_id, current or "gone")
         return str(current or "missing")
@@ -67,6 +68,17 @@ def _finish(run_id: int, outcome: runner.Outcome) -> str:
             status=AnalysisStatus.FAILED, finished_at=now, error=outcome.error)
     running.update(status=AnalysisStatus.CANCELLED, finished_at=now)
     return str(AnalysisRun.objects.values_list("status", flat=True).get(pk=run_id))
+
+
+def fail_orphans(worker: str) -> int:
+    """Runs a previous life of `worker` left RUNNING (killed mid-job: its jobs died with it,
+    PR_SET_PDEATHSIG) end FAILED, saying so; called when the worker is ready again."""
+    orphans = list(AnalysisRun.objects.filter(status=AnalysisStatus.RUNNING, worker=worker))
+    for run in orphans:
+        if _move(run.pk, AnalysisStatus.RUNNING, AnalysisStatus.FAILED, finished_at=timezone.now(),
+                 error=f"The Celery worker {worker} stopped while running this job."):
+            publish_run(AnalysisRun.objects.get(pk=run.pk))
+    return len(orphans)
 
 
 def cancel(run: AnalysisRun) -> str:

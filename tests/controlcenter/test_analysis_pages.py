@@ -192,3 +192,15 @@ def test_due_schedules_launch_with_a_fresh_window_and_others_wait(
     assert params["groups"] == ["billing"]
     assert params["until"] - params["since"] == pytest.approx(90 * 60)
     assert actions.launch_due_analyses() == []  # launched a moment ago: not due again
+
+
+def test_runs_a_killed_worker_left_running_end_failed_when_it_is_back() -> None:
+    mine = AnalysisRun.objects.create(job="eta", status=AnalysisStatus.RUNNING,
+                                      worker="millrace-analytics@a", started_at=timezone.now())
+    other = AnalysisRun.objects.create(job="eta", status=AnalysisStatus.RUNNING,
+                                       worker="millrace-analytics@b", started_at=timezone.now())
+    assert actions.fail_orphaned_analyses("millrace-analytics@a") == 1
+    mine.refresh_from_db()
+    other.refresh_from_db()
+    assert mine.status == AnalysisStatus.FAILED and "stopped" in mine.error
+    assert other.status == AnalysisStatus.RUNNING
