@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from controlcenter import actions
 from controlcenter.access import Capability
 from controlcenter.models import AnalysisRun, AnalysisStatus, AuditEntry
 from tests.controlcenter.analysis_worker import (
@@ -83,7 +84,12 @@ def test_through_redis_a_job_over_a_window_with_no_data_succeeds_with_empty_resu
         empty = launch(analyst, "lag_summary", groups=[scenario.group], window_minutes=5,
                        until="2020-01-01T00:00:00Z")
         tables = results(analyst, empty)
+        # Past the forms (a schedule's stored params, say): the job's own error, readable.
+        broken = actions.launch_analysis(None, "sla", {"since": "yesterday", "until": 0})
+        failed = wait_for(broken.pk, AnalysisStatus.FAILED, AnalysisStatus.SUCCEEDED)
     assert tables and all(rows == [] for rows in tables.values())
+    assert failed.status == AnalysisStatus.FAILED and failed.result is None
+    assert failed.error == "ParamError: since must be epoch seconds, got 'yesterday'"
 
 
 def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
