@@ -45,16 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = configure(SparkSession.builder, args.master, f"millrace-{args.job}").getOrCreate()
     register_once(spark)
-    cancelled = threading.Event()
-    stop_progress = threading.Event()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        cancelled.set()
-        spark.sparkContext.cancelJobGroup(args.tag)
-        spark.interruptTag(args.tag)
-
-    signal.signal(signal.SIGTERM, interrupt)
-    signal.signal(signal.SIGINT, interrupt)
+    cancelled, stop_progress = threading.Event(), threading.Event()
+    _cancel_on_signal(spark, args.tag, cancelled, stop_progress)
     spark.addTag(args.tag)
     spark.sparkContext.setJobGroup(args.tag, f"millrace {args.job}", interruptOnCancel=True)
     reporter = threading.Thread(target=_report, args=(spark, args.tag, stop_progress), daemon=True)
@@ -75,6 +67,26 @@ def main(argv: list[str] | None = None) -> int:
         stop_progress.set()
         reporter.join(timeout=2)
         spark.stop()
+
+
+def _cancel_on_signal(
+    spark: Any, tag: str, cancelled: threading.Event, finished: threading.Event
+) -> None:
+    """SIGTERM or SIGINT interrupts the run's Spark jobs; the run then ends CANCELLED."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        # The main thread is inside a py4j call; another thread talks to the JVM.
+        cancelled.set()
+
+    def cancel_when_asked() -> None:
+        cancelled.wait()
+        if not finished.is_set():
+            spark.sparkContext.cancelJobGroup(tag)
+            spark.interruptTag(tag)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
+    threading.Thread(target=cancel_when_asked, daemon=True).start()
 
 
 def readable_error(exc: BaseException) -> str:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# py4j logs "Closing down clientserver connection" from __del__ after pytest closed its streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="module")
