@@ -30,6 +30,8 @@ from clusterclient import (
     ConfigOperation,
     ResourceKind,
 )
+from clusterclient.elections import elect_preferred_leaders as elect
+from clusterclient.metadata import TopicPartition
 from clusterclient.records import ProducedRecord, produce
 from controlcenter import connection, events, live, offsetreset
 from controlcenter.analysis import execute
@@ -160,6 +162,25 @@ def operate_broker(actor: Actor, node_id: int, command: BrokerCommand) -> Broker
     _notify([("brokers", None), ("broker", str(node_id)), ("overview", None)],
             f"Broker {node_id}: {command.value} done, now {process.state_text}.")
     return process  # type: ignore[no-any-return]
+
+
+def elect_preferred_leaders(actor: Actor, topic: str | None = None) -> int:
+    """Give every partition of `topic` (None: of the cluster) its preferred leader back;
+    returns how many partitions the cluster could not move (e.g. its preferred replica is
+    down or out of the ISR), which is not a failure of the request."""
+    target = f"topic {topic}" if topic else "cluster"
+    with audited(actor, "partitions.elect_preferred", target) as note, _system_words():
+        cluster = connection.cluster()
+        partitions = None if topic is None else [
+            TopicPartition(topic, p.partition) for p in cluster.topic(topic).partitions]
+        outcome = elect(cluster, partitions)
+        refused = [tp for tp, problem in outcome.items() if problem is not None]
+        note.message = f"{len(outcome) - len(refused)} of {len(outcome)} led by their " \
+                       f"preferred replica"
+    groups: list[tuple[str, str | None]] = [("brokers", None), ("overview", None)]
+    _notify(groups + ([("topic", topic)] if topic else []),
+            f"Preferred leader election on the {target}: {note.message}.")
+    return len(refused)
 
 
 # --- Consumer groups: reset offsets, delete ---------------------------------------------------

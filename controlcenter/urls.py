@@ -19,6 +19,7 @@ from .pages import (
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("brokers/", brokers.brokers, name="brokers"),
+    path("brokers/elect-leaders/", brokers.elect_leaders, name="elect-leaders"),
     path("brokers/<int:node_id>/", brokers.broker, name="broker"),
     path("brokers/<int:node_id>/<str:command>/", brokers.broker_command, name="broker-command"),
     path("topics/", topics.topics, name="topics"),
@@ -26,6 +27,7 @@ urlpatterns = [
     path("topics/+create/", topics.topic_create, name="topic-create"),
     path("topics/<str:name>/", topics.topic, name="topic"),
     path("topics/<str:name>/delete/", topics.topic_delete, name="topic-delete"),
+    path("topics/<str:name>/elect-leaders/", brokers.elect_leaders, name="topic-elect-leaders"),
     path("topics/<str:name>/config/", topics.topic_config, name="topic-config"),
     path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
     path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),

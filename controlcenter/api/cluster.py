@@ -138,6 +138,21 @@ class BrokerCommandView(Base):
                          "pid": process.pid})
 
 
+class ElectLeaders(Base):
+    capability = Capability.OPERATE_CLUSTER
+
+    @extend_schema(request=None, summary="Preferred-leader election for a topic, or for every "
+                                         "topic (POST /api/v1/brokers/elect-leaders)",
+                   responses=inline_serializer("Election", {
+                       "not_moved": serializers.IntegerField()}))
+    def post(self, request: Request, name: str | None = None) -> Response:
+        try:
+            refused = actions.elect_preferred_leaders(request.user, name)
+        except actions.ActionError as exc:
+            return action_error(exc)
+        return Response({"not_moved": refused})
+
+
 class TopicPages(PageNumberPagination):
     page_size = topic_page.PER_PAGE
     page_size_query_param = "page_size"
@@ -325,6 +340,7 @@ def _value(data: dict[str, Any]) -> tuple[bytes | None, int | None]:
 urlpatterns = [
     path("cluster", ClusterView.as_view(), name="api-cluster"),
     path("brokers", BrokerList.as_view(), name="api-brokers"),
+    path("brokers/elect-leaders", ElectLeaders.as_view(), name="api-elect-leaders"),
     path("brokers/<int:node_id>", BrokerDetail.as_view(), name="api-broker"),
     path("brokers/<int:node_id>/<str:command>", BrokerCommandView.as_view(),
          name="api-broker-command"),
@@ -332,4 +348,6 @@ urlpatterns = [
     path("topics/<str:name>", TopicDetail.as_view(), name="api-topic"),
     path("topics/<str:name>/configs", TopicConfigs.as_view(), name="api-topic-configs"),
     path("topics/<str:name>/messages", TopicMessages.as_view(), name="api-topic-messages"),
+    path("topics/<str:name>/elect-leaders", ElectLeaders.as_view(),
+         name="api-topic-elect-leaders"),
 ]

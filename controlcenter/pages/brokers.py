@@ -14,6 +14,8 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
 from clusterclient import ClusterRequestError, ClusterUnavailable, ConfigEntry
@@ -67,6 +69,15 @@ def broker_configs(row: BrokerState) -> tuple[list[ConfigEntry], str]:
         return [], f"The broker did not answer: {exc.message}"
 
 
+def back_to(request: HttpRequest, default: str) -> str:
+    """The page the form was on (its `next` field) when it is one of ours, else `default`."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                                   require_https=request.is_secure()):
+        return target
+    return reverse(default)
+
+
 def overrides_first(configs: list[ConfigEntry]) -> list[ConfigEntry]:
     """What someone set (any source but the default) before the defaults, each by name."""
     return sorted(configs, key=lambda c: (c.source == "DEFAULT_CONFIG", c.name))
@@ -85,4 +96,20 @@ def broker_command(request: HttpRequest, node_id: int, command: str) -> HttpResp
     else:
         messages.success(request, f"Broker {node_id}: {chosen.value} done, now "
                                   f"{process.state_text}. Leadership and ISR update live.")
-    return redirect(request.POST.get("next") or "brokers")
+    return redirect(back_to(request, "brokers"))
+
+
+@requires(Capability.OPERATE_CLUSTER)
+def elect_leaders(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    """Preferred-leader election for one topic or (name None) for the whole cluster."""
+    try:
+        refused = actions.elect_preferred_leaders(request, name)
+    except actions.ActionError as exc:
+        messages.error(request, f"Preferred leader election failed. {exc}")
+    else:
+        where = f"topic {name}" if name else "every topic"
+        left = f" {refused} partitions could not move yet (preferred replica not in sync)." \
+            if refused else ""
+        messages.success(request, f"Preferred leaders elected on {where}.{left} "
+                                  "The leadership map updates live.")
+    return redirect(back_to(request, "brokers"))

@@ -24,7 +24,7 @@ function draw() {
       { label: "messages/s", stroke: accent, width: 2, scale: "msg" },
       { label: "bytes/s", stroke: second, width: 1.5, scale: "bytes" },
     ],
-    axes: [axis, { ...axis, scale: "msg", label: "messages/s" }, { ...axis, scale: "bytes", side: 1, label: "bytes/s", grid: { show: false } }],
+    axes: [axis, { ...axis, scale: "msg", label: "messages/s" }, { ...axis, scale: "bytes", side: 1, label: "bytes/s", size: 80, grid: { show: false } }],
   };
   const chart = new uPlot(options, [data.t, data.messages, data.bytes], holder);
   new ResizeObserver(() => chart.setSize({ width: Math.max(320, holder.clientWidth), height: 220 })).observe(holder);

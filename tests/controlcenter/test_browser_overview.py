@@ -1,16 +1,27 @@
-"""The overview on the shared layout, against a real broker and against none."""
+"""The overview on the shared layout, against a real broker and against none, each after
+one real collector cycle (the overview shows the collector's read model)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from django.test.utils import override_settings
 from playwright.sync_api import expect
 
 from brokercluster.ports import free_port
 from controlcenter import asgi
 from tests.controlcenter.browser import Browser, serve
+from tests.controlcenter.test_overview import collect_once
+
+
+def collect_in_thread(bootstrap: str) -> None:
+    """One collector cycle on a thread of its own: this one runs Playwright's event loop,
+    where the collector's publishing (async_to_sync) cannot run."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(collect_once, bootstrap).result()
 
 
 @pytest.fixture
@@ -30,13 +41,15 @@ def open_browser(chromium: Any, request: pytest.FixtureRequest) -> Iterator[Any]
 def test_the_overview_shows_the_brokers_inside_the_layout(
     kafka_bootstrap: str, open_browser: Any, django_db_blocker: Any
 ) -> None:
+    with django_db_blocker.unblock(), override_settings(KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap):
+        collect_in_thread(kafka_bootstrap)
     with django_db_blocker.unblock(), serve(
         lambda: asgi.application, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap
     ) as server:
         browser = open_browser(server)
         browser.visit("/")
         expect(browser.page.locator("h1")).to_have_text("Cluster overview")
-        expect(browser.page.locator("#brokers tbody tr")).to_have_count(1)
+        expect(browser.page.locator("#broker-table tbody tr[data-status=up]")).to_have_count(1)
         expect(browser.page.locator(".main-nav a.active")).to_have_text("Overview")
         expect(browser.page.locator(".cluster-label")).to_contain_text(kafka_bootstrap)
 
@@ -45,9 +58,12 @@ def test_the_overview_says_when_the_cluster_is_unreachable(
     open_browser: Any, django_db_blocker: Any
 ) -> None:
     nobody = f"127.0.0.1:{free_port()}"
+    with django_db_blocker.unblock(), override_settings(KAFKA_BOOTSTRAP_SERVERS=nobody):
+        collect_in_thread(nobody)
     with django_db_blocker.unblock(), serve(
         lambda: asgi.application, KAFKA_BOOTSTRAP_SERVERS=nobody
     ) as server:
         browser = open_browser(server)
         browser.visit("/")
-        expect(browser.page.locator("[role=alert]")).to_contain_text("Cluster unreachable")
+        expect(browser.page.locator("[role=alert]")).to_contain_text(
+            "The cluster is unreachable")

@@ -25,6 +25,8 @@ STATE_CHANGES = [
     ("/topics/orders/produce/", {"produce-value": "x"}),
     ("/brokers/1/kill/", {}),
     ("/brokers/1/restart/", {}),
+    ("/brokers/elect-leaders/", {}),
+    ("/topics/orders/elect-leaders/", {}),
 ]
 
 
@@ -169,6 +171,8 @@ def test_operating_brokers_without_a_supervisor_says_so(admin: Client) -> None:
     entry = AuditEntry.objects.get()
     assert (entry.action, entry.result, entry.target) == ("broker.kill", "error", "broker 2")
     assert admin.post("/brokers/2/explode/").status_code == 404
+    elsewhere = admin.post("/brokers/2/kill/", {"next": "https://example.com/"})
+    assert elsewhere["Location"] == "/brokers/"  # never a redirect off the site
 
 
 def test_a_user_with_the_permission_may_produce(client: Client) -> None:
@@ -185,3 +189,18 @@ def client_bootstrap() -> str:
     from django.conf import settings
 
     return str(settings.KAFKA_BOOTSTRAP_SERVERS)
+
+
+def test_preferred_leaders_are_elected_for_a_topic_and_the_cluster(admin: Client) -> None:
+    name = new_topic("elect")
+    admin.post("/topics/+create/", {"name": name, "partitions": "2"})
+    done = admin.post(f"/topics/{name}/elect-leaders/", {"next": "/brokers/"}, follow=True)
+    assert "Preferred leaders elected on topic" in done.content.decode()
+    everywhere = admin.post("/brokers/elect-leaders/", follow=True)
+    assert "Preferred leaders elected on every topic" in everywhere.content.decode()
+    entries = AuditEntry.objects.filter(action="partitions.elect_preferred")
+    assert [e.result for e in entries] == ["ok", "ok"]
+    assert entries.filter(target=f"topic {name}", message="2 of 2 led by their "
+                                                          "preferred replica").exists()
+    missing = admin.post("/topics/no-such-topic/elect-leaders/", follow=True)
+    assert "UNKNOWN_TOPIC_OR_PART" in missing.content.decode()

@@ -50,7 +50,9 @@ def test_anonymous_and_unprivileged_writes_are_refused(client: Client) -> None:
     writes = [("post", "/api/v1/topics", {"name": "x"}), ("delete", "/api/v1/topics/x", {}),
               ("post", "/api/v1/topics/x/configs", {"name": "retention.ms", "value": "1"}),
               ("post", "/api/v1/topics/x/messages", {"value": "v"}),
-              ("post", "/api/v1/brokers/1/kill", {})]
+              ("post", "/api/v1/brokers/1/kill", {}),
+              ("post", "/api/v1/brokers/elect-leaders", {}),
+              ("post", "/api/v1/topics/x/elect-leaders", {})]
     for method, url, body in writes:
         response = getattr(client, method)(url, body, content_type="application/json")
         assert response.status_code in (401, 403), (url, response.status_code)
@@ -86,6 +88,7 @@ def test_a_topic_lives_and_dies_through_the_api(admin: Client, kafka_bootstrap: 
     assert page["messages"][0]["value"]["base64"] == base64.b64encode(b"\x00\xffraw").decode()
     assert page["positions"] == "0:0,1:1"
 
+    assert admin.post(f"/api/v1/topics/{name}/elect-leaders").json() == {"not_moved": 0}
     assert admin.delete(f"/api/v1/topics/{name}").status_code == 204
     assert name not in ClusterClient(kafka_bootstrap).metadata(refresh=True).topics
     again = admin.delete(f"/api/v1/topics/{name}")

@@ -178,6 +178,18 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     tab.snap("after start")
     isr = watch.locator("#topic-partitions td[data-isr]").all_inner_texts()
     assert all("2" in cell.split(", ") for cell in isr), isr
+
+    # Back in the ISR, broker 2 follows; a preferred-leader election gives it its two
+    # partitions back (unless the cluster already did so on its own).
+    operator.goto("/brokers/")
+    with operator.expect_navigation():
+        operator.click("#elect-leaders")
+    assert "Preferred leaders elected" in operator.inner_text(".messages")
+    watch.wait_for_function(
+        """() => document.querySelectorAll(
+             "#topic-map tbody tr td:nth-child(3).map-leader").length === 2""",
+        timeout=60_000)
+    tab.snap("after election")
     assert watch.evaluate("window.__notReloaded") is True
     operator.close()
 

@@ -100,7 +100,11 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         assert producer.flush(20) == 0
         assert_an_analysis_runs(endpoints["Control center"], endpoints["admin password"], topic)
 
-        assert topic in get(endpoints["Control center"])
+        # The overview shows the collector's snapshot: the topic within an interval or two.
+        deadline = time.monotonic() + 30
+        while topic not in (overview := get(endpoints["Control center"])):
+            assert time.monotonic() < deadline, overview
+            time.sleep(1)
         assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
         assert get(endpoints["Schema registry"] + "/subjects") == "[]"
         assert topic in get(endpoints["REST proxy"] + "/topics")
@@ -127,8 +131,15 @@ def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Pa
         by_action = {c.split(" -m brokercluster ")[1].split(" --data-dir")[0]: c for c in commands}
         assert set(by_action) == {"status", "kill 2", "start 2", "restart 1"}
 
-        overview = get(re.search(r"Control center\s+(\S+)", text).group(1))  # type: ignore[union-attr]
-        broker_rows = re.findall(r"<tr><td>(\d+)</td><td>127\.0\.0\.1</td>", overview)
+        web = re.search(r"Control center\s+(\S+)", text).group(1)  # type: ignore[union-attr]
+        deadline = time.monotonic() + 60  # the overview shows the collector's first sample
+        while True:
+            overview = get(web)
+            broker_rows = re.findall(r'<tr id="broker-row-(\d+)" data-broker="\d+" '
+                                     r'data-status="up"', overview)
+            if broker_rows == ["1", "2", "3"] or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         assert broker_rows == ["1", "2", "3"], overview
 
         killed = run_printed(by_action["kill 2"])
