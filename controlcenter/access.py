@@ -42,6 +42,7 @@ class Capability(enum.StrEnum):
     PRODUCE_MESSAGES = "controlcenter.produce_messages"
     CHANGE_GROUPS = "controlcenter.change_groups"
     CHANGE_SCHEMAS = "controlcenter.change_schemas"
+    RUN_ANALYSES = "controlcenter.run_analyses"
 
     @property
     def codename(self) -> str:

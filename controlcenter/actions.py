@@ -10,12 +10,17 @@ the supervisor's refusal), which the caller shows as a form error.
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
 
 from brokercluster.client import ActionRefused, BrokerProcess, NoSupervisor
 from clusterclient import (
@@ -29,7 +34,10 @@ from clusterclient.elections import elect_preferred_leaders as elect
 from clusterclient.metadata import TopicPartition
 from clusterclient.records import ProducedRecord, produce
 from controlcenter import connection, events, live, offsetreset
+from controlcenter.analysis import execute
+from controlcenter.analysis import jobs as analysis_jobs
 from controlcenter.audit import Actor, audited
+from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus
 from registry import actions as registry_actions
 from registry import compatibility as registry_compatibility
 from registry import errors as registry_errors
@@ -289,3 +297,92 @@ def clear_schema_compatibility(actor: Actor, subject: str) -> str:
         note.message = f"was {previous}; the global level applies"
     _notify([("subject", subject)], f"Subject {subject}: the global compatibility applies.")
     return previous
+
+
+
+
+# --- Lag analytics: launch, cancel, run and schedule laganalysis jobs ------------------------
+
+
+def launch_analysis(actor: Actor, job: str, params: Mapping[str, Any],
+                    schedule: AnalysisSchedule | None = None) -> AnalysisRun:
+    """Record a QUEUED run of `job` with `params` (validated by its form in
+    `controlcenter.analysis.jobs`) and queue its Celery task once the row is committed."""
+    from controlcenter.tasks import queue_analysis  # tasks import this module
+
+    if job not in analysis_jobs.JOBS:
+        raise ActionError(f"Unknown job {job!r}; one of {', '.join(analysis_jobs.JOBS)}.",
+                          "INVALID_REQUEST")
+    user = _user(actor)
+    with audited(actor, "analysis.launch", f"job {job}", dict(params)) as note:
+        run = AnalysisRun.objects.create(job=job, parameters=dict(params), schedule=schedule,
+                                         requested_by=user)
+        transaction.on_commit(lambda: queue_analysis(run.pk))
+        note.message = f"run {run.pk} queued"
+    execute.publish_run(run)
+    return run
+
+
+def cancel_analysis(actor: Actor, run: AnalysisRun) -> str:
+    """Cancel a queued or running run (never `revoke(terminate=True)`: the task polls the
+    flag and ends its Spark job's process group). Returns the run's status after it."""
+    with audited(actor, "analysis.cancel", f"run {run.pk}", {"job": run.job}) as note:
+        if run.finished:
+            raise ActionError(f"Run {run.pk} already ended {run.status}.", "RUN_FINISHED")
+        status = execute.cancel(run)
+        note.message = "cancelled" if status == AnalysisStatus.CANCELLED else "cancel requested"
+    return status
+
+
+def run_analysis(run_id: int, worker: str = "") -> str:
+    """The Celery task's body: run the job, store its result or error (analysis.execute)."""
+    return execute.run_analysis(run_id, worker)
+
+
+def fail_orphaned_analyses(worker: str) -> int:
+    """Runs left RUNNING by an earlier life of this worker end FAILED (analysis.execute)."""
+    return execute.fail_orphans(worker)
+
+
+def save_analysis_schedule(actor: Actor, name: str, job: str, params: Mapping[str, Any],
+                           window_minutes: int, every_minutes: int) -> AnalysisSchedule:
+    """Create or replace the schedule `name`: `job` every `every_minutes` over the last
+    `window_minutes` (params without since/until; each launch computes its window)."""
+    stored = {k: v for k, v in params.items() if k not in ("since", "until")}
+    with audited(actor, "analysis.schedule", f"schedule {name}",
+                 {"job": job, "every_minutes": every_minutes, **stored}) as note:
+        schedule, created = AnalysisSchedule.objects.update_or_create(
+            name=name, defaults={"job": job, "parameters": stored, "enabled": True,
+                                 "window_minutes": window_minutes,
+                                 "every_minutes": every_minutes, "created_by": _user(actor)})
+        note.message = "created" if created else "replaced"
+    return schedule
+
+
+def delete_analysis_schedule(actor: Actor, schedule: AnalysisSchedule) -> None:
+    with audited(actor, "analysis.unschedule", f"schedule {schedule.name}") as note:
+        schedule.delete()
+        note.message = "deleted"
+
+
+def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
+    """Launch every enabled schedule whose interval has passed (Celery beat, every minute)."""
+    now = now or timezone.now()
+    runs = []
+    for schedule in AnalysisSchedule.objects.filter(enabled=True):
+        due = schedule.last_launched_at is None or (
+            now - schedule.last_launched_at >= dt.timedelta(minutes=schedule.every_minutes))
+        if not due:
+            continue
+        until = now.timestamp()
+        params = {**schedule.parameters, "until": until,
+                  "since": until - schedule.window_minutes * 60}
+        with transaction.atomic():
+            AnalysisSchedule.objects.filter(pk=schedule.pk).update(last_launched_at=now)
+            runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
+    return runs
+
+
+def _user(actor: Actor) -> User | None:
+    user = getattr(actor, "user", actor)
+    return user if isinstance(user, User) and user.is_authenticated else None

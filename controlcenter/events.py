@@ -24,7 +24,7 @@ from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
 KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group",
-         "schemas", "subject")
+         "schemas", "subject", "analyses", "analysis")
 ALWAYS = "cluster"  # every live socket is in this group: the unreachable-cluster banner
 MESSAGE_TYPE = "live.message"  # the Channels handler: LiveConsumer.live_message
 _SPELLABLE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")

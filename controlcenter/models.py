@@ -4,7 +4,8 @@ The read model (ClusterState ... ThroughputHistory) is written by ONE process, t
 (`manage.py collect`), every MILLRACE_COLLECT_INTERVAL_S; pages and the JSON API only read it,
 so rendering a page never calls a broker. README.md ("The read model") lists the tables and
 what each column means. Who did what (`AuditEntry`) and the permissions a state change can
-require (`ClusterAccess`, no table) come last.
+require (`ClusterAccess`, no table) come next; the lag analyses (`AnalysisRun`,
+`AnalysisSchedule`) last.
 """
 
 from __future__ import annotations
@@ -273,6 +274,7 @@ class ClusterAccess(models.Model):
             ("produce_messages", "Produce messages to topics"),
             ("change_groups", "Reset consumer group offsets, delete groups"),
             ("change_schemas", "Register schemas, change compatibility, delete versions"),
+            ("run_analyses", "Launch, schedule and cancel lag analyses"),
         ]
 
 
@@ -307,3 +309,92 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target}"
+
+
+# --- Lag analytics: runs of laganalysis's Spark jobs, and their schedules ----------------
+
+
+class AnalysisStatus(models.TextChoices):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+FINISHED = (AnalysisStatus.SUCCEEDED, AnalysisStatus.FAILED, AnalysisStatus.CANCELLED)
+
+
+class AnalysisRun(models.Model):
+    """One launch of a `laganalysis.run` job (README.md, "Lag analytics").
+
+    Moves QUEUED -> RUNNING -> SUCCEEDED/FAILED/CANCELLED, each step a conditional UPDATE
+    (`controlcenter.analysis.execute`), so a cancel and a start never both win. `result`
+    (the job's tables and chart series, `laganalysis.jobs.result.JobResult` JSON) is written
+    in the same transaction as SUCCEEDED and never otherwise: a cancelled or failed run
+    holds no partial result. `cancel_requested` is the flag the running task polls.
+    """
+
+    job = models.CharField(max_length=40)
+    parameters = models.JSONField(default=dict)  # what was asked, as the form cleaned it
+    status = models.CharField(max_length=10, choices=AnalysisStatus.choices,
+                              default=AnalysisStatus.QUEUED, db_index=True)
+    cancel_requested = models.BooleanField(default=False)
+    stages_done = models.IntegerField(default=0)
+    stages_total = models.IntegerField(default=0)
+    tasks_done = models.IntegerField(default=0)
+    tasks_total = models.IntegerField(default=0)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="analysis_runs")
+    schedule = models.ForeignKey("AnalysisSchedule", null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="runs")
+    master = models.CharField(max_length=200, blank=True, default="")  # local[*], spark://...
+    worker = models.CharField(max_length=200, blank=True, default="")  # Celery hostname
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")  # Spark's error, readable
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"analysis {self.pk} {self.job} {self.status}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        from django.utils import timezone
+
+        end = self.finished_at or timezone.now()
+        return max(0.0, (end - self.started_at).total_seconds())
+
+
+class AnalysisSchedule(models.Model):
+    """A job launched every `every_minutes` over the last `window_minutes` of history.
+
+    Read by one Celery beat entry (`launch_due_analyses_task`, every minute), which launches
+    the due schedules through the same action a click uses.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    job = models.CharField(max_length=40)
+    parameters = models.JSONField(default=dict)  # the form's fields, without the window
+    window_minutes = models.PositiveIntegerField(default=60)
+    every_minutes = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    last_launched_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"schedule {self.name}: {self.job} every {self.every_minutes} min"

@@ -221,6 +221,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
+# --- Lag analytics: where laganalysis.run jobs run and write their scratch files ----------
+# local[*] on this machine; spark://host:7077 sends the same jobs to a standalone cluster.
+SPARK_MASTER_URL = env_str("SPARK_MASTER_URL", "local[*]")
+MILLRACE_ANALYSIS_DIR = DATA_DIR / "analysis"
+# Analyses run at once by the platform's worker; each local[*] job already uses every core.
+MILLRACE_ANALYSIS_CONCURRENCY = env_int("MILLRACE_ANALYSIS_CONCURRENCY", 1)
+# The Celery queue analyses go to (the platform's worker consumes it: `-Q`).
+MILLRACE_ANALYSIS_QUEUE = env_str("MILLRACE_ANALYSIS_QUEUE", "analytics")
+# One beat entry: launch the analysis schedules that are due (AnalysisSchedule rows).
+CELERY_BEAT_SCHEDULE = {
+    "launch-due-analyses": {"task": "controlcenter.tasks.launch_due_analyses_task",
+                            "schedule": 60.0, "options": {"queue": MILLRACE_ANALYSIS_QUEUE}},
+}
+
 # --- REST framework and OpenAPI (served without a CDN) -------------------------------------
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -258,3 +272,5 @@ LOGGING = {
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+# kombu's filesystem transport creates only the last folder of its paths.
+(CELERY_QUEUE_DIR / "control").mkdir(parents=True, exist_ok=True)

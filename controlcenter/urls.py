@@ -4,7 +4,18 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import openapi
-from .pages import audit, auth, brokers, groups, health, messages, overview, schemas, topics
+from .pages import (
+    analytics,
+    audit,
+    auth,
+    brokers,
+    groups,
+    health,
+    messages,
+    overview,
+    schemas,
+    topics,
+)
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -37,6 +48,17 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(
         patterns=[path("api/v1/", include("controlcenter.api.urls"))]), name="openapi-api-v1"),
     path("api/v1/", include("controlcenter.api.urls")),
+    path("analytics/", analytics.analytics, name="analytics"),
+    path("analytics/new/<str:job>/", analytics.analysis_new, name="analysis-new"),
+    path("analytics/runs/<int:run_id>/", analytics.analysis_run, name="analysis-run"),
+    path("analytics/runs/<int:run_id>/status", analytics.analysis_status,
+         name="analysis-status"),
+    path("analytics/runs/<int:run_id>/cancel/", analytics.analysis_cancel,
+         name="analysis-cancel"),
+    path("analytics/runs/<int:run_id>/download.<str:fmt>", analytics.analysis_download,
+         name="analysis-download"),
+    path("analytics/schedules/<int:schedule_id>/delete/", analytics.schedule_delete,
+         name="analysis-schedule-delete"),
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from controlcenter.api import cluster, groups, schemas
+from controlcenter.api import analysis, cluster, groups, schemas
 
 
 def _view(cls: Any) -> Any:
@@ -17,6 +17,12 @@ def _view(cls: Any) -> Any:
 
 
 urlpatterns = [
+    path("analysis", _view(analysis.AnalysisListView), name="api-analysis"),
+    path("analysis/<int:run_id>", _view(analysis.AnalysisView), name="api-analysis-run"),
+    path("analysis/<int:run_id>/cancel", _view(analysis.AnalysisCancelView),
+         name="api-analysis-cancel"),
+    path("analysis/<int:run_id>/results", _view(analysis.AnalysisResultsView),
+         name="api-analysis-results"),
     *cluster.urlpatterns,
     path("groups", _view(groups.GroupListView), name="api-groups"),
     path("groups/<path:group_id>/history", _view(groups.GroupHistoryView),

@@ -73,6 +73,22 @@ def platform(data_dir: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+def assert_an_analysis_runs(web: str, password: str, topic: str) -> None:
+    """The platform's own Celery worker runs a Spark job launched through the API."""
+    auth = ("admin", password)
+    launched = httpx.post(f"{web}api/v1/analysis", auth=auth, timeout=30,
+                          json={"job": "hot_partitions", "topics": [topic]})
+    assert launched.status_code == 202, launched.text
+    run = f"{web}api/v1/analysis/{launched.json()['id']}"
+    deadline = time.monotonic() + 300
+    while (status := httpx.get(run, auth=auth).json()["status"]) in ("QUEUED", "RUNNING"):
+        assert time.monotonic() < deadline, f"the analysis is still {status}"
+        time.sleep(1)
+    assert status == "SUCCEEDED", httpx.get(run, auth=auth).json()["error"]
+    rows = httpx.get(f"{run}/results", auth=auth).json()["tables"]["partitions"]["rows"]
+    assert sum(r["messages"] for r in rows) == 1
+
+
 def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     # One broker keeps this quick; the next test runs the default cluster.
     proc = platform(tmp_path, "--brokers", "1")
@@ -82,6 +98,7 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         producer = confluent_kafka.Producer({"bootstrap.servers": endpoints["Kafka bootstrap"]})
         producer.produce(topic, b"hello")
         assert producer.flush(20) == 0
+        assert_an_analysis_runs(endpoints["Control center"], endpoints["admin password"], topic)
 
         # The overview shows the collector's snapshot: the topic within an interval or two.
         deadline = time.monotonic() + 30
@@ -97,6 +114,7 @@ def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> N
         output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, output
     assert "cluster is [DOWN]" in output
+    assert "celery worker is [DOWN]" in output and "celery beat is [DOWN]" in output
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
 
 

@@ -65,7 +65,8 @@ class Command(BaseCommand):
         web = self._web(host, ports, bootstrap, data_dir, opts["workers"])
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
-        children += [web, self._collector(web.env, ports, data_dir)]
+        children += [web, self._collector(web.env, ports, data_dir),
+                     *self._celery(web.env, data_dir)]
         self._run(children, host, ports, bootstrap, data_dir, external)
 
     def _migrate(self, env: dict[str, str]) -> None:
@@ -133,6 +134,24 @@ class Command(BaseCommand):
                       {**env, "MILLRACE_CLUSTER_DIR": str(data_dir / "cluster")})
         return child
 
+    def _celery(self, env: dict[str, str], data_dir: Path) -> list[Child]:
+        """The Celery worker that runs lag analyses (threads pool: each task only waits on
+        its Spark subprocess, so nothing forks after a JVM exists) and beat, which launches
+        the due analysis schedules every minute."""
+        celery = [sys.executable, "-m", "celery", "-A", "controlcenter"]
+        worker = Child("celery worker", [
+            *celery, "worker", "--pool", "threads", "--loglevel", "INFO",
+            "--queues", settings.MILLRACE_ANALYSIS_QUEUE,
+            "--concurrency", str(settings.MILLRACE_ANALYSIS_CONCURRENCY),
+            "--hostname", "millrace-analytics@%h"],
+            data_dir / "logs" / "celery-worker.log", lambda: " ready." in worker.output(), env)
+        beat = Child("celery beat", [
+            *celery, "beat", "--loglevel", "INFO",
+            "--schedule", str(data_dir / "celerybeat-schedule")],
+            data_dir / "logs" / "celery-beat.log",
+            lambda: "beat: Starting" in beat.output(), env)
+        return [worker, beat]
+
     def _run(self, children: list[Child], host: str, ports: dict[str, int], bootstrap: str,
              data_dir: Path, external: bool) -> None:
         stop = threading.Event()
@@ -173,6 +192,8 @@ class Command(BaseCommand):
             ("Admin login", self.admin_login),
             ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
                             "  (kafka-lag-exporter names)"),
+            ("Lag analytics", f"{web}/analytics/  (Spark {settings.SPARK_MASTER_URL}, "
+                              f"Celery on {settings.CELERY_BROKER_URL.split('://')[0]})"),
             *([] if external else _broker_rows(ports["kafka_port"], bootstrap.count(",") + 1)),
             ("Data directory", str(data_dir)),
         ]

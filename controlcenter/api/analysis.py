@@ -1,0 +1,138 @@
+"""/api/v1/analysis...: launch a lag analysis, list runs, one run, cancel it, its results.
+
+A launch is validated by the job's form (`controlcenter.analysis.jobs`) before anything is
+queued: unknown groups or topics, an empty window or impossible parameters answer 400 with
+`{"error_code": "INVALID_REQUEST", "message", "fields"}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from controlcenter import actions
+from controlcenter.access import Capability
+from controlcenter.analysis import export
+from controlcenter.analysis.jobs import JOBS
+from controlcenter.api.base import ControlCenterView, form_errors, refusal
+from controlcenter.models import AnalysisRun
+
+PER_PAGE = 50
+
+
+class RunSerializer(serializers.ModelSerializer[AnalysisRun]):
+    requested_by = serializers.CharField(source="requested_by.username", default=None)
+    duration_seconds = serializers.FloatField(allow_null=True, read_only=True)
+
+    class Meta:
+        model = AnalysisRun
+        fields = ["id", "job", "parameters", "status", "cancel_requested", "stages_done",
+                  "stages_total", "tasks_done", "tasks_total", "master", "created_at",
+                  "started_at", "finished_at", "duration_seconds", "error", "requested_by"]
+
+
+class RunPageSerializer(serializers.Serializer[Any]):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = RunSerializer(many=True)
+
+
+LAUNCH_REQUEST = inline_serializer("AnalysisLaunchRequest", {
+    "job": serializers.ChoiceField(choices=list(JOBS)),
+    "window_minutes": serializers.IntegerField(default=60),
+    "until": serializers.DateTimeField(required=False, help_text="UTC; default now"),
+    "groups": serializers.ListField(child=serializers.CharField(), required=False),
+    "topics": serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="hot_partitions only"),
+    "threshold_s": serializers.FloatField(required=False, help_text="sla only"),
+    "objective": serializers.FloatField(required=False, help_text="sla only"),
+})
+
+
+class AnalysisListView(ControlCenterView):
+    capability = Capability.RUN_ANALYSES
+
+    @extend_schema(summary="Analysis runs, newest first", operation_id="analysis_list",
+                   parameters=[OpenApiParameter("page", int)], responses=RunPageSerializer)
+    def get(self, request: Request) -> Response:
+        page = Paginator(AnalysisRun.objects.select_related("requested_by"), PER_PAGE
+                         ).get_page(request.query_params.get("page"))
+        return Response({"count": page.paginator.count, "page": page.number,
+                         "pages": page.paginator.num_pages,
+                         "results": RunSerializer(list(page.object_list), many=True).data})
+
+    @extend_schema(summary="Launch a job: validated, then queued for a Celery worker",
+                   request=LAUNCH_REQUEST, responses={202: RunSerializer})
+    def post(self, request: Request) -> Response:
+        data = dict(request.data) if isinstance(request.data, dict) else {}
+        spec = JOBS.get(str(data.pop("job", "")))
+        if spec is None:
+            return Response({"error_code": "INVALID_REQUEST",
+                             "message": f"job must be one of: {', '.join(JOBS)}"}, status=400)
+        form = spec.form.with_defaults({k: v for k, v in data.items() if v is not None})
+        if not form.is_valid():
+            return form_errors(form.errors)
+        try:
+            run = actions.launch_analysis(request._request, spec.name, form.params())
+        except actions.ActionError as exc:
+            return refusal(exc)
+        return Response(RunSerializer(run).data, status=202)
+
+
+class AnalysisView(ControlCenterView):
+    @extend_schema(summary="One run: status, progress, timings, error",
+                   operation_id="analysis_retrieve", responses=RunSerializer)
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(RunSerializer(_run(run_id)).data)
+
+
+class AnalysisCancelView(ControlCenterView):
+    capability = Capability.RUN_ANALYSES
+
+    @extend_schema(summary="Cancel a queued or running run", request=None,
+                   responses={202: RunSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        run = _run(run_id)
+        try:
+            actions.cancel_analysis(request._request, run)
+        except actions.ActionError as exc:
+            return refusal(exc)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data, status=202)
+
+
+class AnalysisResultsView(ControlCenterView):
+    @extend_schema(summary="A finished run's tables and chart series (JSON), or one table "
+                           "as CSV", parameters=[
+                               OpenApiParameter("format", str, enum=["json", "csv"]),
+                               OpenApiParameter("table", str, description="csv only")],
+                   responses={200: inline_serializer("AnalysisResult", {
+                       "job": serializers.CharField(), "tables": serializers.DictField(),
+                       "charts": serializers.DictField()})})
+    def get(self, request: Request, run_id: int) -> Response | HttpResponse:
+        run = _run(run_id)
+        if run.result is None:
+            return Response({"error_code": "NO_RESULT",
+                             "message": f"Run {run.pk} is {run.status}: no result."},
+                            status=409 if not run.finished else 404)
+        fmt = request.query_params.get("format", "json")
+        if fmt == "json":
+            return Response(run.result)
+        try:
+            return export.download(run, fmt, request.query_params.get("table"))
+        except export.NoSuchTable as exc:
+            return Response({"error_code": "INVALID_REQUEST", "message": str(exc)}, status=400)
+
+
+def _run(run_id: int) -> AnalysisRun:
+    run = AnalysisRun.objects.select_related("requested_by").filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"No analysis run {run_id}.")
+    return run

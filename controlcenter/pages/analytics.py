@@ -1,0 +1,142 @@
+"""The Analytics pages: the runs list and the jobs to launch, a job's launch form, a run
+(live progress bar, cancel, results as tables and uPlot charts), its downloads, schedules.
+
+Runs and results come from `AnalysisRun` rows; pages never call Spark. Launching and
+cancelling go through `actions` and need the `run_analyses` permission.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from controlcenter import actions
+from controlcenter.access import Capability, requires
+from controlcenter.analysis import execute, export
+from controlcenter.analysis.jobs import JOBS, JobSpec
+from controlcenter.models import AnalysisRun, AnalysisSchedule
+
+PER_PAGE = 25
+
+
+def analytics(request: HttpRequest) -> HttpResponse:
+    page = Paginator(AnalysisRun.objects.select_related("requested_by"), PER_PAGE).get_page(
+        request.GET.get("page"))
+    return render(request, "controlcenter/analytics.html", {
+        "page": page, "jobs": JOBS.values(), "schedules": AnalysisSchedule.objects.all()})
+
+
+class ScheduleForm(forms.Form):
+    schedule_name = forms.SlugField(required=False, max_length=100, label="Schedule name",
+                                    help_text="To launch it again every interval (Celery beat).")
+    every_minutes = forms.IntegerField(required=False, min_value=1, max_value=7 * 24 * 60,
+                                       label="Every (minutes)")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("schedule_name")) != bool(data.get("every_minutes")):
+            raise forms.ValidationError("A schedule needs both a name and an interval.")
+        return data
+
+
+def analysis_new(request: HttpRequest, job: str) -> HttpResponse:
+    """GET shows the job's form to anyone; POST launches, for users who may run analyses."""
+    spec = _spec(job)
+    if request.method == "POST":
+        return _launch(request, spec)
+    return _form_page(request, spec, spec.form(), ScheduleForm())
+
+
+def _form_page(request: HttpRequest, spec: JobSpec, form: Any, schedule: ScheduleForm,
+               status: int = 200) -> HttpResponse:  # fmt: skip
+    return render(request, "controlcenter/analysis_new.html",
+                  {"spec": spec, "form": form, "schedule": schedule}, status=status)
+
+
+@requires(Capability.RUN_ANALYSES)
+def _launch(request: HttpRequest, spec: JobSpec) -> HttpResponse:
+    form, schedule = spec.form(request.POST), ScheduleForm(request.POST)
+    if not (form.is_valid() and schedule.is_valid()):
+        return _form_page(request, spec, form, schedule, status=400)
+    name = schedule.cleaned_data.get("schedule_name")
+    if name:
+        actions.save_analysis_schedule(request, name, spec.name, form.params(),
+                                       form.cleaned_data["window_minutes"],
+                                       schedule.cleaned_data["every_minutes"])
+        messages.success(request, f"Schedule {name} saved: {spec.title} every "
+                                  f"{schedule.cleaned_data['every_minutes']} minutes.")
+    run = actions.launch_analysis(request, spec.name, form.params())
+    return redirect("analysis-run", run_id=run.pk)
+
+
+def analysis_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(AnalysisRun.objects.select_related("requested_by", "schedule"),
+                            pk=run_id)
+    charts = (run.result or {}).get("charts") or {}
+    return render(request, "controlcenter/analysis_run.html", {
+        "run": run, "spec": JOBS.get(run.job), "window": _window(run.parameters),
+        "tables": export.tables(run.result), "charts": charts,
+        "chart_titles": [(name, export.title(name)) for name in charts],
+        "status_id": execute.status_element_id(run)})
+
+
+def analysis_status(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run's status fragment alone: what a page fetches when its socket (re)connects,
+    so a change pushed before it listened is not missed."""
+    run = get_object_or_404(AnalysisRun, pk=run_id)
+    return render(request, execute.STATUS_TEMPLATE, {"run": run})
+
+
+@requires(Capability.RUN_ANALYSES)
+def analysis_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(AnalysisRun, pk=run_id)
+    try:
+        status = actions.cancel_analysis(request, run)
+    except actions.ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        done = status == "CANCELLED"
+        messages.info(request, f"Run {run.pk}: " + (
+            "cancelled." if done else "cancelling; its Spark job is being stopped."))
+    return redirect("analysis-run", run_id=run.pk)
+
+
+def analysis_download(request: HttpRequest, run_id: int, fmt: str) -> HttpResponse:
+    """The run's result as JSON (everything) or one table as CSV (`?table=`)."""
+    run = get_object_or_404(AnalysisRun, pk=run_id)
+    if run.result is None:
+        raise Http404("This run has no result.")
+    try:
+        return export.download(run, fmt, request.GET.get("table"))
+    except export.NoSuchTable as exc:
+        raise Http404(str(exc)) from exc
+
+
+@requires(Capability.RUN_ANALYSES)
+def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
+    schedule = get_object_or_404(AnalysisSchedule, pk=schedule_id)
+    actions.delete_analysis_schedule(request, schedule)
+    messages.info(request, f"Schedule {schedule.name} deleted.")
+    return redirect("analytics")
+
+
+def _spec(job: str) -> JobSpec:
+    spec = JOBS.get(job)
+    if spec is None:
+        raise Http404(f"No job {job!r}.")
+    return spec
+
+
+def _window(params: dict[str, Any]) -> tuple[dt.datetime, dt.datetime] | None:
+    try:
+        since, until = float(params["since"]), float(params["until"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (dt.datetime.fromtimestamp(since, dt.UTC), dt.datetime.fromtimestamp(until, dt.UTC))
+

@@ -1,0 +1,206 @@
+"""Launching, cancelling and reading lag analyses through the pages and /api/v1/analysis,
+with the real Django test client: bad input is refused before anything is queued, state
+changes need the permission and reach the audit log, results download as JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.test.utils import override_settings
+from django.utils import timezone
+
+from controlcenter import actions
+from controlcenter.access import Capability
+from controlcenter.models import (
+    AnalysisRun,
+    AnalysisSchedule,
+    AnalysisStatus,
+    AuditEntry,
+    GroupState,
+    TopicState,
+)
+from tests.controlcenter.conftest import PASSWORD, make_user
+
+pytestmark = pytest.mark.django_db
+
+RESULT = {
+    "job": "sla",
+    "tables": {"groups": {"columns": ["group", "breach_minutes", "budget_left_fraction"],
+                          "rows": [{"group": "billing", "breach_minutes": 3,
+                                    "budget_left_fraction": None}]}},
+    "charts": {"breach_minutes": {"x": ["billing"], "y": {"breach_minutes": [3]}}},
+}
+
+
+@pytest.fixture(autouse=True)
+def cluster(kafka_bootstrap: str) -> Any:
+    """Names the read model lacks are looked up on a real cluster, never a dead address."""
+    now = timezone.now()
+    GroupState.objects.create(group_id="billing", state="Stable", updated_at=now)
+    TopicState.objects.create(name="orders", partitions=3, replication_factor=1, updated_at=now)
+    with override_settings(KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap):
+        yield
+
+
+@pytest.fixture
+def analyst() -> User:
+    return make_user("analyst", Capability.RUN_ANALYSES)
+
+
+def signed_in(user: User) -> Client:
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+def test_a_launch_with_bad_input_is_refused_on_the_form_and_nothing_is_queued(
+    analyst: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    client = signed_in(analyst)
+    cases = [
+        ("sla", {"groups": "billing, nosuchgroup", "window_minutes": 60, "threshold_s": 30,
+                 "objective": 0.99}, "Unknown consumer group(s): nosuchgroup"),
+        ("sla", {"groups": "billing", "window_minutes": 0, "threshold_s": 30,
+                 "objective": 0.99}, "greater than or equal to 1"),
+        ("sla", {"groups": "billing", "window_minutes": 60, "threshold_s": 30,
+                 "objective": 1.5}, "between 0 and 1"),
+        ("sla", {"groups": "billing", "window_minutes": 60, "threshold_s": -4,
+                 "objective": 0.99}, "greater than or equal to 0.001"),
+        ("hot_partitions", {"topics": "orders nosuchtopic", "window_minutes": 60,
+                            "hot_factor": 1.5, "top_keys": 5}, "Unknown topic(s): nosuchtopic"),
+        ("hot_partitions", {"topics": "", "window_minutes": 60, "hot_factor": 1.5,
+                            "top_keys": 5}, "This field is required"),
+    ]
+    with django_capture_on_commit_callbacks() as queued:
+        for job, data, error in cases:
+            response = client.post(f"/analytics/new/{job}/", data)
+            assert response.status_code == 400, (job, data)
+            assert error in response.content.decode(), (job, data)
+    assert not queued and not AnalysisRun.objects.exists()
+
+
+def test_the_api_answers_bad_input_with_an_error_code_before_queueing(analyst: User) -> None:
+    client = signed_in(analyst)
+    unknown_job = client.post("/api/v1/analysis", {"job": "astrology"},
+                              content_type="application/json")
+    assert unknown_job.status_code == 400
+    assert unknown_job.json()["error_code"] == "INVALID_REQUEST"
+    empty = client.post("/api/v1/analysis", {"job": "eta", "groups": ["billing"],
+                                              "window_minutes": -5},
+                        content_type="application/json")
+    assert empty.status_code == 400 and "window_minutes" in empty.json()["fields"]
+    ghost = client.post("/api/v1/analysis", {"job": "eta", "groups": ["ghost"]},
+                        content_type="application/json")
+    assert ghost.status_code == 400 and "ghost" in ghost.json()["message"]
+    assert not AnalysisRun.objects.exists()
+
+
+def test_launching_needs_the_permission(viewer: User) -> None:
+    anonymous = Client().post("/api/v1/analysis", {"job": "eta"},
+                              content_type="application/json")
+    assert anonymous.status_code == 403 and anonymous.json()["detail"]  # DRF: sign in first
+    page = Client().post("/analytics/new/eta/", {"window_minutes": 60})
+    assert page.status_code == 302 and "/login/" in page["Location"]
+    refused = signed_in(viewer).post("/api/v1/analysis", {"job": "eta"},
+                                     content_type="application/json")
+    assert refused.status_code == 403
+    assert not AnalysisRun.objects.exists()
+
+
+def test_a_launch_queues_one_task_after_commit_and_is_audited(
+    analyst: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks() as queued:
+        response = signed_in(analyst).post("/analytics/new/sla/", {
+            "groups": "billing", "window_minutes": 30, "threshold_s": 45, "objective": 0.95})
+    run = AnalysisRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/analytics/runs/{run.pk}/"
+    assert len(queued) == 1
+    assert run.status == AnalysisStatus.QUEUED and run.requested_by == analyst
+    params = run.parameters
+    assert params["groups"] == ["billing"] and params["threshold_s"] == 45
+    assert params["until"] - params["since"] == pytest.approx(30 * 60)
+    entry = AuditEntry.objects.get(action="analysis.launch")
+    assert entry.username == "analyst" and entry.result == "ok"
+
+
+def test_cancelling_a_queued_run_ends_it_at_once_and_a_finished_one_cannot_be(
+    analyst: User,
+) -> None:
+    run = AnalysisRun.objects.create(job="eta", parameters={})
+    client = signed_in(analyst)
+    answer = client.post(f"/api/v1/analysis/{run.pk}/cancel")
+    assert answer.status_code == 202 and answer.json()["status"] == "CANCELLED"
+    run.refresh_from_db()
+    assert run.status == AnalysisStatus.CANCELLED and run.result is None
+    again = client.post(f"/api/v1/analysis/{run.pk}/cancel")
+    assert again.status_code == 400 and again.json()["error_code"] == "RUN_FINISHED"
+    assert AuditEntry.objects.filter(action="analysis.cancel").count() == 2
+
+
+def test_a_running_run_gets_the_flag_its_task_polls(analyst: User) -> None:
+    run = AnalysisRun.objects.create(job="eta", parameters={}, status=AnalysisStatus.RUNNING,
+                                     started_at=timezone.now())
+    status = actions.cancel_analysis(analyst, run)
+    run.refresh_from_db()
+    assert status == AnalysisStatus.RUNNING and run.cancel_requested
+
+
+def test_a_finished_run_shows_its_tables_and_downloads_as_json_and_csv() -> None:
+    run = AnalysisRun.objects.create(job="sla", parameters={"since": 0, "until": 60},
+                                     status=AnalysisStatus.SUCCEEDED, result=RESULT,
+                                     started_at=timezone.now(), finished_at=timezone.now())
+    client = Client()
+    page = client.get(f"/analytics/runs/{run.pk}/").content.decode()
+    assert 'id="table-groups"' in page and 'data-chart="breach_minutes"' in page
+    assert client.get(f"/api/v1/analysis/{run.pk}/results").json() == RESULT
+    download = client.get(f"/analytics/runs/{run.pk}/download.csv?table=groups")
+    assert download["Content-Disposition"].endswith('-groups.csv"')
+    rows = list(csv.reader(io.StringIO(download.content.decode())))
+    assert rows == [["group", "breach_minutes", "budget_left_fraction"], ["billing", "3", ""]]
+    assert client.get(f"/analytics/runs/{run.pk}/download.csv?table=nope").status_code == 404
+    as_json = client.get(f"/analytics/runs/{run.pk}/download.json")
+    assert as_json["Content-Type"] == "application/json"
+
+
+def test_a_failed_run_shows_sparks_error_and_has_no_results() -> None:
+    run = AnalysisRun.objects.create(job="eta", parameters={}, status=AnalysisStatus.FAILED,
+                                     error="AnalysisException: [PATH_NOT_FOUND] x")
+    page = Client().get(f"/analytics/runs/{run.pk}/").content.decode()
+    assert "AnalysisException: [PATH_NOT_FOUND] x" in page
+    answer = Client().get(f"/api/v1/analysis/{run.pk}/results")
+    assert answer.status_code == 404 and answer.json()["error_code"] == "NO_RESULT"
+
+
+def test_due_schedules_launch_with_a_fresh_window_and_others_wait(
+    analyst: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    name = f"nightly-{uuid.uuid4().hex[:6]}"
+    actions.save_analysis_schedule(analyst, name, "eta", {"groups": ["billing"]}, 90, 60)
+    AnalysisSchedule.objects.create(name="recent", job="eta", every_minutes=60,
+                                    last_launched_at=timezone.now())
+    with django_capture_on_commit_callbacks() as queued:
+        runs = actions.launch_due_analyses()
+    assert [r.schedule.name for r in runs if r.schedule] == [name] and len(queued) == 1
+    params = runs[0].parameters
+    assert params["groups"] == ["billing"]
+    assert params["until"] - params["since"] == pytest.approx(90 * 60)
+    assert actions.launch_due_analyses() == []  # launched a moment ago: not due again
+
+
+def test_runs_a_killed_worker_left_running_end_failed_when_it_is_back() -> None:
+    mine = AnalysisRun.objects.create(job="eta", status=AnalysisStatus.RUNNING,
+                                      worker="millrace-analytics@a", started_at=timezone.now())
+    other = AnalysisRun.objects.create(job="eta", status=AnalysisStatus.RUNNING,
+                                       worker="millrace-analytics@b", started_at=timezone.now())
+    assert actions.fail_orphaned_analyses("millrace-analytics@a") == 1
+    mine.refresh_from_db()
+    other.refresh_from_db()
+    assert mine.status == AnalysisStatus.FAILED and "stopped" in mine.error
+    assert other.status == AnalysisStatus.RUNNING
