@@ -29,7 +29,7 @@ def test_the_server_takes_override_settings_and_the_keywords_on_top(
     with django_db_blocker.unblock(), override_settings(KAFKA_BOOTSTRAP_SERVERS=outer):
         with serve(project_application) as server:
             page = httpx.get(server.url + "/", timeout=30).text
-        assert outer in page and "Cluster unreachable" in page
+        assert outer in page
         with serve("controlcenter.asgi:application", KAFKA_BOOTSTRAP_SERVERS=inner) as server:
             page = httpx.get(server.url + "/", timeout=30).text
         assert inner in page and outer not in page

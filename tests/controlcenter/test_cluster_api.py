@@ -109,7 +109,7 @@ def test_bad_requests_get_json_errors(admin: Client) -> None:
 
 
 def test_the_openapi_document_describes_the_cluster_api(client: Client) -> None:
-    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
     for route in ("/api/v1/cluster", "/api/v1/brokers/{node_id}/{command}", "/api/v1/topics",
                   "/api/v1/topics/{name}/configs", "/api/v1/topics/{name}/messages"):
         assert route in schema["paths"], route

@@ -108,7 +108,8 @@ def test_the_group_api_serves_what_the_pages_show(client: Client) -> None:
     history = client.get("/api/v1/groups/billing/eu/history?window=15m").json()
     assert history["lag"] == [10, 1]
     assert client.get("/api/v1/groups/nope").status_code == 404
-    assert "/api/v1/groups/{group_id}/reset-offsets" in client.get("/api/schema/").content.decode()
+    assert "/api/v1/groups/{group_id}/reset-offsets" in client.get(
+        "/api/v1/schema/", HTTP_ACCEPT="application/json").content.decode()
 
 
 def test_anonymous_users_and_users_without_the_permission_change_no_group(

@@ -141,8 +141,7 @@ class Command(BaseCommand):
         admin = ClusterClient(bootstrap, QUIET, timeout=METADATA_TIMEOUT)
         metadata = self._connect(admin, bootstrap)
         topic: str = opts["topic"]
-        self._ensure_topic(admin, metadata, topic, opts["partitions"])
-        partitions = len(self._metadata(admin).topics[topic].partitions)
+        partitions = self._ensure_topic(admin, metadata, topic, opts["partitions"])
         run = DemoRun(self, bootstrap, topic, partitions, opts["rate"])
         deliveries = run.produce(opts["duration"])
         report = run.read_back(deliveries)
@@ -170,12 +169,15 @@ class Command(BaseCommand):
         return metadata
 
     def _ensure_topic(self, admin: ClusterClient, metadata: ClusterMetadata, topic: str,
-                      partitions: int) -> None:
+                      partitions: int) -> int:
+        """The topic's partition count, once every partition has a leader. (Each metadata
+        read may come from another broker, so the count is taken from the read that showed
+        the topic, never from a later one that may not have seen it yet.)"""
         existing = metadata.topics.get(topic)
         if existing is not None and existing.error is None:
             self.out.write(f"Using the existing topic {topic}: {len(existing.partitions)} "
                               f"partitions, replication factor {existing.replication_factor}")
-            return
+            return len(existing.partitions)
         brokers = len(metadata.brokers)
         rf, min_isr = min(3, brokers), (2 if brokers > 1 else 1)
         try:
@@ -186,15 +188,15 @@ class Command(BaseCommand):
                                    returncode=EXIT_UNAVAILABLE) from exc
         self.out.write(f"Created topic {topic}: {partitions} partitions, replication "
                           f"factor {rf}, min.insync.replicas={min_isr}")
-        self._wait_for_leaders(admin, topic)
+        return self._wait_for_leaders(admin, topic)
 
-    def _wait_for_leaders(self, admin: ClusterClient, topic: str, timeout: float = 30) -> None:
+    def _wait_for_leaders(self, admin: ClusterClient, topic: str, timeout: float = 30) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self._metadata(admin).topics.get(topic)
             if (found is not None and found.error is None and found.partitions
                     and not any(p.offline for p in found.partitions)):
-                return
+                return len(found.partitions)
             time.sleep(0.2)
         raise CommandError(f"topic {topic} has partitions without a leader after "
                            f"{timeout:.0f} s", returncode=EXIT_UNAVAILABLE)
