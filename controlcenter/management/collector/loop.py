@@ -43,9 +43,14 @@ class Collector:
         # answer shows as unreachable within one interval. The batched requests after it get
         # longer: at 10,000 partitions one ListOffsets can take seconds on a loaded machine,
         # and a slow answer is a long cycle (logged), not an unreachable cluster.
+        # ... but not much longer: a request sent to a broker that has just died waits out
+        # the whole limit before librdkafka retries on fresh metadata, and a cycle makes
+        # several such requests in a row (30 s each froze the pages for 90 s after a kill).
+        # Twice the interval (at least 5 s, above the brokers' session timeout) keeps a
+        # 10,000-partition ListOffsets (2-4 s here) well inside it.
         probe = max(1.0, config.interval / 2)
         self.client = ClusterClient(config.bootstrap_servers, {"client.id": "millrace-collector"},
-                                    timeout=max(30.0, 6 * config.interval), metadata_ttl=0.0)
+                                    timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
         self.sampler = Sampler(self.client, config.supervisor_dir, probe_timeout=probe)
         self.analyzer = Analyzer()
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
