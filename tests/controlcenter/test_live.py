@@ -33,6 +33,10 @@ def redis_layer(prefix: str) -> dict[str, object]:
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# Connecting runs Channels' auth middleware, which looks up the session's user in the database
+# (and closes stale connections first): each socket is a real page's socket.
+pytestmark = pytest.mark.django_db(transaction=True)
+
 
 @pytest.fixture
 def own_hub() -> Iterator[str]:
