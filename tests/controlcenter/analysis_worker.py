@@ -8,13 +8,11 @@ settings the platform uses.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -23,14 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyspark
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 from django.db import connection
 from django.test.utils import override_settings
 
-from brokercluster.ports import free_port
 from controlcenter.models import AnalysisRun
 from laganalysis.burrow import Status
 from laganalysis.records import LAG_SAMPLES_TOPIC, LagSample, encode_lag_sample
@@ -176,66 +172,3 @@ def _write_history(scenario: Scenario) -> None:
             key, value = encode_lag_sample(sample)
             producer.produce(LAG_SAMPLES_TOPIC, value, key)
     assert producer.flush(30) == 0
-
-
-# --- a Spark standalone cluster ---------------------------------------------------------------
-
-SPARK_HOME = Path(pyspark.__file__).parent
-
-
-@contextmanager
-def spark_standalone(log_dir: Path, workers: int = 1) -> Iterator[str]:
-    """A master and `workers` workers on 127.0.0.1 and free ports, run through the
-    `bin/spark-class` launcher shipped in the pyspark package (it ships no start-master.sh);
-    yields the master URL. With no worker, every job waits for resources: a job that runs
-    until it is cancelled."""
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(log_dir)}
-    port, ui = free_port(), free_port()
-    url = f"spark://127.0.0.1:{port}"
-    procs = [_spark_class("org.apache.spark.deploy.master.Master",
-                          ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
-                          log_dir / "master.log", env)]
-    for n in range(workers):
-        procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", [
-            url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port",
-            str(free_port()), "--work-dir", str(log_dir / f"work{n}")],
-            log_dir / f"worker{n}.log", env))
-    try:
-        deadline = time.monotonic() + 180
-        while _alive_workers(ui) < workers or not _answers(ui):
-            assert all(p.poll() is None for p in procs), "a Spark master or worker exited"
-            assert time.monotonic() < deadline, "the Spark cluster did not come up"
-            time.sleep(0.5)
-        yield url
-    finally:
-        for proc in reversed(procs):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _spark_class(name: str, args: list[str], log: Path, env: dict[str, str]
-                 ) -> subprocess.Popen[bytes]:  # fmt: skip
-    with log.open("wb") as out:
-        return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), name, *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
-
-
-def _status(ui_port: int) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as r:
-            return dict(json.load(r))
-    except OSError:
-        return None
-
-
-def _answers(ui_port: int) -> bool:
-    return _status(ui_port) is not None
-
-
-def _alive_workers(ui_port: int) -> int:
-    return int((_status(ui_port) or {}).get("aliveworkers", 0))

@@ -21,11 +21,11 @@ from tests.controlcenter.analysis_worker import (
     build_scenario,
     celery_worker,
     purge_queue,
-    spark_standalone,
     wait_for,
 )
 from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.conftest import PASSWORD, make_user
+from tests.sparkcluster import spark_standalone
 
 pytestmark = pytest.mark.slow
 SPARK_TIMEOUT_MS = 300_000  # a JVM start and a job on a machine shared with other test runs
@@ -116,8 +116,8 @@ def test_a_long_job_is_cancelled_from_the_ui_and_ends_cancelled(
     tab: Browser, scenario: Scenario, tmp_path: Path
 ) -> None:
     # A master with no worker: the job's first stage waits for executors until cancelled.
-    with spark_standalone(tmp_path, workers=0) as master, \
-            celery_worker(tmp_path, scenario.bootstrap, master=master,
+    with spark_standalone(tmp_path, workers=0) as cluster, \
+            celery_worker(tmp_path, scenario.bootstrap, master=cluster.url,
                           queue=settings.MILLRACE_ANALYSIS_QUEUE):
         run_id = launch_from_the_form(tab, "eta", {"groups": scenario.group})
         status = tab.page.locator(f"#analysis-status-{run_id}")

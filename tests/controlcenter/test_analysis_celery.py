@@ -23,10 +23,10 @@ from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
     celery_worker,
-    spark_standalone,
     wait_for,
 )
 from tests.controlcenter.conftest import PASSWORD, make_user
+from tests.sparkcluster import spark_standalone
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 SLA_THRESHOLD_S, OBJECTIVE, HOT_FACTOR = 400.0, 0.9, 1.5
@@ -96,11 +96,11 @@ def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
     scenario: Scenario, analyst: Client, tmp_path: Path
 ) -> None:
     """The values check_eta accepts are the ones local[2] gave in the first test."""
-    with spark_standalone(tmp_path) as master, \
-            celery_worker(tmp_path, scenario.bootstrap, master=master):
+    with spark_standalone(tmp_path) as cluster, \
+            celery_worker(tmp_path, scenario.bootstrap, master=cluster.url):
         eta = launch(analyst, "eta", groups=[scenario.group])
         check_eta(scenario, results(analyst, eta))
-    assert AnalysisRun.objects.get(pk=eta).master == master
+    assert AnalysisRun.objects.get(pk=eta).master == cluster.url
 
 
 # --- what the scenario implies, computed here from the samples it wrote --------------------
