@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from controlcenter import actions
 from controlcenter.access import Capability
+from controlcenter.analysis.schedules import ScheduleSpec
 from controlcenter.models import (
     AnalysisRun,
     AnalysisSchedule,
@@ -182,7 +183,8 @@ def test_due_schedules_launch_with_a_fresh_window_and_others_wait(
     analyst: User, django_capture_on_commit_callbacks: Any
 ) -> None:
     name = f"nightly-{uuid.uuid4().hex[:6]}"
-    actions.save_analysis_schedule(analyst, name, "eta", {"groups": ["billing"]}, 90, 60)
+    actions.save_analysis_schedule(analyst, ScheduleSpec(name, "eta", {"groups": ["billing"]},
+                                                         90, 60))
     AnalysisSchedule.objects.create(name="recent", job="eta", every_minutes=60,
                                     last_launched_at=timezone.now())
     with django_capture_on_commit_callbacks() as queued:
