@@ -416,7 +416,7 @@ def _schedule_parameters(spec: ScheduleSpec) -> dict[str, Any]:
 
 
 def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
-    """Launch every enabled schedule whose interval has passed (Celery beat, every minute)."""
+    """Launch every enabled schedule whose interval has passed (Celery beat's one entry)."""
     now = now or timezone.now()
     runs = []
     for schedule in AnalysisSchedule.objects.filter(enabled=True):
@@ -425,9 +425,11 @@ def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
         until = now.timestamp()
         params = {**schedule.parameters, "until": until,
                   "since": until - schedule.window_minutes * 60}
+        unclaimed = AnalysisSchedule.objects.filter(
+            pk=schedule.pk, last_launched_at=schedule.last_launched_at)
         with transaction.atomic():
-            AnalysisSchedule.objects.filter(pk=schedule.pk).update(last_launched_at=now)
-            runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
+            if unclaimed.update(last_launched_at=now):  # of two workers that saw it due, one
+                runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
     return runs
 
 

@@ -1,9 +1,9 @@
 """A real Celery worker for analysis tests, and a lag scenario on the built-in cluster.
 
-`celery_worker(...)` starts `celery -A controlcenter worker` as a subprocess over this test
-session's database, consuming a queue of its own (so no other worker on the same Redis takes
-its tasks) on the filesystem transport or on Redis; tests send to it by overriding the same
-settings the platform uses.
+`celery_worker(...)` starts `celery -A controlcenter worker` (and `beat`) as subprocesses
+over this test session's database, consuming a queue of its own (so no other worker on the
+same Redis takes its tasks) on the filesystem transport or on Redis; tests send to it by
+overriding the same settings the platform uses.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,10 @@ from tests.brokerproc import REPO
 
 @contextmanager
 def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
-                  master: str = "local[2]", queue: str | None = None) -> Iterator[None]:
-    """A worker process on its own queue; while it runs, this process queues to it.
+                  master: str = "local[2]", queue: str | None = None, beat: bool = False
+                  ) -> Iterator[None]:  # fmt: skip
+    """A worker process on its own queue; while it runs, this process queues to it. With
+    `beat`, `celery beat` runs too, looking for due schedules every second.
 
     A live server forked earlier queues to the settings' queue: pass `queue` to serve that
     one (and `purge_queue` it before the test queues anything)."""
@@ -45,26 +47,38 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
            "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
-           "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-    log_path = log_dir / f"worker-{queue}.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "controlcenter", "worker", "--pool",
-             "threads", "--concurrency", "1", "--queues", queue, "--loglevel", "INFO",
-             "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while " ready." not in log_path.read_text(errors="replace"):
-            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the worker did not get ready"
-            time.sleep(0.2)
+           "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    worker = ["worker", "--pool", "threads", "--concurrency", "1", "--queues", queue,
+              "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
+    beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
+    with ExitStack() as stack:
+        stack.enter_context(_celery(worker, env, log_dir / f"worker-{queue}.log", " ready."))
+        if beat:
+            stack.enter_context(_celery(beat_args, env, log_dir / f"beat-{queue}.log",
+                                        "beat: Starting"))
         with override_settings(CELERY_BROKER_URL=broker_url, MILLRACE_ANALYSIS_QUEUE=queue,
                                CELERY_BROKER_TRANSPORT_OPTIONS=options,
                                KAFKA_BOOTSTRAP_SERVERS=bootstrap):
             yield
+
+
+@contextmanager
+def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
+            ) -> Iterator[None]:  # fmt: skip
+    """`celery -A controlcenter ARGS` until the block ends; its log is shown on a failure."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "controlcenter", *args, "--loglevel", "INFO"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while ready not in log_path.read_text(errors="replace"):
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, f"celery {args[0]} did not get ready"
+            time.sleep(0.2)
+        yield
     except BaseException:
-        print(f"--- the worker's log ({log_path}) ---")  # shown with the failure
+        print(f"--- celery {args[0]}'s log ({log_path}) ---")  # shown with the failure
         print(log_path.read_text(errors="replace")[-6000:])
         raise
     finally:
