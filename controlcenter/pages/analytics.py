@@ -126,6 +126,14 @@ def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
     return redirect("analytics")
 
 
+@requires(Capability.RUN_ANALYSES)
+def schedule_enable(request: HttpRequest, schedule_id: int, enabled: bool) -> HttpResponse:
+    schedule = get_object_or_404(AnalysisSchedule, pk=schedule_id)
+    actions.enable_analysis_schedule(request, schedule, enabled)
+    messages.info(request, f"Schedule {schedule.name} " + ("resumed." if enabled else "paused."))
+    return redirect("analytics")
+
+
 def _spec(job: str) -> JobSpec:
     spec = JOBS.get(job)
     if spec is None:
