@@ -16,7 +16,7 @@ from django.test import override_settings
 from playwright.sync_api import expect
 
 from controlcenter.access import Capability
-from controlcenter.models import AnalysisRun, AnalysisStatus, AuditEntry
+from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus, AuditEntry
 from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
@@ -141,7 +141,10 @@ def test_runs_queued_from_another_browser_and_the_api_appear_in_an_open_runs_lis
     tab: Browser, chromium: Any, server: LiveServer, request: pytest.FixtureRequest
 ) -> None:
     """No worker: the runs stay QUEUED until the API cancels one, which the row shows."""
+    AnalysisSchedule.objects.create(name="eta-hourly", job="eta", every_minutes=60)
+    AnalysisSchedule.objects.create(name="sla-nightly", job="sla", enabled=False)
     tab.visit("/analytics/")
+    expect(tab.page.locator("#analysis-schedules tbody tr")).to_have_count(2)
     expect(tab.page.locator("#analysis-runs-empty")).to_be_visible()
     tab.page.evaluate("window.notReloaded = true")
     expect(tab.page.locator("#live-indicator")).to_have_attribute("data-state", "live")
