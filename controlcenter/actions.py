@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brokercluster.client import ActionRefused, BrokerProcess, NoSupervisor
@@ -36,6 +36,7 @@ from clusterclient.records import ProducedRecord, produce
 from controlcenter import connection, events, live, offsetreset
 from controlcenter.analysis import execute
 from controlcenter.analysis import jobs as analysis_jobs
+from controlcenter.analysis.schedules import ScheduleSpec
 from controlcenter.audit import Actor, audited
 from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus
 from registry import actions as registry_actions
@@ -344,42 +345,91 @@ def fail_orphaned_analyses(worker: str) -> int:
     return execute.fail_orphans(worker)
 
 
-def save_analysis_schedule(actor: Actor, name: str, job: str, params: Mapping[str, Any],
-                           window_minutes: int, every_minutes: int) -> AnalysisSchedule:
-    """Create or replace the schedule `name`: `job` every `every_minutes` over the last
-    `window_minutes` (params without since/until; each launch computes its window)."""
-    stored = {k: v for k, v in params.items() if k not in ("since", "until")}
-    with audited(actor, "analysis.schedule", f"schedule {name}",
-                 {"job": job, "every_minutes": every_minutes, **stored}) as note:
-        schedule, created = AnalysisSchedule.objects.update_or_create(
-            name=name, defaults={"job": job, "parameters": stored, "enabled": True,
-                                 "window_minutes": window_minutes,
-                                 "every_minutes": every_minutes, "created_by": _user(actor)})
-        note.message = "created" if created else "replaced"
+def save_analysis_schedule(actor: Actor, spec: ScheduleSpec) -> AnalysisSchedule:
+    """The launch page's "save as schedule": create it, or replace the one of that name."""
+    existing = AnalysisSchedule.objects.filter(name=spec.name).first()
+    if existing is not None:
+        return update_analysis_schedule(actor, existing, spec)
+    return create_analysis_schedule(actor, spec)
+
+
+def create_analysis_schedule(actor: Actor, spec: ScheduleSpec) -> AnalysisSchedule:
+    """A new enabled schedule: `spec.job` every `spec.every_minutes` over the last
+    `spec.window_minutes`; refused (SCHEDULE_EXISTS) when the name is taken."""
+    with audited(actor, "analysis.schedule.create", f"schedule {spec.name}",
+                 _schedule_parameters(spec)) as note:
+        schedule = _store_schedule(AnalysisSchedule(created_by=_user(actor)), spec)
+        note.message = f"schedule {schedule.pk}: {spec.job} every {spec.every_minutes} min"
+    _notify([("analyses", None)], f"Schedule {spec.name} saved: {spec.job} every "
+                                  f"{spec.every_minutes} minutes.")
+    return schedule
+
+
+def update_analysis_schedule(actor: Actor, schedule: AnalysisSchedule, spec: ScheduleSpec
+                             ) -> AnalysisSchedule:  # fmt: skip
+    """Give the schedule new values (its name too); its last launch and state are kept."""
+    with audited(actor, "analysis.schedule.update", f"schedule {schedule.name}",
+                 _schedule_parameters(spec)) as note:
+        _store_schedule(schedule, spec)
+        note.message = f"{spec.job} every {spec.every_minutes} min"
+    _notify([("analyses", None)], f"Schedule {spec.name} changed: {spec.job} every "
+                                  f"{spec.every_minutes} minutes.")
+    return schedule
+
+
+def enable_analysis_schedule(actor: Actor, schedule: AnalysisSchedule, enabled: bool
+                             ) -> AnalysisSchedule:  # fmt: skip
+    """Resume (enabled) or pause a schedule; beat launches only enabled ones."""
+    verb = "enable" if enabled else "disable"
+    with audited(actor, f"analysis.schedule.{verb}", f"schedule {schedule.name}") as note:
+        AnalysisSchedule.objects.filter(pk=schedule.pk).update(enabled=enabled)
+        schedule.enabled = enabled
+        note.message = f"{verb}d"
+    _notify([("analyses", None)], f"Schedule {schedule.name} {verb}d.")
     return schedule
 
 
 def delete_analysis_schedule(actor: Actor, schedule: AnalysisSchedule) -> None:
-    with audited(actor, "analysis.unschedule", f"schedule {schedule.name}") as note:
+    """Delete a schedule; the runs it launched stay (their `schedule` becomes empty)."""
+    name = schedule.name
+    with audited(actor, "analysis.schedule.delete", f"schedule {name}") as note:
         schedule.delete()
         note.message = "deleted"
+    _notify([("analyses", None)], f"Schedule {name} deleted.")
+
+
+def _store_schedule(schedule: AnalysisSchedule, spec: ScheduleSpec) -> AnalysisSchedule:
+    schedule.name, schedule.job, schedule.parameters = spec.name, spec.job, dict(spec.params)
+    schedule.window_minutes, schedule.every_minutes = spec.window_minutes, spec.every_minutes
+    try:
+        with transaction.atomic():  # a savepoint: the audit entry is still written after it
+            schedule.save()
+    except IntegrityError as exc:
+        raise ActionError(f"A schedule named {spec.name} exists already.",
+                          "SCHEDULE_EXISTS") from exc
+    return schedule
+
+
+def _schedule_parameters(spec: ScheduleSpec) -> dict[str, Any]:
+    return {"job": spec.job, "window_minutes": spec.window_minutes,
+            "every_minutes": spec.every_minutes, **spec.params}
 
 
 def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
-    """Launch every enabled schedule whose interval has passed (Celery beat, every minute)."""
+    """Launch every enabled schedule whose interval has passed (Celery beat's one entry)."""
     now = now or timezone.now()
     runs = []
     for schedule in AnalysisSchedule.objects.filter(enabled=True):
-        due = schedule.last_launched_at is None or (
-            now - schedule.last_launched_at >= dt.timedelta(minutes=schedule.every_minutes))
-        if not due:
+        if not schedule.due(now):
             continue
         until = now.timestamp()
         params = {**schedule.parameters, "until": until,
                   "since": until - schedule.window_minutes * 60}
+        unclaimed = AnalysisSchedule.objects.filter(
+            pk=schedule.pk, last_launched_at=schedule.last_launched_at)
         with transaction.atomic():
-            AnalysisSchedule.objects.filter(pk=schedule.pk).update(last_launched_at=now)
-            runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
+            if unclaimed.update(last_launched_at=now):  # of two workers that saw it due, one
+                runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
     return runs
 
 

@@ -10,8 +10,11 @@ require (`ClusterAccess`, no table) come next; the lag analyses (`AnalysisRun`,
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 # --- The read model: the latest snapshot ---------------------------------------------------
 
@@ -370,8 +373,6 @@ class AnalysisRun(models.Model):
     def duration_seconds(self) -> float | None:
         if self.started_at is None:
             return None
-        from django.utils import timezone
-
         end = self.finished_at or timezone.now()
         return max(0.0, (end - self.started_at).total_seconds())
 
@@ -398,3 +399,17 @@ class AnalysisSchedule(models.Model):
 
     def __str__(self) -> str:
         return f"schedule {self.name}: {self.job} every {self.every_minutes} min"
+
+    def due(self, now: dt.datetime) -> bool:
+        """Whether beat (which looks every minute) launches it now."""
+        return self.enabled and (self.last_launched_at is None or now >= self.last_launched_at
+                                 + dt.timedelta(minutes=self.every_minutes))
+
+    @property
+    def next_launch_at(self) -> dt.datetime | None:
+        """When beat launches it next: None while disabled; now when it never launched."""
+        if not self.enabled:
+            return None
+        if self.last_launched_at is None:
+            return timezone.now()
+        return self.last_launched_at + dt.timedelta(minutes=self.every_minutes)

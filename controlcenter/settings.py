@@ -229,10 +229,13 @@ MILLRACE_ANALYSIS_DIR = DATA_DIR / "analysis"
 MILLRACE_ANALYSIS_CONCURRENCY = env_int("MILLRACE_ANALYSIS_CONCURRENCY", 1)
 # The Celery queue analyses go to (the platform's worker consumes it: `-Q`).
 MILLRACE_ANALYSIS_QUEUE = env_str("MILLRACE_ANALYSIS_QUEUE", "analytics")
-# One beat entry: launch the analysis schedules that are due (AnalysisSchedule rows).
+# One beat entry: launch the analysis schedules that are due (AnalysisSchedule rows), looking
+# every MILLRACE_SCHEDULE_CHECK_S seconds (schedules' own intervals are whole minutes).
+MILLRACE_SCHEDULE_CHECK_S = env_int("MILLRACE_SCHEDULE_CHECK_S", 60)
 CELERY_BEAT_SCHEDULE = {
     "launch-due-analyses": {"task": "controlcenter.tasks.launch_due_analyses_task",
-                            "schedule": 60.0, "options": {"queue": MILLRACE_ANALYSIS_QUEUE}},
+                            "schedule": float(MILLRACE_SCHEDULE_CHECK_S),
+                            "options": {"queue": MILLRACE_ANALYSIS_QUEUE}},
 }
 
 # --- REST framework and OpenAPI (served without a CDN) -------------------------------------

@@ -48,6 +48,7 @@ class NameListField(forms.Field):
 class JobForm(forms.Form):
     """The window every job reads: the last `window_minutes` before `until` (default now)."""
 
+    NOT_JOB_FIELDS: tuple[str, ...] = ("window_minutes", "until")  # not passed to the job
     window_minutes = forms.IntegerField(
         initial=60, min_value=1, max_value=MAX_WINDOW_MINUTES, label="Window (minutes)",
         help_text="How much history to analyse, ending at 'until'.")
@@ -85,7 +86,7 @@ class JobForm(forms.Form):
         return params
 
     def job_fields(self) -> list[str]:
-        return [n for n in self.fields if n not in ("window_minutes", "until")]
+        return [n for n in self.fields if n not in self.NOT_JOB_FIELDS]
 
 
 class GroupsForm(JobForm):

@@ -21,6 +21,7 @@ from controlcenter.access import Capability
 from controlcenter.analysis import export
 from controlcenter.analysis.jobs import JOBS
 from controlcenter.api.base import ControlCenterView, form_errors, refusal
+from controlcenter.api.jobparams import job_parameter_fields
 from controlcenter.models import AnalysisRun
 
 PER_PAGE = 50
@@ -48,11 +49,7 @@ LAUNCH_REQUEST = inline_serializer("AnalysisLaunchRequest", {
     "job": serializers.ChoiceField(choices=list(JOBS)),
     "window_minutes": serializers.IntegerField(default=60),
     "until": serializers.DateTimeField(required=False, help_text="UTC; default now"),
-    "groups": serializers.ListField(child=serializers.CharField(), required=False),
-    "topics": serializers.ListField(child=serializers.CharField(), required=False,
-                                    help_text="hot_partitions only"),
-    "threshold_s": serializers.FloatField(required=False, help_text="sla only"),
-    "objective": serializers.FloatField(required=False, help_text="sla only"),
+    **job_parameter_fields(),
 })
 
 

@@ -18,7 +18,7 @@ from controlcenter.api.access import AUTHENTICATION, PagesRules
 # The HTTP status of a refusal, by its code; anything else is the caller's request (400).
 STATUS_BY_CODE = {
     "UNAVAILABLE": 503, "NO_SUPERVISOR": 503,
-    "GROUP_NOT_EMPTY": 409, "NON_EMPTY_GROUP": 409, "409": 409,
+    "GROUP_NOT_EMPTY": 409, "NON_EMPTY_GROUP": 409, "409": 409, "SCHEDULE_EXISTS": 409,
     "GROUP_ID_NOT_FOUND": 404, "UNKNOWN_TOPIC_OR_PART": 404,
     "40401": 404, "40402": 404, "40403": 404, "40408": 404,
 }

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from controlcenter.api import analysis, cluster, groups, schemas
+from controlcenter.api import analysis, cluster, groups, schedules, schemas
 
 
 def _view(cls: Any) -> Any:
@@ -23,6 +23,13 @@ urlpatterns = [
          name="api-analysis-cancel"),
     path("analysis/<int:run_id>/results", _view(analysis.AnalysisResultsView),
          name="api-analysis-results"),
+    path("analysis/schedules", _view(schedules.ScheduleListView), name="api-schedules"),
+    path("analysis/schedules/<int:schedule_id>", _view(schedules.ScheduleView),
+         name="api-schedule"),
+    path("analysis/schedules/<int:schedule_id>/enable", _view(schedules.ScheduleEnableView),
+         name="api-schedule-enable"),
+    path("analysis/schedules/<int:schedule_id>/disable",
+         _view(schedules.ScheduleDisableView), name="api-schedule-disable"),
     *cluster.urlpatterns,
     path("groups", _view(groups.GroupListView), name="api-groups"),
     path("groups/<path:group_id>/history", _view(groups.GroupHistoryView),

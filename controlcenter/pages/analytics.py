@@ -20,6 +20,7 @@ from controlcenter import actions
 from controlcenter.access import Capability, requires
 from controlcenter.analysis import execute, export
 from controlcenter.analysis.jobs import JOBS, JobSpec
+from controlcenter.analysis.schedules import MAX_EVERY_MINUTES, ScheduleSpec
 from controlcenter.models import AnalysisRun, AnalysisSchedule
 
 PER_PAGE = 25
@@ -35,7 +36,7 @@ def analytics(request: HttpRequest) -> HttpResponse:
 class ScheduleForm(forms.Form):
     schedule_name = forms.SlugField(required=False, max_length=100, label="Schedule name",
                                     help_text="To launch it again every interval (Celery beat).")
-    every_minutes = forms.IntegerField(required=False, min_value=1, max_value=7 * 24 * 60,
+    every_minutes = forms.IntegerField(required=False, min_value=1, max_value=MAX_EVERY_MINUTES,
                                        label="Every (minutes)")
 
     def clean(self) -> dict[str, Any]:
@@ -66,9 +67,8 @@ def _launch(request: HttpRequest, spec: JobSpec) -> HttpResponse:
         return _form_page(request, spec, form, schedule, status=400)
     name = schedule.cleaned_data.get("schedule_name")
     if name:
-        actions.save_analysis_schedule(request, name, spec.name, form.params(),
-                                       form.cleaned_data["window_minutes"],
-                                       schedule.cleaned_data["every_minutes"])
+        actions.save_analysis_schedule(request, ScheduleSpec.of(
+            name, spec.name, form, schedule.cleaned_data["every_minutes"]))
         messages.success(request, f"Schedule {name} saved: {spec.title} every "
                                   f"{schedule.cleaned_data['every_minutes']} minutes.")
     run = actions.launch_analysis(request, spec.name, form.params())
@@ -123,6 +123,14 @@ def schedule_delete(request: HttpRequest, schedule_id: int) -> HttpResponse:
     schedule = get_object_or_404(AnalysisSchedule, pk=schedule_id)
     actions.delete_analysis_schedule(request, schedule)
     messages.info(request, f"Schedule {schedule.name} deleted.")
+    return redirect("analytics")
+
+
+@requires(Capability.RUN_ANALYSES)
+def schedule_enable(request: HttpRequest, schedule_id: int, enabled: bool) -> HttpResponse:
+    schedule = get_object_or_404(AnalysisSchedule, pk=schedule_id)
+    actions.enable_analysis_schedule(request, schedule, enabled)
+    messages.info(request, f"Schedule {schedule.name} " + ("resumed." if enabled else "paused."))
     return redirect("analytics")
 
 

@@ -1,36 +1,32 @@
 """A real Celery worker for analysis tests, and a lag scenario on the built-in cluster.
 
-`celery_worker(...)` starts `celery -A controlcenter worker` as a subprocess over this test
-session's database, consuming a queue of its own (so no other worker on the same Redis takes
-its tasks) on the filesystem transport or on Redis; tests send to it by overriding the same
-settings the platform uses.
+`celery_worker(...)` starts `celery -A controlcenter worker` (and `beat`) as subprocesses
+over this test session's database, consuming a queue of its own (so no other worker on the
+same Redis takes its tasks) on the filesystem transport or on Redis; tests send to it by
+overriding the same settings the platform uses.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyspark
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 from django.db import connection
 from django.test.utils import override_settings
 
-from brokercluster.ports import free_port
 from controlcenter.models import AnalysisRun
 from laganalysis.burrow import Status
 from laganalysis.records import LAG_SAMPLES_TOPIC, LagSample, encode_lag_sample
@@ -39,8 +35,10 @@ from tests.brokerproc import REPO
 
 @contextmanager
 def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
-                  master: str = "local[2]", queue: str | None = None) -> Iterator[None]:
-    """A worker process on its own queue; while it runs, this process queues to it.
+                  master: str = "local[2]", queue: str | None = None, beat: bool = False
+                  ) -> Iterator[None]:  # fmt: skip
+    """A worker process on its own queue; while it runs, this process queues to it. With
+    `beat`, `celery beat` runs too, looking for due schedules every second.
 
     A live server forked earlier queues to the settings' queue: pass `queue` to serve that
     one (and `purge_queue` it before the test queues anything)."""
@@ -49,26 +47,38 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
            "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
-           "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-    log_path = log_dir / f"worker-{queue}.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "controlcenter", "worker", "--pool",
-             "threads", "--concurrency", "1", "--queues", queue, "--loglevel", "INFO",
-             "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while " ready." not in log_path.read_text(errors="replace"):
-            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the worker did not get ready"
-            time.sleep(0.2)
+           "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    worker = ["worker", "--pool", "threads", "--concurrency", "1", "--queues", queue,
+              "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
+    beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
+    with ExitStack() as stack:
+        stack.enter_context(_celery(worker, env, log_dir / f"worker-{queue}.log", " ready."))
+        if beat:
+            stack.enter_context(_celery(beat_args, env, log_dir / f"beat-{queue}.log",
+                                        "beat: Starting"))
         with override_settings(CELERY_BROKER_URL=broker_url, MILLRACE_ANALYSIS_QUEUE=queue,
                                CELERY_BROKER_TRANSPORT_OPTIONS=options,
                                KAFKA_BOOTSTRAP_SERVERS=bootstrap):
             yield
+
+
+@contextmanager
+def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
+            ) -> Iterator[None]:  # fmt: skip
+    """`celery -A controlcenter ARGS` until the block ends; its log is shown on a failure."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "controlcenter", *args, "--loglevel", "INFO"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while ready not in log_path.read_text(errors="replace"):
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, f"celery {args[0]} did not get ready"
+            time.sleep(0.2)
+        yield
     except BaseException:
-        print(f"--- the worker's log ({log_path}) ---")  # shown with the failure
+        print(f"--- celery {args[0]}'s log ({log_path}) ---")  # shown with the failure
         print(log_path.read_text(errors="replace")[-6000:])
         raise
     finally:
@@ -176,66 +186,3 @@ def _write_history(scenario: Scenario) -> None:
             key, value = encode_lag_sample(sample)
             producer.produce(LAG_SAMPLES_TOPIC, value, key)
     assert producer.flush(30) == 0
-
-
-# --- a Spark standalone cluster ---------------------------------------------------------------
-
-SPARK_HOME = Path(pyspark.__file__).parent
-
-
-@contextmanager
-def spark_standalone(log_dir: Path, workers: int = 1) -> Iterator[str]:
-    """A master and `workers` workers on 127.0.0.1 and free ports, run through the
-    `bin/spark-class` launcher shipped in the pyspark package (it ships no start-master.sh);
-    yields the master URL. With no worker, every job waits for resources: a job that runs
-    until it is cancelled."""
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(log_dir)}
-    port, ui = free_port(), free_port()
-    url = f"spark://127.0.0.1:{port}"
-    procs = [_spark_class("org.apache.spark.deploy.master.Master",
-                          ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
-                          log_dir / "master.log", env)]
-    for n in range(workers):
-        procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", [
-            url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port",
-            str(free_port()), "--work-dir", str(log_dir / f"work{n}")],
-            log_dir / f"worker{n}.log", env))
-    try:
-        deadline = time.monotonic() + 180
-        while _alive_workers(ui) < workers or not _answers(ui):
-            assert all(p.poll() is None for p in procs), "a Spark master or worker exited"
-            assert time.monotonic() < deadline, "the Spark cluster did not come up"
-            time.sleep(0.5)
-        yield url
-    finally:
-        for proc in reversed(procs):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _spark_class(name: str, args: list[str], log: Path, env: dict[str, str]
-                 ) -> subprocess.Popen[bytes]:  # fmt: skip
-    with log.open("wb") as out:
-        return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), name, *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
-
-
-def _status(ui_port: int) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as r:
-            return dict(json.load(r))
-    except OSError:
-        return None
-
-
-def _answers(ui_port: int) -> bool:
-    return _status(ui_port) is not None
-
-
-def _alive_workers(ui_port: int) -> int:
-    return int((_status(ui_port) or {}).get("aliveworkers", 0))

@@ -9,23 +9,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from django.conf import settings
 from django.test import override_settings
 from playwright.sync_api import expect
 
 from controlcenter.access import Capability
-from controlcenter.models import AnalysisRun, AnalysisStatus, AuditEntry
+from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus, AuditEntry
 from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
     celery_worker,
     purge_queue,
-    spark_standalone,
     wait_for,
 )
 from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.conftest import PASSWORD, make_user
+from tests.sparkcluster import spark_standalone
 
 pytestmark = pytest.mark.slow
 SPARK_TIMEOUT_MS = 300_000  # a JVM start and a job on a machine shared with other test runs
@@ -116,8 +117,8 @@ def test_a_long_job_is_cancelled_from_the_ui_and_ends_cancelled(
     tab: Browser, scenario: Scenario, tmp_path: Path
 ) -> None:
     # A master with no worker: the job's first stage waits for executors until cancelled.
-    with spark_standalone(tmp_path, workers=0) as master, \
-            celery_worker(tmp_path, scenario.bootstrap, master=master,
+    with spark_standalone(tmp_path, workers=0) as cluster, \
+            celery_worker(tmp_path, scenario.bootstrap, master=cluster.url,
                           queue=settings.MILLRACE_ANALYSIS_QUEUE):
         run_id = launch_from_the_form(tab, "eta", {"groups": scenario.group})
         status = tab.page.locator(f"#analysis-status-{run_id}")
@@ -134,3 +135,83 @@ def test_a_long_job_is_cancelled_from_the_ui_and_ends_cancelled(
     assert AuditEntry.objects.filter(action="analysis.cancel", target=f"run {run_id}",
                                      result="ok").exists()
     assert not AnalysisRun.objects.filter(status=AnalysisStatus.RUNNING).exists()
+
+
+def test_runs_queued_from_another_browser_and_the_api_appear_in_an_open_runs_list(
+    tab: Browser, chromium: Any, server: LiveServer, request: pytest.FixtureRequest
+) -> None:
+    """No worker: the runs stay QUEUED until the API cancels one, which the row shows."""
+    AnalysisSchedule.objects.create(name="eta-hourly", job="eta", every_minutes=60)
+    AnalysisSchedule.objects.create(name="sla-nightly", job="sla", enabled=False)
+    tab.visit("/analytics/")
+    expect(tab.page.locator("#analysis-schedules tbody tr")).to_have_count(2)
+    expect(tab.page.locator("#analysis-runs-empty")).to_be_visible()
+    tab.page.evaluate("window.notReloaded = true")
+    expect(tab.page.locator("#live-indicator")).to_have_attribute("data-state", "live")
+    make_user("colleague", Capability.RUN_ANALYSES)
+    other = Browser(chromium, server, request.node.name + "-other")
+    try:
+        other.login("colleague", PASSWORD, then="/analytics/new/eta/")
+        with other.page.expect_navigation():
+            other.page.click("#launch-form button[type=submit]")
+        from_browser = int(other.page.url.rstrip("/").rsplit("/", 1)[1])
+    finally:
+        other.close()
+    rows = tab.page.locator("#analysis-runs tbody tr")
+    expect(rows).to_have_count(1)
+    expect(tab.page.locator(f"#analysis-row-{from_browser}")).to_contain_text("colleague")
+    # A script on the API, over HTTP with Basic auth (its pushes leave the server).
+    api = httpx.Client(base_url=server.url, auth=("analyst", PASSWORD), timeout=30)
+    launched = api.post("/api/v1/analysis", json={"job": "lag_summary"})
+    assert launched.status_code == 202, launched.text
+    from_api = launched.json()["id"]
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_id(f"analysis-row-{from_api}")  # newest first
+    expect(tab.page.locator("#analysis-runs-count")).to_have_text("2")
+    tab.snap("two-new-runs")
+    assert api.post(f"/api/v1/analysis/{from_browser}/cancel").status_code == 202
+    api.close()
+    expect(tab.page.locator(f"#analysis-row-{from_browser} .badge")).to_have_text("CANCELLED")
+    expect(rows).to_have_count(2)
+    tab.snap("one-cancelled")
+    assert tab.page.evaluate("window.notReloaded === true")
+    purge_queue(settings.MILLRACE_ANALYSIS_QUEUE)
+
+
+# Per category chart: [bar pixel alpha, gap pixel alpha] at each slot, and whether every
+# label lies inside the canvas without touching its neighbour (upright labels: within the
+# axis' height).
+INSPECT_CHART = """(name) => {
+  const u = document.querySelector(`.analysis-chart[data-chart="${name}"]`).plot;
+  const ratio = devicePixelRatio, axis = u.axes[0];
+  const y = Math.round(u.bbox.top + u.bbox.height - 4 * ratio);
+  const alpha = (x) => u.ctx.getImageData(Math.round(x), y, 1, 1).data[3];
+  const slots = u.data[0].map((i) => [alpha(u.valToPos(i, "x", true)),
+                                      alpha(u.valToPos(i + 0.5, "x", true) - ratio)]);
+  u.ctx.font = axis.font[0];
+  const labels = axis._values.map((text, i) => ({ text, width: u.ctx.measureText(text).width,
+                                                   x: u.valToPos(axis._splits[i], "x", true) }));
+  const upright = axis._rotate !== 0;
+  const fits = labels.every((l, i) => upright
+    ? l.width <= axis._size * ratio
+    : l.x - l.width / 2 >= 0 && l.x + l.width / 2 <= u.ctx.canvas.width &&
+      (i === 0 || labels[i - 1].x + labels[i - 1].width / 2 < l.x - l.width / 2));
+  return { slots, upright, fits, labels: labels.map((l) => l.text) };
+}"""
+
+
+def test_category_charts_draw_a_bar_per_label_and_cut_no_label(tab: Browser) -> None:
+    partitions = [f"orders-eu-west-payments-{p}" for p in range(12)]
+    result: dict[str, Any] = {"job": "hot_partitions", "tables": {}, "charts": {
+        "messages_per_partition": {"x": partitions,
+                                   "y": {"messages": [400.0 + 90 * (p % 5) for p in range(12)]}},
+        "few": {"x": ["billing", "payments", "shipping"], "y": {"messages": [3.0, 8.0, 5.0]}}}}
+    run = AnalysisRun.objects.create(job="hot_partitions", status=AnalysisStatus.SUCCEEDED,
+                                     result=result)
+    tab.visit(f"/analytics/runs/{run.pk}/")
+    expect(tab.page.locator(".analysis-chart[data-kind=bars] canvas")).to_have_count(2)
+    for name, upright in (("messages_per_partition", True), ("few", False)):
+        chart = tab.page.evaluate(INSPECT_CHART, name)
+        assert chart["labels"] == result["charts"][name]["x"]
+        assert chart["upright"] is upright and chart["fits"], chart
+        assert all(bar > 0 and gap == 0 for bar, gap in chart["slots"]), chart["slots"]

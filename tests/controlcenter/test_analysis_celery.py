@@ -6,6 +6,7 @@ from the lag scenario it wrote to the built-in cluster."""
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,10 @@ from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
     celery_worker,
-    spark_standalone,
     wait_for,
 )
 from tests.controlcenter.conftest import PASSWORD, make_user
+from tests.sparkcluster import spark_standalone
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 SLA_THRESHOLD_S, OBJECTIVE, HOT_FACTOR = 400.0, 0.9, 1.5
@@ -96,11 +97,32 @@ def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
     scenario: Scenario, analyst: Client, tmp_path: Path
 ) -> None:
     """The values check_eta accepts are the ones local[2] gave in the first test."""
-    with spark_standalone(tmp_path) as master, \
-            celery_worker(tmp_path, scenario.bootstrap, master=master):
+    with spark_standalone(tmp_path) as cluster, \
+            celery_worker(tmp_path, scenario.bootstrap, master=cluster.url):
         eta = launch(analyst, "eta", groups=[scenario.group])
         check_eta(scenario, results(analyst, eta))
-    assert AnalysisRun.objects.get(pk=eta).master == master
+    assert AnalysisRun.objects.get(pk=eta).master == cluster.url
+
+
+def test_a_schedule_made_through_the_api_is_launched_by_beat_and_run_by_the_worker(
+    scenario: Scenario, analyst: Client, tmp_path: Path
+) -> None:
+    """Due at once (never launched); beat looks every second, the worker launches it and
+    then runs the launched job like any other."""
+    with celery_worker(tmp_path, scenario.bootstrap, beat=True):
+        made = analyst.post("/api/v1/analysis/schedules", {
+            "name": "eta-every-hour", "job": "eta", "groups": [scenario.group],
+            "window_minutes": 30, "every_minutes": 60}, content_type="application/json")
+        assert made.status_code == 201, made.content
+        deadline = time.monotonic() + 120
+        while not (runs := list(AnalysisRun.objects.filter(schedule_id=made.json()["id"]))):
+            assert time.monotonic() < deadline, "beat launched nothing"
+            time.sleep(0.5)
+        check_eta(scenario, results(analyst, runs[0].pk))
+    (run,) = AnalysisRun.objects.filter(schedule_id=made.json()["id"])  # once an hour: once
+    assert run.requested_by is None
+    assert run.parameters["until"] - run.parameters["since"] == pytest.approx(30 * 60)
+    assert AuditEntry.objects.filter(action="analysis.launch", username="platform").exists()
 
 
 # --- what the scenario implies, computed here from the samples it wrote --------------------

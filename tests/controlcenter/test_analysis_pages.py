@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from controlcenter import actions
 from controlcenter.access import Capability
+from controlcenter.analysis.schedules import ScheduleSpec
 from controlcenter.models import (
     AnalysisRun,
     AnalysisSchedule,
@@ -182,7 +183,8 @@ def test_due_schedules_launch_with_a_fresh_window_and_others_wait(
     analyst: User, django_capture_on_commit_callbacks: Any
 ) -> None:
     name = f"nightly-{uuid.uuid4().hex[:6]}"
-    actions.save_analysis_schedule(analyst, name, "eta", {"groups": ["billing"]}, 90, 60)
+    actions.save_analysis_schedule(analyst, ScheduleSpec(name, "eta", {"groups": ["billing"]},
+                                                         90, 60))
     AnalysisSchedule.objects.create(name="recent", job="eta", every_minutes=60,
                                     last_launched_at=timezone.now())
     with django_capture_on_commit_callbacks() as queued:
@@ -204,3 +206,33 @@ def test_runs_a_killed_worker_left_running_end_failed_when_it_is_back() -> None:
     other.refresh_from_db()
     assert mine.status == AnalysisStatus.FAILED and "stopped" in mine.error
     assert other.status == AnalysisStatus.RUNNING
+
+
+def test_a_schedule_saved_from_the_form_is_listed_paused_resumed_and_deleted(
+    analyst: User, viewer: User
+) -> None:
+    client = signed_in(analyst)
+    launched = client.post("/analytics/new/eta/", {
+        "groups": "billing", "window_minutes": 90, "schedule_name": "eta-hourly",
+        "every_minutes": 60})
+    assert launched.status_code == 302
+    schedule = AnalysisSchedule.objects.get(name="eta-hourly")
+    assert (schedule.job, schedule.parameters) == ("eta", {"groups": ["billing"]})
+    assert (schedule.window_minutes, schedule.every_minutes) == (90, 60)
+    row = f'id="analysis-schedule-{schedule.pk}"'
+    assert row in client.get("/analytics/").content.decode()
+    base = f"/analytics/schedules/{schedule.pk}"
+    assert signed_in(viewer).post(f"{base}/disable/").status_code == 403
+    assert client.post(f"{base}/disable/").status_code == 302
+    schedule.refresh_from_db()
+    assert not schedule.enabled
+    assert "PAUSED" in client.get("/analytics/").content.decode()
+    client.post(f"{base}/enable/")
+    schedule.refresh_from_db()
+    assert schedule.enabled
+    assert client.post(f"{base}/delete/").status_code == 302
+    assert not AnalysisSchedule.objects.exists()
+    assert list(AuditEntry.objects.filter(action__startswith="analysis.schedule")
+                .order_by("id").values_list("action", flat=True)) == [
+        "analysis.schedule.create", "analysis.schedule.disable", "analysis.schedule.enable",
+        "analysis.schedule.delete"]
