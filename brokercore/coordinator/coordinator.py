@@ -58,6 +58,8 @@ class CoordinatorConfig:
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
+        for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+            _check_range(config, f"group.consumer.{name}")
         return cls(
             initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
             min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
@@ -73,6 +75,14 @@ class CoordinatorConfig:
             consumer_assignors=_assignors(config.get("group.consumer.assignors") or ""),
             consumer_max_size=config.get_int("group.consumer.max.size"),
         )
+
+
+def _check_range(config: BrokerConfig, name: str) -> None:
+    """Kafka refuses to start with a KIP-848 timeout outside its min and max."""
+    low, high = (config.get_int(name.replace(".consumer.", f".consumer.{bound}."))
+                 for bound in ("min", "max"))
+    if not low <= config.get_int(name) <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}")
 
 
 def _assignors(value: str) -> tuple[str, ...]:

@@ -72,12 +72,16 @@ class Consumers:
         assert len(owned) == len(set(owned)), self.owned
 
 
+def state(c: Consumers) -> ConsumerGroupState:
+    return c.coordinator.consumer_groups["g"].state
+
+
 async def test_a_lone_member_gets_every_partition_at_epoch_one() -> None:
     c = Consumers()
     result = await c.beat("a")
     assert (result.error_code, result.member_epoch) == (OK, 1)
     assert c.partitions("a") == {0, 1, 2, 3}
-    assert c.coordinator.consumer_groups["g"].state is ConsumerGroupState.STABLE
+    assert state(c) is ConsumerGroupState.STABLE
 
 
 async def test_a_second_member_gets_partitions_only_after_the_first_revoked_them() -> None:
@@ -85,7 +89,7 @@ async def test_a_second_member_gets_partitions_only_after_the_first_revoked_them
     await c.beat("a")
     joined = await c.beat("b")
     assert joined.member_epoch == 2 and c.partitions("b") == set()  # still owned by "a"
-    assert c.coordinator.consumer_groups["g"].state is ConsumerGroupState.RECONCILING
+    assert state(c) is ConsumerGroupState.RECONCILING
     revoke = await c.beat("a")
     assert revoke.member_epoch == 1 and len(c.partitions("a")) == 2  # kept epoch, revoking
     c.assert_no_double_ownership()
@@ -94,7 +98,7 @@ async def test_a_second_member_gets_partitions_only_after_the_first_revoked_them
     assert c.partitions("a") | c.partitions("b") == {0, 1, 2, 3}
     assert len(c.partitions("a")) == len(c.partitions("b")) == 2
     assert c.epochs == {"a": 2, "b": 2}
-    assert c.coordinator.consumer_groups["g"].state is ConsumerGroupState.STABLE
+    assert state(c) is ConsumerGroupState.STABLE
 
 
 async def test_a_member_that_leaves_frees_its_partitions_for_the_others() -> None:
