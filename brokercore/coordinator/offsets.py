@@ -178,11 +178,16 @@ class Offsets:
     async def _delete_consumer_group(self, group: ConsumerGroup) -> None:
         if group.members:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
+        await self.c.replicated(group.partition, self._remove_consumer_group(group))
+
+    def _remove_consumer_group(self, group: ConsumerGroup) -> int:
+        """Tombstones for its offsets and its own records; the offset to wait for."""
         tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
         written_at = self.c.write(group.partition, [*tombstones, *group_tombstones(group)])
+        group.offsets.clear()
         del self.c.consumer_groups[group.group_id]
         log.info("group %s: deleted", group.group_id)
-        await self.c.replicated(group.partition, written_at)
+        return written_at
 
     def _remove_offsets(self, group: Group | ConsumerGroup,
                         partitions: list[TopicPartition]) -> int:
@@ -216,6 +221,7 @@ class Offsets:
         """
         now_ms = self.c.clock.time_ms()
         retention = self.c.config.offsets_retention_ms
+        self._expire_consumer_groups(now_ms - retention)
         for group in [g for g in self.c.groups.values() if g.state is S.EMPTY]:
             since = group.state_timestamp_ms if group.protocol_type else None
             expired = [tp for tp, om in group.offsets.items()
@@ -230,6 +236,19 @@ class Offsets:
             else:
                 if expired:
                     log.info("group %s: expired %d offset(s)", group.group_id, len(expired))
+
+    def _expire_consumer_groups(self, committed_before_ms: int) -> None:
+        """KIP-848 groups without members: each offset ages from its commit, as in Kafka;
+        a group left with no offsets is deleted."""
+        for group in [g for g in self.c.consumer_groups.values() if not g.members]:
+            expired = [tp for tp, om in group.offsets.items()
+                       if om.commit_timestamp_ms <= committed_before_ms]
+            try:
+                self._remove_offsets(group, expired)
+                if not group.offsets:
+                    self._remove_consumer_group(group)
+            except GroupError as exc:
+                log.warning("group %s: cannot expire offsets: %s", group.group_id, exc)
 
 
 def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: str,

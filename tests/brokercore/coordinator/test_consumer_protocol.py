@@ -250,3 +250,26 @@ def test_uniform_is_balanced_and_sticky() -> None:
 def test_range_gives_contiguous_ranges_in_member_order() -> None:
     assert range_({"b": {"t"}, "a": {"t"}}, {"t": (T, 5)}, {}) == {
         "a": {T: frozenset({0, 1, 2})}, "b": {T: frozenset({3, 4})}}
+
+
+async def test_an_empty_consumer_group_is_deleted_or_expires_with_its_offsets() -> None:
+    c = Consumers()
+    tp = TopicPartition("t", 0)
+    await c.beat("a")
+    assert await c.coordinator.offsets.delete_group("g") == ErrorCode.NON_EMPTY_GROUP
+    assert await c.coordinator.offsets.commit("g", 1, "a", None, {tp: (5, -1, None)}) == {tp: OK}
+    await c.beat("a", epoch=-1)
+    retention = c.coordinator.config.offsets_retention_ms / 1000
+    c.clock.advance(retention / 2)
+    c.coordinator.offsets.expire()
+    assert "g" in c.coordinator.consumer_groups
+    c.clock.advance(retention / 2)
+    c.coordinator.offsets.expire()
+    assert "g" not in c.coordinator.consumer_groups
+    c.restart()
+    assert "g" not in c.coordinator.consumer_groups  # the tombstones replay too
+
+    await c.beat("b")
+    await c.beat("b", epoch=-1)
+    assert await c.coordinator.offsets.delete_group("g") == OK
+    assert c.coordinator.offsets.fetch("g", [tp]) == {tp: None}
