@@ -16,7 +16,7 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from tests.brokerproc import REPO, BrokerProcess, ClusterProcess
 from tests.cluster.faults import FAST_FAILOVER, ClusterView
@@ -228,3 +228,31 @@ def test_the_group_carries_on_after_its_coordinator_is_killed(cluster: ClusterPr
     assert len(joins) == 1, joins
     for member in members:
         _close(member)
+
+
+def test_a_regex_subscription_follows_new_topics_and_new_partitions(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(OVERRIDES)
+    prefix = f"kip848-re-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(f"{prefix}-a", 2, 1)])[f"{prefix}-a"].result(15)
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": broker.bootstrap, "group.id": _group(),
+        "group.protocol": "consumer", "topic.metadata.refresh.interval.ms": 500,
+    })
+    consumer.subscribe([f"^{prefix}-.*"])  # sent as SubscribedTopicRegex (v1)
+    wanted = {(f"{prefix}-a", 0), (f"{prefix}-a", 1)}
+
+    def assigned() -> set[tuple[str, int]]:
+        consumer.poll(0.1)
+        return {(tp.topic, tp.partition) for tp in consumer.assignment()}
+
+    wait_until(lambda: assigned() == wanted, "the matching topic's partitions")
+    admin.create_topics([NewTopic(f"{prefix}-b", 1, 1)])[f"{prefix}-b"].result(15)
+    wanted.add((f"{prefix}-b", 0))
+    wait_until(lambda: assigned() == wanted, "the partition of a topic created later")
+    admin.create_partitions([NewPartitions(f"{prefix}-a", 3)])[f"{prefix}-a"].result(15)
+    wanted.add((f"{prefix}-a", 2))
+    wait_until(lambda: assigned() == wanted, "the partition added to a topic")
+    consumer.close()
