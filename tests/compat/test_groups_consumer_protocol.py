@@ -256,3 +256,30 @@ def test_a_regex_subscription_follows_new_topics_and_new_partitions(
     wanted.add((f"{prefix}-a", 2))
     wait_until(lambda: assigned() == wanted, "the partition added to a topic")
     consumer.close()
+
+
+def test_a_static_member_restarting_gets_its_partitions_back_without_a_rebalance(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(OVERRIDES)
+    topic = create_topic(broker.bootstrap, "kip848-static")
+    group = _group()
+    static = {"group.instance.id": "static-1"}
+    members = [_member(broker.bootstrap, topic, group, **static),
+               _member(broker.bootstrap, topic, group)]
+    _wait_partitioned(members, "the two members to share the topic")
+    before = [set(m.assignment) for _, m in members]
+    seen_by_other: list[set[int]] = []
+
+    def back() -> bool:
+        seen_by_other.append(set(members[1][1].assignment))
+        return partitioned([m.assignment for _, m in members], 2)
+
+    _close(members[0])  # a static member leaves with epoch -2: it keeps its partitions
+    members[0] = _member(broker.bootstrap, topic, group, **static)
+    wait_until(back, "the restarted static member to be back")
+    assert [set(m.assignment) for _, m in members] == before
+    assert all(seen == before[1] for seen in seen_by_other)  # never reassigned meanwhile
+    assert "static member static-1 is back as" in broker.output.read_text()
+    for member in members:
+        _close(member)
