@@ -273,3 +273,16 @@ async def test_an_empty_consumer_group_is_deleted_or_expires_with_its_offsets() 
     await c.beat("b", epoch=-1)
     assert await c.coordinator.offsets.delete_group("g") == OK
     assert c.coordinator.offsets.fetch("g", [tp]) == {tp: None}
+
+
+async def test_members_may_ask_for_the_range_assignor_and_the_size_is_capped() -> None:
+    c = Consumers()
+    c.coordinator.config = CoordinatorConfig(consumer_session_timeout_ms=SESSION_MS,
+                                             consumer_max_size=2)
+    await c.beat("b", server_assignor="range")
+    await c.beat("a", server_assignor="range")
+    await c.settle("a", "b")
+    assert c.coordinator.consumer.assignor_of(c.coordinator.consumer_groups["g"]) == "range"
+    assert (c.partitions("a"), c.partitions("b")) == ({0, 1}, {2, 3})  # by member id
+    full = await c.beat("c")
+    assert full.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
