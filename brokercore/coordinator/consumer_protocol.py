@@ -86,9 +86,11 @@ class ConsumerProtocol:
         try:
             _validate(req)
             partition = self.c.check_coordinator(req.group_id)
-            result = self._heartbeat(req, records)
-            if records:
-                await self._store(partition, records)
+            try:
+                result = self._heartbeat(req, records)
+            finally:  # an error after some change still stores that change
+                if records:
+                    await self._store(partition, records)
         except GroupError as exc:
             message = str(exc) if str(exc) != exc.error_code.name else None
             return HeartbeatResult(exc.error_code, message, req.member_id or None)
