@@ -1,4 +1,4 @@
-"""The group coordinator: classic consumer groups and committed offsets.
+"""The group coordinator: classic and KIP-848 consumer groups, and committed offsets.
 
 See README.md in this package for the state machine and the storage format.
 """

@@ -1,8 +1,10 @@
 """The group coordinator of one broker: the groups whose `__consumer_offsets` partition it leads.
 
-It owns the `groups` table and is its only writer, on the event loop. Membership and offsets
-logic live in `Membership` and `Offsets`; this class finds groups, persists and replays them,
-and runs the deadline sweep (`tick`) that expires sessions, phases and old offsets.
+It owns the `groups` (classic) and `consumer_groups` (KIP-848) tables and is their only
+writer, on the event loop; a group id is in at most one of them. The protocols' logic lives
+in `Membership` (classic), `ConsumerProtocol` (KIP-848) and `Offsets`; this class finds
+groups, persists and replays them, and runs the deadline sweep (`tick`) that expires
+sessions, phases and old offsets.
 """
 
 from __future__ import annotations
