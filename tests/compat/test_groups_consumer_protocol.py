@@ -122,6 +122,10 @@ def test_a_new_member_resumes_from_the_committed_offsets(
     _close((consumer, member))
     assert sorted(values(member.consumed)) == sorted(second)
 
+    [deleted] = admin.delete_consumer_groups([group]).values()  # empty now: deletable
+    deleted.result(15)
+    assert group not in {g.group_id for g in admin.list_consumer_groups().result(15).valid}
+
 
 VICTIM = """
 import sys, confluent_kafka
