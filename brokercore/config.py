@@ -158,6 +158,21 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.min.session.timeout.ms", T.INT, "6000", "Smallest session timeout."),
         _k("group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout."),
         _k("group.max.size", T.INT, "2147483647", "Largest consumer group."),
+        _k("group.consumer.session.timeout.ms", T.INT, "45000",
+           "KIP-848 groups: a member silent this long is removed."),
+        _k("group.consumer.min.session.timeout.ms", T.INT, "45000",
+           "KIP-848 groups: smallest session timeout."),
+        _k("group.consumer.max.session.timeout.ms", T.INT, "60000",
+           "KIP-848 groups: largest session timeout."),
+        _k("group.consumer.heartbeat.interval.ms", T.INT, "5000",
+           "KIP-848 groups: the heartbeat interval given to members."),
+        _k("group.consumer.min.heartbeat.interval.ms", T.INT, "5000",
+           "KIP-848 groups: smallest heartbeat interval."),
+        _k("group.consumer.max.heartbeat.interval.ms", T.INT, "15000",
+           "KIP-848 groups: largest heartbeat interval."),
+        _k("group.consumer.assignors", T.LIST, "uniform,range",
+           "KIP-848 groups: the server-side assignors; the first is the default."),
+        _k("group.consumer.max.size", T.INT, "2147483647", "KIP-848 groups: most members."),
     ]
 }
 

@@ -1,4 +1,4 @@
-"""The group coordinator: classic consumer groups and committed offsets.
+"""The group coordinator: classic and KIP-848 consumer groups, and committed offsets.
 
 See README.md in this package for the state machine and the storage format.
 """
@@ -27,7 +27,10 @@ def broker_group_coordinator(
         topic = image.topics.get(tp.topic)
         return topic is not None and tp.partition in topic.partitions
 
+    def topics() -> dict[str, tuple[str, int]]:
+        return {name: (t.topic_id, len(t.partitions)) for name, t in image.topics.items()}
+
     return GroupCoordinator(
         BrokerOffsetsTopic(replicas, controller, config), clock,
-        CoordinatorConfig.from_broker(config), topic_exists,
+        CoordinatorConfig.from_broker(config), topic_exists, topics,
     )

@@ -1,8 +1,10 @@
 """The group coordinator of one broker: the groups whose `__consumer_offsets` partition it leads.
 
-It owns the `groups` table and is its only writer, on the event loop. Membership and offsets
-logic live in `Membership` and `Offsets`; this class finds groups, persists and replays them,
-and runs the deadline sweep (`tick`) that expires sessions, phases and old offsets.
+It owns the `groups` (classic) and `consumer_groups` (KIP-848) tables and is their only
+writer, on the event loop; a group id is in at most one of them. The protocols' logic lives
+in `Membership` (classic), `ConsumerProtocol` (KIP-848) and `Offsets`; this class finds
+groups, persists and replays them, and runs the deadline sweep (`tick`) that expires
+sessions, phases and old offsets.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from brokercore.clock import Clock
-from brokercore.config import BrokerConfig
+from brokercore.config import BrokerConfig, ConfigError
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
+from .assignors import ASSIGNORS
+from .consumer_group import ConsumerGroup
+from .consumer_protocol import ConsumerProtocol
+from .consumer_records import replay as replay_consumer_record
 from .membership import Membership
 from .offsets import Offsets
 from .offsets_topic import KeyValue, OffsetsStore
@@ -47,9 +53,15 @@ class CoordinatorConfig:
     retention_check_interval_ms: int = 600_000
     metadata_max_bytes: int = 4096
     commit_timeout_ms: int = 5000
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = 2**31 - 1
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
+        for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+            _check_range(config, f"group.consumer.{name}")
         return cls(
             initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
             min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
@@ -59,23 +71,50 @@ class CoordinatorConfig:
             retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
             metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
             commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
+            consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+            consumer_heartbeat_interval_ms=config.get_int(
+                "group.consumer.heartbeat.interval.ms"),
+            consumer_assignors=_assignors(config.get("group.consumer.assignors") or ""),
+            consumer_max_size=config.get_int("group.consumer.max.size"),
         )
+
+
+def _check_range(config: BrokerConfig, name: str) -> None:
+    """Kafka refuses to start with a KIP-848 timeout outside its min and max."""
+    low, high = (config.get_int(name.replace(".consumer.", f".consumer.{bound}."))
+                 for bound in ("min", "max"))
+    if not low <= config.get_int(name) <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}")
+
+
+def _assignors(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if not names or unknown:
+        raise ConfigError(f"group.consumer.assignors must list some of {sorted(ASSIGNORS)}, "
+                          f"got {value!r}")
+    return names
 
 
 class GroupCoordinator:
     def __init__(
         self, store: OffsetsStore, clock: Clock, config: CoordinatorConfig,
         topic_exists: Callable[[TopicPartition], bool] = lambda tp: True,
+        topics: Callable[[], dict[str, tuple[str, int]]] = dict,
     ) -> None:
         self.store = store
         self.clock = clock
         self.config = config
         self.topic_exists = topic_exists
-        self.groups: dict[str, Group] = {}
+        # What KIP-848 groups subscribe to: topic name -> (topic id, partition count).
+        self.topics = topics
+        self.groups: dict[str, Group] = {}  # classic groups
+        self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups; other ids
         self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
         self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
         self.offsets = Offsets(self)
+        self.consumer = ConsumerProtocol(self)
         self._task: asyncio.Task[None] | None = None
         self._next_expiry = clock.monotonic() + config.retention_check_interval_ms / 1000
 
@@ -107,6 +146,8 @@ class GroupCoordinator:
         self.refresh_partitions()
         for group in list(self.groups.values()):
             self.membership.expire(group)
+        for consumer_group in list(self.consumer_groups.values()):
+            self.consumer.expire(consumer_group)
         if self.clock.monotonic() >= self._next_expiry:
             self._next_expiry = self.clock.monotonic() + (
                 self.config.retention_check_interval_ms / 1000)
@@ -191,14 +232,23 @@ class GroupCoordinator:
     def load_partition(self, partition: int, epoch: int = 0) -> None:
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
+        consumer: dict[str, ConsumerGroup] = {}
         for record in self.store.replay(partition):
-            if record.tp is not None:
+            if record.consumer is not None:
+                replay_consumer_record(consumer, record.consumer, partition)
+            elif record.tp is not None:
                 offsets.setdefault(record.group_id, {})[record.tp] = record
             else:
                 metadata[record.group_id] = record.group
-        for group_id in offsets.keys() | metadata.keys():
+        for group_id in offsets.keys() | metadata.keys() | consumer.keys():
             live = {tp: r.offset for tp, r in offsets.get(group_id, {}).items()
                     if r.offset is not None}
+            consumer_group = consumer.get(group_id)
+            if consumer_group is not None and not consumer_group.dead:
+                consumer_group.offsets.update(live)
+                self.consumer_groups[group_id] = consumer_group
+                self.consumer.restored(consumer_group)
+                continue
             stored = metadata.get(group_id)
             if stored is None and not live:
                 continue
@@ -208,7 +258,8 @@ class GroupCoordinator:
                 self._restore(group, stored)
         self.loaded[partition] = epoch
         log.info("loaded __consumer_offsets-%d in leader epoch %d: %d group(s)", partition, epoch,
-                 sum(1 for g in self.groups.values() if g.partition == partition))
+                 sum(1 for g in self.groups.values() if g.partition == partition)
+                 + sum(1 for c in self.consumer_groups.values() if c.partition == partition))
 
     def _restore(self, group: Group, stored: GroupRecord) -> None:
         """Replay a group's metadata: its members stay members for one session timeout."""
@@ -234,18 +285,28 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.membership.fail_waiters(member, ErrorCode.NOT_COORDINATOR)
             del self.groups[group.group_id]
+        for group_id in [g for g, cg in self.consumer_groups.items() if cg.partition == partition]:
+            del self.consumer_groups[group_id]
         self.loaded.pop(partition, None)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
-    def list_groups(self, states: set[str] | None = None) -> list[Group]:
+    def list_groups(self, states: set[str] | None = None,
+                    types: set[str] | None = None) -> list[Group | ConsumerGroup]:
+        """Groups of both protocols, filtered by state and type ("classic", "consumer"),
+        case-insensitively as Kafka does."""
         self.refresh_partitions()
         lowered = {s.lower() for s in states} if states else None
-        return [g for g in self.groups.values()
-                if lowered is None or g.state.value.lower() in lowered]
+        kinds = {t.lower() for t in types} if types else {"classic", "consumer"}
+        found: list[Group | ConsumerGroup] = []
+        if "classic" in kinds:
+            found += self.groups.values()
+        if "consumer" in kinds:
+            found += self.consumer_groups.values()
+        return [g for g in found if lowered is None or g.state.value.lower() in lowered]
 
-    def describe_group(self, group_id: str) -> Group | None:
+    def describe_group(self, group_id: str) -> Group | ConsumerGroup | None:
         self.check_coordinator(group_id)
-        return self.groups.get(group_id)
+        return self.groups.get(group_id) or self.consumer_groups.get(group_id)
 
 
 def group_record(group: Group) -> GroupRecord:

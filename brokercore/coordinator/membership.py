@@ -71,6 +71,7 @@ class Membership:
         cfg = self.c.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             raise GroupError(ErrorCode.INVALID_SESSION_TIMEOUT)
+        self.c.consumer.yield_to_classic(req.group_id)
         group = self.c.groups.get(req.group_id)
         if group is None:
             if req.member_id:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
+from .consumer_group import ConsumerGroup
+from .consumer_protocol import group_tombstones
 from .records import group_key, offset_key, offset_value
 from .state import Group, GroupError, GroupState, OffsetAndMetadata
 
@@ -34,10 +36,12 @@ class Offsets:
     # -- OffsetCommit ---------------------------------------------------------------------
     async def commit(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
-        commits: dict[TopicPartition, Commit],
+        commits: dict[TopicPartition, Commit], api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode]:
+        """`generation_id` is the member epoch for a KIP-848 consumer group."""
         try:
-            group = self._group_for_commit(group_id, generation_id, member_id, instance_id)
+            group = self._group_for_commit(group_id, generation_id, member_id, instance_id,
+                                           api_version)
         except GroupError as exc:
             return dict.fromkeys(commits, exc.error_code)
         errors: dict[TopicPartition, ErrorCode] = {}
@@ -61,10 +65,11 @@ class Offsets:
             self._apply(group, accepted, written_at)
         return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
 
-    def _apply(self, group: Group, accepted: dict[TopicPartition, OffsetAndMetadata],
-               written_at: int) -> None:
+    def _apply(self, group: Group | ConsumerGroup,
+               accepted: dict[TopicPartition, OffsetAndMetadata], written_at: int) -> None:
         """Kafka's rule: a commit replicated after a newer one's does not overwrite it."""
-        if self.c.groups.get(group.group_id) is not group:
+        if self.c.groups.get(group.group_id, self.c.consumer_groups.get(group.group_id)) \
+                is not group:
             return  # the partition was unloaded while waiting; the log has the commit
         for tp, om in accepted.items():
             if group.offsets_written_at.get(tp, -1) < written_at:
@@ -72,11 +77,16 @@ class Offsets:
                 group.offsets_written_at[tp] = written_at
 
     def _group_for_commit(
-        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
-    ) -> Group:
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+        api_version: int,
+    ) -> Group | ConsumerGroup:
         if not group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
         self.c.check_coordinator(group_id)
+        consumer_group = self.c.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            _check_consumer_commit(consumer_group, generation_id, member_id, api_version)
+            return consumer_group
         group = self.c.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -104,11 +114,17 @@ class Offsets:
 
     # -- OffsetFetch ----------------------------------------------------------------------
     def fetch(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self, group_id: str, partitions: list[TopicPartition] | None,
+        member: tuple[str | None, int] | None = None,
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """Committed offsets (None: nothing committed); all of them if partitions is None."""
+        """Committed offsets (None: nothing committed); all of them if partitions is None.
+        `member` (OffsetFetch v9's member id and epoch) is checked for consumer groups."""
         self.c.check_coordinator(group_id)
-        group = self.c.groups.get(group_id)
+        group: Group | ConsumerGroup | None = self.c.groups.get(group_id)
+        if group is None:
+            group = self.c.consumer_groups.get(group_id)
+            if group is not None and member is not None:
+                _check_consumer_fetch(group, *member)
         stored = group.offsets if group is not None else {}
         if partitions is None:
             return dict(stored)
@@ -120,10 +136,7 @@ class Offsets:
     ) -> dict[TopicPartition, ErrorCode]:
         """Per-partition errors; raises GroupError for the whole request."""
         self.c.check_coordinator(group_id)
-        group = self.c.groups.get(group_id)
-        if group is None or group.state is S.DEAD:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
-        subscribed = set() if group.state is S.EMPTY else group.subscribed_topics()
+        group, subscribed = self._group_and_topics(group_id)
         if subscribed is None:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
         errors = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
@@ -134,11 +147,24 @@ class Offsets:
             await self.c.replicated(group.partition, written_at)
         return {**errors, **dict.fromkeys(deletable, ErrorCode.NONE)}
 
+    def _group_and_topics(self, group_id: str) -> tuple[Group | ConsumerGroup, set[str] | None]:
+        """The group whose offsets to delete, and the topics it consumes (None: unknown)."""
+        consumer_group = self.c.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return consumer_group, set(consumer_group.subscribed_topics)
+        group = self.c.groups.get(group_id)
+        if group is None or group.state is S.DEAD:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
+        return group, set() if group.state is S.EMPTY else group.subscribed_topics()
+
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             if not group_id:
                 raise GroupError(ErrorCode.INVALID_GROUP_ID)
             self.c.check_coordinator(group_id)
+            if group_id in self.c.consumer_groups:
+                await self._delete_consumer_group(self.c.consumer_groups[group_id])
+                return ErrorCode.NONE
             group = self.c.groups.get(group_id)
             if group is None or group.state is S.DEAD:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
@@ -149,7 +175,22 @@ class Offsets:
             return exc.error_code
         return ErrorCode.NONE
 
-    def _remove_offsets(self, group: Group, partitions: list[TopicPartition]) -> int:
+    async def _delete_consumer_group(self, group: ConsumerGroup) -> None:
+        if group.members:
+            raise GroupError(ErrorCode.NON_EMPTY_GROUP)
+        await self.c.replicated(group.partition, self._remove_consumer_group(group))
+
+    def _remove_consumer_group(self, group: ConsumerGroup) -> int:
+        """Tombstones for its offsets and its own records; the offset to wait for."""
+        tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
+        written_at = self.c.write(group.partition, [*tombstones, *group_tombstones(group)])
+        group.offsets.clear()
+        del self.c.consumer_groups[group.group_id]
+        log.info("group %s: deleted", group.group_id)
+        return written_at
+
+    def _remove_offsets(self, group: Group | ConsumerGroup,
+                        partitions: list[TopicPartition]) -> int:
         """Tombstones for the offsets; the offset to wait for, -1 if nothing was written."""
         if not partitions:
             return -1
@@ -180,6 +221,7 @@ class Offsets:
         """
         now_ms = self.c.clock.time_ms()
         retention = self.c.config.offsets_retention_ms
+        self._expire_consumer_groups(now_ms - retention)
         for group in [g for g in self.c.groups.values() if g.state is S.EMPTY]:
             since = group.state_timestamp_ms if group.protocol_type else None
             expired = [tp for tp, om in group.offsets.items()
@@ -194,3 +236,41 @@ class Offsets:
             else:
                 if expired:
                     log.info("group %s: expired %d offset(s)", group.group_id, len(expired))
+
+    def _expire_consumer_groups(self, committed_before_ms: int) -> None:
+        """KIP-848 groups without members: each offset ages from its commit, as in Kafka;
+        a group left with no offsets is deleted."""
+        for group in [g for g in self.c.consumer_groups.values() if not g.members]:
+            expired = [tp for tp, om in group.offsets.items()
+                       if om.commit_timestamp_ms <= committed_before_ms]
+            try:
+                self._remove_offsets(group, expired)
+                if not group.offsets:
+                    self._remove_consumer_group(group)
+            except GroupError as exc:
+                log.warning("group %s: cannot expire offsets: %s", group.group_id, exc)
+
+
+def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: str,
+                           api_version: int) -> None:
+    """Kafka's rule for consumer groups: members commit at their current epoch with v9+;
+    anyone else (an admin, a simple consumer) only while the group has no members."""
+    if member_epoch < 0 and not group.members:
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if api_version < 9:
+        raise GroupError(ErrorCode.UNSUPPORTED_VERSION)
+    if member_epoch != member.member_epoch:
+        raise GroupError(ErrorCode.STALE_MEMBER_EPOCH)
+
+
+def _check_consumer_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> None:
+    if member_id is None and member_epoch < 0:
+        return  # an admin or a consumer outside the group
+    member = group.members.get(member_id or "")
+    if member is None:
+        raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member_epoch != member.member_epoch:
+        raise GroupError(ErrorCode.STALE_MEMBER_EPOCH)

@@ -28,6 +28,8 @@ from kafka.record.memory_records import MemoryRecords
 
 from brokercore.topic_partition import TopicPartition
 
+from .consumer_records import CONSUMER_KEYS, ConsumerRecord
+from .consumer_records import decode as decode_consumer_record
 from .state import OffsetAndMetadata
 
 OFFSET_KEY_VERSION = 1
@@ -184,15 +186,19 @@ def decode_group_value(data: bytes) -> GroupRecord:
 
 @dataclass(frozen=True)
 class OffsetsRecord:
-    """One decoded record: an offset commit (tp set) or group metadata (tp None)."""
+    """One decoded record: an offset commit (tp set), classic group metadata (tp None), or
+    a KIP-848 consumer group's record (`consumer` set)."""
 
     group_id: str
     tp: TopicPartition | None
     offset: OffsetAndMetadata | None = None
     group: GroupRecord | None = None
+    consumer: ConsumerRecord | None = None
 
     @property
     def is_tombstone(self) -> bool:
+        if self.consumer is not None:
+            return self.consumer.value is None
         return self.offset is None and self.group is None
 
 
@@ -209,6 +215,10 @@ def decode_record(key: bytes, value: bytes | None) -> OffsetsRecord | None:
         group_id = r.str()
         group = decode_group_value(value) if value is not None else None
         return OffsetsRecord(group_id, None, group=group)
+    if version in CONSUMER_KEYS:
+        consumer = decode_consumer_record(version, key, value)
+        if consumer is not None:
+            return OffsetsRecord(consumer.group_id, None, consumer=consumer)
     return None
 
 

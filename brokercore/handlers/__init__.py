@@ -4,6 +4,8 @@ from brokercore.handlers import (  # noqa: F401
     alter_configs,
     alter_partition_reassignments,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,

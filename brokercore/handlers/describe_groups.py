@@ -22,19 +22,27 @@ GROUP_OPERATIONS = frozenset({3, 6, 8})
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     with_ops = ctx.api_version >= 3 and request.include_authorized_operations
     return DescribeGroupsResponse(throttle_time_ms=0, groups=[
-        _describe(broker, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED)
+        _describe(broker, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED,
+                  ctx.api_version)
         for group_id in request.groups
     ])
 
 
-def _describe(broker: BrokerParts, group_id: str, operations: frozenset[int] | None) -> Any:
+def _describe(broker: BrokerParts, group_id: str, operations: frozenset[int] | None,
+              version: int) -> Any:
     try:
         if not group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
         group = broker.groups.describe_group(group_id)
     except GroupError as exc:
         return _described(group_id, exc.error_code, "", operations)
-    if group is None:
+    if not isinstance(group, Group):
+        # Unknown, or a KIP-848 consumer group: Kafka 4.0 describes neither here (they have
+        # ConsumerGroupDescribe); before v6 it answers Dead, from v6 GROUP_ID_NOT_FOUND.
+        if version >= 6:
+            return _described(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "", operations,
+                              f"Group {group_id} not found." if group is None
+                              else f"Group {group_id} is not a classic group.")
         return _described(group_id, ErrorCode.NONE, GroupState.DEAD.value, operations)
     return Described(
         error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
@@ -59,8 +67,10 @@ def _members(group: Group) -> list[Any]:
 
 
 def _described(
-    group_id: str, code: ErrorCode, state: str, operations: frozenset[int] | None
+    group_id: str, code: ErrorCode, state: str, operations: frozenset[int] | None,
+    message: str | None = None,
 ) -> Any:
-    return Described(error_code=code, error_message=None, group_id=group_id, group_state=state,
+    return Described(error_code=code, error_message=message, group_id=group_id,
+                     group_state=state,
                      protocol_type="", protocol_data="", members=[],
                      authorized_operations=operations)

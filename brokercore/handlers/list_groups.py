@@ -1,9 +1,14 @@
-"""ListGroups (16): the groups this broker coordinates, filtered by state from v4."""
+"""ListGroups (16): the groups this broker coordinates, of both protocols.
+
+States filter from v4; v5 (KIP-848) filters by type, and every version answers each group's
+type ("classic" or "consumer"), as Kafka 4.0 does.
+"""
 
 from typing import Any
 
 from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
 
+from brokercore.coordinator.consumer_group import ConsumerGroup
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
@@ -12,13 +17,15 @@ from brokercore.protocol.errors import ErrorCode
 Listed = ListGroupsResponse.ListedGroup
 
 
-# v5 filters by group type (KIP-848 groups), which this broker does not have.
-@serves(ListGroupsRequest, ListGroupsResponse, min_version=0, max_version=4)
+@serves(ListGroupsRequest, ListGroupsResponse, min_version=0, max_version=5)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    states = set(request.states_filter) if ctx.api_version >= 4 and request.states_filter else None
-    groups = broker.groups.list_groups(states)
+    version = ctx.api_version
+    states = set(request.states_filter) if version >= 4 and request.states_filter else None
+    types = set(request.types_filter) if version >= 5 and request.types_filter else None
+    groups = broker.groups.list_groups(states, types)
     return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
         Listed(group_id=g.group_id, protocol_type=g.protocol_type or "",
-               group_state=g.state.value, group_type="classic")
+               group_state=g.state.value,
+               group_type="consumer" if isinstance(g, ConsumerGroup) else "classic")
         for g in sorted(groups, key=lambda g: g.group_id)
     ])

@@ -14,8 +14,9 @@ TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = TopicResponse.OffsetCommitResponsePartition
 
 
-# v9 is v8 for classic groups (its KIP-848 member epochs apply to consumer-protocol groups,
-# which this coordinator does not have). v10 (topic ids) is left out.
+# v9 is v8 for classic groups; for KIP-848 consumer groups its generation field is the member
+# epoch, checked against the member's (STALE_MEMBER_EPOCH), and their members must use v9+.
+# v10 (topic ids) is left out.
 @serves(OffsetCommitRequest, OffsetCommitResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
@@ -32,7 +33,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     member_id = request.member_id if version >= 1 else ""
     errors = await broker.groups.offsets.commit(
         request.group_id, generation, member_id,
-        request.group_instance_id if version >= 7 else None, commits,
+        request.group_instance_id if version >= 7 else None, commits, version,
     )
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         TopicResponse(name=topic.name, partitions=[

@@ -16,12 +16,14 @@ R = OffsetFetchResponse
 Fetched = dict[TopicPartition, OffsetAndMetadata | None]
 
 
-# v9 adds KIP-848 member ids and epochs, which Kafka checks for consumer-protocol groups
-# only; every group here is classic, so they are ignored. v10 (topic ids) is left out.
+# v9 adds KIP-848 member ids and epochs, which Kafka checks for consumer groups only
+# (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); a null member id with epoch -1 is an admin's
+# fetch. v10 (topic ids) is left out.
 @serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 8:
-        return R(throttle_time_ms=0, groups=[_fetch_group(broker, g) for g in request.groups])
+        return R(throttle_time_ms=0, groups=[_fetch_group(broker, g, ctx.api_version)
+                                             for g in request.groups])
     wanted = _partitions(request.topics)
     try:
         fetched = broker.groups.offsets.fetch(request.group_id, wanted)
@@ -40,11 +42,12 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     ])
 
 
-def _fetch_group(broker: BrokerParts, group: Any) -> Any:
+def _fetch_group(broker: BrokerParts, group: Any, version: int) -> Any:
     Group = R.OffsetFetchResponseGroup
     Topic = Group.OffsetFetchResponseTopics
+    member = (group.member_id, group.member_epoch) if version >= 9 else None
     try:
-        fetched = broker.groups.offsets.fetch(group.group_id, _partitions(group.topics))
+        fetched = broker.groups.offsets.fetch(group.group_id, _partitions(group.topics), member)
     except GroupError as exc:
         return Group(group_id=group.group_id, topics=[], error_code=exc.error_code)
     return Group(group_id=group.group_id, error_code=ErrorCode.NONE, topics=[

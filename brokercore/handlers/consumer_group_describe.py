@@ -1,0 +1,81 @@
+"""ConsumerGroupDescribe (69): epochs, assignor and members of KIP-848 consumer groups."""
+
+import uuid
+from typing import Any
+
+from brokercore.coordinator.consumer_group import (
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupState,
+    ConsumerMember,
+)
+from brokercore.coordinator.state import GroupError
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
+from brokercore.protocol.errors import ErrorCode
+from brokercore.protocol.kip848_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+
+Described = ConsumerGroupDescribeResponse.DescribedGroup
+# Kafka's ACL operation codes a group can have: READ 3, DELETE 6, DESCRIBE 8 (no ACLs here).
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+NOT_REQUESTED = -(2**31)
+CONSUMER_MEMBER_TYPE = 1  # v1 (KIP-1099): 0 classic, 1 consumer
+
+
+# v1 adds each member's type; every member here uses the consumer protocol.
+@serves(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+        min_version=0, max_version=1)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
+        _describe(broker, group_id, operations) for group_id in request.group_ids
+    ])
+
+
+def _describe(broker: BrokerParts, group_id: str, operations: int) -> Any:
+    try:
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty.")
+        group = broker.groups.describe_group(group_id)
+        if not isinstance(group, ConsumerGroup):
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                             if group is None else f"Group {group_id} is not a consumer group.")
+    except GroupError as exc:
+        return Described(error_code=exc.error_code, error_message=str(exc), group_id=group_id,
+                         group_state=ConsumerGroupState.DEAD.value, group_epoch=-1,
+                         assignment_epoch=-1, assignor_name="", members=[],
+                         authorized_operations=operations)
+    names = {topic_id: name for name, (topic_id, _) in broker.groups.topics().items()}
+    return Described(
+        error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+        group_state=group.state.value, group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=broker.groups.consumer.assignor_of(group),
+        members=[_member(group, m, names) for m in group.members.values()],
+        authorized_operations=operations,
+    )
+
+
+def _member(group: ConsumerGroup, member: ConsumerMember, names: dict[str, str]) -> Any:
+    M = Described.Member
+    return M(member_id=member.member_id, instance_id=member.instance_id,
+             rack_id=member.rack_id, member_epoch=member.member_epoch,
+             client_id=member.client_id, client_host=member.client_host,
+             subscribed_topic_names=list(member.subscribed_topic_names),
+             subscribed_topic_regex=member.subscribed_topic_regex,
+             assignment=_assignment(member.assigned, names),
+             target_assignment=_assignment(group.target.get(member.member_id, {}), names),
+             member_type=CONSUMER_MEMBER_TYPE)
+
+
+def _assignment(assignment: Assignment, names: dict[str, str]) -> Any:
+    A = Described.Member.Assignment
+    return A(topic_partitions=[
+        A.TopicPartitions(topic_id=uuid.UUID(topic_id), topic_name=names.get(topic_id, ""),
+                          partitions=sorted(parts))
+        for topic_id, parts in sorted(assignment.items())
+    ])
