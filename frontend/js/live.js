@@ -13,6 +13,8 @@
 //   live.subscribe("group:orders");
 //   document.addEventListener("live:data", (e) => draw(e.detail));
 
+import { applyRows } from "./liverows.js";
+
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
 // Close codes with which the server says "do not come back" (4401: sign in first,
@@ -32,6 +34,9 @@ export class LiveConnection {
     this.attempt = 0;
     this.retryTimer = null;
     this.stopped = false;
+    // Standing requests (the Messages page's tail): sent now and again on every reconnect,
+    // each time built afresh, so a tail resumes from what the page already shows.
+    this.requests = new Map();
   }
 
   url() {
@@ -67,6 +72,15 @@ export class LiveConnection {
     this.send({ type: "unsubscribe", topics: [topic] });
   }
 
+  request(key, build) {
+    this.requests.set(key, build);
+    this.send(build());
+  }
+
+  cancel(key, message) {
+    if (this.requests.delete(key)) this.send(message);
+  }
+
   send(message) {
     if (this.socket && this.socket.readyState === WebSocket.OPEN) {
       this.socket.send(JSON.stringify(message));
@@ -77,7 +91,10 @@ export class LiveConnection {
     this.setState(this.attempt === 0 ? "connecting" : "reconnecting", "connecting");
     const socket = new WebSocket(this.url());
     this.socket = socket;
-    socket.addEventListener("open", () => this.setState("live", "connected"));
+    socket.addEventListener("open", () => {
+      this.setState("live", "connected");
+      for (const build of this.requests.values()) this.send(build());
+    });
     socket.addEventListener("message", (event) => {
       // A message proves the server accepted us: start the backoff from the beginning.
       this.attempt = 0;
@@ -162,6 +179,7 @@ export function applyBanner(doc, { key, level = "error", text = "", active = tru
 const HANDLERS = {
   fragment: applyFragment,
   banner: applyBanner,
+  rows: applyRows,
   data: (doc, message) => doc.dispatchEvent(new CustomEvent("live:data", { detail: message })),
 };
 

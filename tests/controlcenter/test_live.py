@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -173,3 +174,33 @@ async def _in_thread(func: object, *args: object) -> None:
     import asyncio
 
     await asyncio.to_thread(func, *args)  # type: ignore[arg-type]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
+        own_hub: str, settings: object) -> None:
+    """Created and changed topics travel as rows to the list's group, deleted ones as
+    null; topic pages get their own fragments, not the rows."""
+    from asgiref.sync import sync_to_async
+
+    from tests.controlcenter.cluster_snapshot import seed
+
+    await sync_to_async(seed)({"orders": 3, "payments": 1})
+    listing, topic_page = await connect("topics"), await connect("topic.orders")
+    sent = await sync_to_async(events.publish_changes)(
+        [("topics", None), ("topic", "orders"), ("topic", "gone")])
+    count = json.loads(await listing.receive_from(timeout=10))
+    assert count["id"] == "topic-count" and ">2<" in count["html"]
+    rows = json.loads(await listing.receive_from(timeout=10))
+    assert rows["type"] == "rows" and rows["table"] == "topic-table"
+    orders, gone = rows["rows"]
+    assert orders["key"] == "orders" and 'data-key="orders"' in orders["html"]
+    assert json.loads(re.search(r'data-values="([^"]*)"', orders["html"])[1]
+                      .replace("&quot;", '"'))["partitions"] == 3
+    assert gone == {"key": "gone", "html": None}
+    assert await listing.receive_nothing(timeout=0.3)
+    fragments = {json.loads(await topic_page.receive_from(timeout=10))["id"] for _ in range(3)}
+    assert fragments == {"topic-summary", "topic-map", "topic-partitions"}
+    assert sent == 8  # the count, one batch of rows, the three fragments of each topic
+    await listing.disconnect()
+    await topic_page.disconnect()
