@@ -195,8 +195,8 @@ async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
     assert rows["type"] == "rows" and rows["table"] == "topic-table"
     orders, gone = rows["rows"]
     assert orders["key"] == "orders" and 'data-key="orders"' in orders["html"]
-    assert json.loads(re.search(r'data-values="([^"]*)"', orders["html"])[1]
-                      .replace("&quot;", '"'))["partitions"] == 3
+    found = re.search(r'data-values="([^"]*)"', orders["html"])
+    assert found and json.loads(found[1].replace("&quot;", '"'))["partitions"] == 3
     assert gone == {"key": "gone", "html": None}
     assert await listing.receive_nothing(timeout=0.3)
     fragments = {json.loads(await topic_page.receive_from(timeout=10))["id"] for _ in range(3)}
@@ -204,3 +204,28 @@ async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
     assert sent == 8  # the count, one batch of rows, the three fragments of each topic
     await listing.disconnect()
     await topic_page.disconnect()
+
+
+async def test_an_anonymous_socket_is_refused_when_pages_need_a_login(own_hub: str) -> None:
+    with override_settings(MILLRACE_UI_LOGIN_REQUIRED=True):
+        communicator = WebsocketCommunicator(application, "/ws/live/?topics=overview",
+                                             headers=[ORIGIN, (b"host", b"127.0.0.1:8000")])
+        connected, code = await communicator.connect(timeout=10)
+    assert not connected and code == 4401
+
+
+@pytest.mark.parametrize("request_, words", [
+    ({"type": "tail", "topic": "no spaces allowed"}, "is not a topic name"),
+    ({"type": "tail", "topic": "orders", "filters": {"partition": "-1"}}, "partition"),
+    ({"type": "tail", "topic": "orders", "positions": "0:x"}, "partition:offset pairs"),
+])
+async def test_a_tail_request_that_does_not_fit_the_form_gets_the_tail_banner(
+        own_hub: str, request_: dict[str, object], words: str) -> None:
+    page = await connect("topic.orders")
+    await page.send_to(text_data=json.dumps(request_))
+    message = json.loads(await page.receive_from(timeout=10))
+    assert message["type"] == "banner" and message["key"] == "tail", message
+    assert message["text"].startswith("Live tail refused: ") and words in message["text"]
+    await page.send_to(text_data="not json")  # ignored, like any other stray frame
+    assert await page.receive_nothing(timeout=0.3)
+    await page.disconnect()

@@ -104,7 +104,8 @@ def test_a_push_is_bounded_and_says_what_it_skipped(kafka_bootstrap: str,
     hub.join(topic, Follower(pushes.put, MessageQuery(topic), {0: 0}))
     for n in range(8):
         produce(kafka_bootstrap, topic, f"record {n}".encode())
-    shown, skipped = [], 0
+    shown: list[str] = []
+    skipped = 0
     while len(shown) + skipped < 8:
         html = json.loads(pushes.get(timeout=20))["html"]
         shown += re.findall(r"<pre>(record \d)</pre>", html)
