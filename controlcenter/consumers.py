@@ -81,16 +81,17 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         loop = asyncio.get_running_loop()
 
         def send(text: str) -> None:  # called on the tail's thread
-            if not loop.is_closed():
+            # Until the browser leaves: the tail may still push once before it sees that.
+            if self.tailing is not None and self.tailing[1] is follower and not loop.is_closed():
                 asyncio.run_coroutine_threadsafe(self.send(text_data=text), loop)
 
         follower = livetail.Follower(send, query, positions)
+        self.tailing = (topic, follower)
         try:
             livetail.TAILS.join(topic, follower)
         except livetail.TailError as exc:
+            self.tailing = None
             await self.send(text_data=livetail.tail_banner(f"Live tail refused: {exc}"))
-            return
-        self.tailing = (topic, follower)
 
     def stop_tail(self) -> None:
         if self.tailing is not None:

@@ -13,7 +13,8 @@ for it, at most `CATCH_UP` records; the others skip what they already had. Every
 the tail reads at most `BATCH` records; followers with the same filters and the same records
 get ONE rendered fragment (newest first, at most `MAX_ROWS` rows and `MAX_BYTES` of records,
 the rest counted as skipped). A topic faster than the tail reads is skipped ahead to its end
-rather than followed ever further behind.
+rather than followed ever further behind. A tail follows the partitions the topic had when
+it started; partitions added later are followed by the next tail.
 """
 
 from __future__ import annotations
@@ -118,8 +119,10 @@ class Tail:
         seek: dict[int, int] = {}
         for follower in joined:
             for partition, position in self.position.items():
+                # Ahead of the reader (its page was read after the reader's last poll), it
+                # skips what it has; behind, the reader goes back for it.
                 wanted = follower.positions.get(partition, position)
-                start = min(position, max(wanted, position - CATCH_UP))
+                start = max(wanted, position - CATCH_UP)
                 if start < position:
                     start = max(start, reader.watermarks(self.topic, partition)[0])
                 follower.positions[partition] = start

@@ -80,7 +80,7 @@ def live_view(query: str, show_internal: bool, sort: str, page: Page[TopicState]
     """How this page orders and filters its rows, for placing pushed rows (live.js's
     applyRows): the same rules as search_topics and _sorted."""
     key = sort.lstrip("-") if sort.lstrip("-") in SORTS else "name"
-    direction = -1 if sort.startswith("-") and key in SORTS else 1
+    direction = -1 if sort.startswith("-") else 1
     match: dict[str, dict[str, Any]]
     if query:
         match = {"name": {"icontains": query}}
