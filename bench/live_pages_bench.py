@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,11 +74,11 @@ def bench_rows(names: list[str]) -> None:
     print(f"topic list page render (50 rows of {len(names)}): {page:.1f} ms")
     for count in (10, len(names)):
         changed = names[:count]
-        took = median_ms(lambda: events.render_rows("topic", changed))
+        took = median_ms(partial(events.render_rows, "topic", changed))
         sizes = [len(m) for m in events.render_rows("topic", changed)]
         print(f"rows of {count} changed topics, rendered once: {took:.1f} ms, "
               f"{len(sizes)} message(s), {sum(sizes) / 1024:.0f} KiB "
-              f"({took / page:.2f} × one page render)")
+              f"({took / page:.2f} x one page render)")
 
 
 def records(count: int) -> list[ConsumedRecord]:
@@ -101,8 +102,8 @@ def bench_tail() -> None:
     same = median_ms(push([MessageQuery("bench")] * 50))
     different = median_ms(push([MessageQuery("bench", value=f"tea {i}") for i in range(50)]))
     print(f"tail push of 100 records: 1 browser {one:.1f} ms; 50 browsers, same filters "
-          f"{same:.1f} ms ({same / one:.2f}×); 50 browsers, 50 filters {different:.1f} ms "
-          f"({different / one:.2f}×)")
+          f"{same:.1f} ms ({same / one:.2f}x); 50 browsers, 50 filters {different:.1f} ms "
+          f"({different / one:.2f}x)")
 
 
 def main() -> None:
