@@ -25,7 +25,7 @@ from controlcenter.access import may_view
 from controlcenter.messagebrowser import MessageQuery
 
 log = logging.getLogger(__name__)
-MAX_SUBSCRIPTIONS = 50
+MAX_SUBSCRIPTIONS = 128  # a topic list follows its 50 rows' groups besides its own
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -60,7 +60,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None
                       ) -> None:
-        """Pages listen; the one request they make is the Messages page's live tail."""
+        """Pages listen; they may follow more groups or fewer (list rows) and ask for the
+        Messages page's live tail."""
         try:
             request = json.loads(text_data or "")
         except ValueError:
@@ -70,6 +71,25 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self.start_tail(request)
         elif kind == "untail":
             self.stop_tail()
+        elif kind in ("subscribe", "unsubscribe"):
+            await self.follow(kind == "subscribe", request.get("topics"))
+
+    async def follow(self, join: bool, topics: Any) -> None:
+        """Join or leave event groups (a list page following the rows it shows); names
+        that are not event groups, `cluster`, and joins past MAX_SUBSCRIPTIONS are ignored."""
+        if not isinstance(topics, list) or self.channel_layer is None:
+            return
+        for topic in topics:
+            try:
+                group = events.parse_subscription(str(topic))
+            except ValueError:
+                continue
+            if join and group not in self.joined and len(self.joined) < MAX_SUBSCRIPTIONS:
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.joined.append(group)
+            elif not join and group in self.joined and group != events.ALWAYS:
+                await self.channel_layer.group_discard(group, self.channel_name)
+                self.joined.remove(group)
 
     async def start_tail(self, request: dict[str, Any]) -> None:
         self.stop_tail()

@@ -86,7 +86,8 @@ def live_view(query: str, show_internal: bool, sort: str, page: Page[TopicState]
         match = {"name": {"icontains": query}}
     else:
         match = {} if show_internal else {"internal": {"eq": False}}
-    return json.dumps({"order": [["internal", 1], [key, direction], ["name", 1]],
+    return json.dumps({"row_topic": "topics",
+                       "order": [["internal", 1], [key, direction], ["name", 1]],
                        "filter": match, "first_page": page.number == 1,
                        "last_page": not page.has_next(), "per_page": PER_PAGE})
 

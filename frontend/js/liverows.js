@@ -9,27 +9,48 @@
 //   - a deleted object's row (html null), or one that no longer matches, leaves the page;
 //   - a row the page does not show yet is inserted where the order puts it, when that is
 //     on this page (a full page then hands its last row on to the next one).
+// The server sends a changed row to the row's own group (view.row_topic + "." + key,
+// e.g. topics.orders) and only new and deleted ones to the list's group, so the page
+// follows the group of each row it shows (followRows at start, then as rows come and go).
 
-export function applyRows(doc, { table: id, rows = [] }) {
+export function followRows(doc, connection) {
+  for (const table of doc.querySelectorAll("table[data-live-rows]")) {
+    const view = JSON.parse(table.dataset.liveRows);
+    const body = table.tBodies[0];
+    if (view.row_topic && body) {
+      connection.subscribe(...keyedRows(body).map((row) => rowTopic(view, row)));
+    }
+  }
+}
+
+export function applyRows(doc, { table: id, rows = [] }, connection = null) {
   const table = doc.getElementById(id);
   const body = table && table.tBodies[0];
   if (!body) return false;
   const view = JSON.parse(table.dataset.liveRows || "{}");
-  for (const { key, html } of rows) placeRow(doc, body, view, key, html);
+  const follow = (row, on) => {
+    if (connection && view.row_topic) {
+      if (on) connection.subscribe(rowTopic(view, row));
+      else connection.unsubscribe(rowTopic(view, row));
+    }
+  };
+  for (const { key, html } of rows) placeRow(doc, body, view, key, html, follow);
   doc.dispatchEvent(new CustomEvent("live:swapped", { detail: { id, swap: "rows" } }));
   return true;
 }
 
-function placeRow(doc, body, view, key, html) {
+function placeRow(doc, body, view, key, html, follow) {
   const shown = keyedRows(body).find((row) => row.dataset.key === key);
   const row = html ? parseRow(doc, html) : null;
   const wanted = row !== null && matches(view.filter || {}, valuesOf(row));
   if (shown && wanted) shown.replaceWith(row);
-  else if (shown) shown.remove();
-  else if (wanted) insertSorted(body, view, row);
+  else if (shown) {
+    shown.remove();
+    follow(shown, false);
+  } else if (wanted) insertSorted(body, view, row, follow);
 }
 
-function insertSorted(body, view, row) {
+function insertSorted(body, view, row, follow) {
   const rows = keyedRows(body);
   const values = valuesOf(row);
   const next = rows.find((other) => compare(view.order || [], values, valuesOf(other)) < 0);
@@ -41,10 +62,19 @@ function insertSorted(body, view, row) {
     // Before the first row of a later page: it belongs to an earlier page.
     if (next === rows[0] && !view.first_page) return;
     next.before(row);
-    if (rows.length + 1 > view.per_page) rows[rows.length - 1].remove();
+    if (rows.length + 1 > view.per_page) {
+      const last = rows[rows.length - 1];
+      last.remove();
+      follow(last, false);
+    }
   }
+  follow(row, true);
   row.classList.add("changed");
   for (const empty of body.querySelectorAll("td.empty")) empty.parentElement.remove();
+}
+
+function rowTopic(view, row) {
+  return `${view.row_topic}.${row.dataset.key}`;
 }
 
 function keyedRows(body) {

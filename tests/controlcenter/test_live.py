@@ -186,6 +186,9 @@ async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
     from tests.controlcenter.cluster_snapshot import seed
 
     await sync_to_async(seed)({"orders": 3, "payments": 1})
+    rows_of_topics = events.rows_of("topic")
+    assert rows_of_topics is not None
+    rows_of_topics.sent.clear()  # as in a collector that has just started
     listing, topic_page = await connect("topics"), await connect("topic.orders")
     sent = await sync_to_async(events.publish_changes)(
         [("topics", None), ("topic", "orders"), ("topic", "gone")])
@@ -202,8 +205,24 @@ async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
     fragments = {json.loads(await topic_page.receive_from(timeout=10))["id"] for _ in range(3)}
     assert fragments == {"topic-summary", "topic-map", "topic-partitions"}
     assert sent == 8  # the count, one batch of rows, the three fragments of each topic
-    await listing.disconnect()
-    await topic_page.disconnect()
+
+    # Sent once, the row of orders goes to its own group from then on: the page showing it
+    # follows that group; another page of the list does not get it.
+    other = await connect("topics")
+    await listing.send_to(text_data=json.dumps({"type": "subscribe", "topics": ["topics.orders"]}))
+    assert await listing.receive_nothing(timeout=0.5)  # (no answer; time to join the group)
+    await sync_to_async(events.publish_changes)([("topic", "orders")])
+    row = json.loads(await listing.receive_from(timeout=10))
+    assert row["type"] == "rows" and [r["key"] for r in row["rows"]] == ["orders"]
+    assert await other.receive_nothing(timeout=0.3)
+    await listing.send_to(text_data=json.dumps({"type": "unsubscribe",
+                                                "topics": ["topics.orders", "cluster"]}))
+    assert await listing.receive_nothing(timeout=0.5)
+    await sync_to_async(events.publish_changes)([("topic", "orders")])
+    await events.asend_all([("cluster", events.banner_message("ok", "still here"))])
+    assert json.loads(await listing.receive_from(timeout=10))["type"] == "banner"
+    for page in (listing, topic_page, other):
+        await page.disconnect()
 
 
 async def test_an_anonymous_socket_is_refused_when_pages_need_a_login(own_hub: str) -> None:
