@@ -39,9 +39,19 @@ function tailed(event) {
   for (let i = MAX_TAILED_ROWS; i < shown.length; i += 1) shown[i].remove();
 }
 
+// The server stopped or refused the tail (its "tail" banner says why): untick the box.
+function refused(event) {
+  const message = event.detail;
+  if (message.type !== "banner" || message.key !== "tail" || !message.active) return;
+  box.checked = false;
+  live.cancel("tail", { type: "untail" });
+}
+
 if (box && rows && form) {
   document.addEventListener("live:swapped", tailed);
+  document.addEventListener("live:message", refused);
   box.addEventListener("change", () => {
+    document.getElementById("banner-tail")?.remove();
     if (box.checked) live.request("tail", tailRequest);
     else live.cancel("tail", { type: "untail" });
   });

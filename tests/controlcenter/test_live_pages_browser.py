@@ -18,7 +18,13 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from controlcenter import events
-from controlcenter.models import BurrowStatus, GroupPartitionLag, GroupState, TopicState
+from controlcenter.models import (
+    BurrowStatus,
+    GroupPartitionLag,
+    GroupState,
+    PartitionState,
+    TopicState,
+)
 from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.cluster_snapshot import seed
 from tests.controlcenter.test_live import hub_layer
@@ -198,3 +204,28 @@ def test_records_produced_appear_in_the_open_tail_in_order_without_polling(
     assert "after unticking" not in tab.page.inner_text("#message-rows")
     assert requests == [], requests
     teas.close()
+
+
+def test_a_tail_of_a_topic_that_is_gone_says_so_and_unticks(tab: Browser,
+                                                           kafka_bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    topic = create(kafka_bootstrap)
+    tab.visit(f"/topics/{topic}/messages/")
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.delete_topics([topic])[topic].result(10)
+    tab.page.check("#live-tail")
+    expect(tab.page.locator("#banner-tail")).to_contain_text("UNKNOWN_TOPIC_OR_PART",
+                                                              timeout=30_000)
+    expect(tab.page.locator("#live-tail")).not_to_be_checked()
+    tab.snap("tail refused")
+
+
+def test_an_open_topic_page_says_when_its_topic_is_gone(tab: Browser) -> None:
+    seed({"orders": 3})
+    tab.visit("/topics/orders/")
+    TopicState.objects.filter(name="orders").delete()  # as the collector's store does
+    PartitionState.objects.filter(topic="orders").delete()
+    publish([("topics", None), ("topic", "orders")])
+    expect(tab.page.locator("#topic-summary")).to_contain_text("no longer exists")
+    tab.snap("deleted")
