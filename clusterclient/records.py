@@ -201,13 +201,18 @@ class RecordFollower(RecordReader):
         self._consumer.assign([TopicPartition(topic, p, o) for p, o in positions.items()])
 
     def poll(self, max_records: int, timeout: float) -> list[ConsumedRecord]:
-        """At most max_records new records, waiting at most timeout for the first."""
+        """At most max_records new records, waiting at most timeout for the first.
+
+        librdkafka's own non-fatal errors (a broker that went away, all brokers down for a
+        moment) are passed over: it reconnects and resumes by itself. The broker's errors
+        (the topic was deleted) and fatal ones raise."""
         records = []
         for message in self._consumer.consume(max_records, timeout=timeout):
             error = message.error()
             if error is None:
                 records.append(_record(message))
-            elif error.code() != KafkaError._PARTITION_EOF:
+            elif error.code() != KafkaError._PARTITION_EOF and (error.code() >= 0
+                                                                 or error.fatal()):
                 raise _classify(error, message.topic() or "", message.partition())
         return records
 

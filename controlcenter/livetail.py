@@ -3,8 +3,8 @@
 One `Tail` per tailed topic in this web process: one `clusterclient.RecordFollower` (assign
 only, no group, no commits) on a thread of its own, shared by every browser tailing the topic
 here. The first browser starts it; it stops when the last one leaves. Browsers join and
-leave through an inbox; the tail's thread alone owns its consumer, its followers and their
-positions, so nothing else needs a lock.
+leave through an inbox (the one thing shared, under the hub's lock); the tail's thread
+alone owns its reader, its followers and their positions.
 
 Each browser (`Follower`) has its filters (partition, key, value, header: the browse form's)
 and, per partition, the first offset it has not seen. A browser that joins behind the tail
@@ -64,7 +64,7 @@ class Follower:
 
 
 class TailError(Exception):
-    """The tail cannot follow this topic (too many tails, or the cluster said no)."""
+    """This process tails as many topics as it may."""
 
 
 class Tail:
@@ -94,6 +94,9 @@ class Tail:
             self._fail(f"{exc.code_name}: {exc.message}")
         except ClusterUnavailable as exc:
             self._fail(f"The cluster did not answer: {exc.message}")
+        except Exception:  # a bug: the browsers still hear that their tail stopped
+            log.exception("tail of %s failed", self.topic)
+            self._fail("The server could not go on; its log says why.")
         finally:
             connections.close_all()
 

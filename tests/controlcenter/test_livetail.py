@@ -17,6 +17,7 @@ from clusterclient.records import produce
 from controlcenter import livetail
 from controlcenter.livetail import Follower, TailHub
 from controlcenter.messagebrowser import MessageQuery
+from tests.brokerproc import BrokerProcess
 from tests.controlcenter.test_messagebrowser import create
 
 
@@ -26,7 +27,8 @@ def _cluster(settings: SettingsWrapper, kafka_bootstrap: str) -> None:
 
 
 def values(pushes: queue.Queue[str], count: int) -> list[str]:
-    """The values of the next `count` tailed rows, in the order the page shows them."""
+    """The values of the next `count` tailed rows (records with a key), in the order the
+    page shows them."""
     shown: list[str] = []
     while len(shown) < count:
         message = json.loads(pushes.get(timeout=20))
@@ -112,4 +114,26 @@ def test_a_push_is_bounded_and_says_what_it_skipped(kafka_bootstrap: str,
         found = re.search(r"(\d+) older records? of this moment skipped", html)
         skipped += int(found.group(1)) if found else 0
     assert 0 < len(shown) < 8 and len(shown) + skipped == 8
+    leave_all(hub, topic)
+
+
+def test_the_tail_rides_out_a_broker_crash_and_restart(broker_factory: Callable[..., BrokerProcess],
+                                             settings: SettingsWrapper) -> None:
+    broker = broker_factory()
+    settings.KAFKA_BOOTSTRAP_SERVERS = broker.bootstrap
+    topic = create(broker.bootstrap)
+    hub = TailHub()
+    pushes = queue.Queue[str]()
+    hub.join(topic, Follower(pushes.put, MessageQuery(topic)))
+    tail = hub.tails[topic]
+    wait_for(lambda: len(tail.followers) == 1)
+    produce(broker.bootstrap, topic, b"before", key=b"k")
+    assert values(pushes, 1) == ["before"]
+
+    broker.kill()
+    time.sleep(2 * livetail.PERIOD)  # the tail polls a dead broker a few times
+    broker.start()
+    produce(broker.bootstrap, topic, b"after", key=b"k", timeout=30.0)
+    assert values(pushes, 1) == ["after"]  # a banner would fail here: the tail went on
+    assert tail.thread.is_alive()
     leave_all(hub, topic)
