@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import (
     TIMESTAMP_LOG_APPEND_TIME,
@@ -82,7 +82,7 @@ class RecordReader:
             **(config or {}),
         })
 
-    def __enter__(self) -> RecordReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
@@ -192,6 +192,31 @@ class RecordReader:
         return records
 
 
+class RecordFollower(RecordReader):
+    """A reader that stays on one topic and returns its records as they arrive (a live
+    tail). Like RecordReader it only assigns and never commits; one thread owns it."""
+
+    def follow(self, topic: str, positions: Mapping[int, int]) -> None:
+        """Read each partition from its offset on; replaces what was followed before."""
+        self._consumer.assign([TopicPartition(topic, p, o) for p, o in positions.items()])
+
+    def poll(self, max_records: int, timeout: float) -> list[ConsumedRecord]:
+        """At most max_records new records, waiting at most timeout for the first.
+
+        librdkafka's own non-fatal errors (a broker that went away, all brokers down for a
+        moment) are passed over: it reconnects and resumes by itself. The broker's errors
+        (the topic was deleted) and fatal ones raise."""
+        records = []
+        for message in self._consumer.consume(max_records, timeout=timeout):
+            error = message.error()
+            if error is None:
+                records.append(_record(message))
+            elif error.code() != KafkaError._PARTITION_EOF and (error.code() >= 0
+                                                                 or error.fatal()):
+                raise _classify(error, message.topic() or "", message.partition())
+        return records
+
+
 def produce(bootstrap_servers: str, topic: str, value: bytes | None, key: bytes | None = None,
             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None,
             timeout: float = 10.0, config: Mapping[str, str] | None = None) -> ProducedRecord:
@@ -245,5 +270,5 @@ def _classify(exc: BaseException | KafkaError, topic: str,
     return translate(error, topic, partition)
 
 
-__all__ = ["MAX_RECORDS", "ConsumedRecord", "ProducedRecord", "RecordReader",
-           "produce"]
+__all__ = ["MAX_RECORDS", "ConsumedRecord", "ProducedRecord", "RecordFollower",
+           "RecordReader", "produce"]

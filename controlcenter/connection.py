@@ -9,7 +9,7 @@ from django.conf import settings
 
 from brokercluster.client import SupervisorClient
 from clusterclient import ClusterClient
-from clusterclient.records import RecordReader
+from clusterclient.records import RecordFollower, RecordReader
 
 # Pages must answer quickly even when the cluster does not: a short bound on every call.
 TIMEOUT = 5.0
@@ -51,6 +51,13 @@ def record_reader() -> RecordReader:
     """A bounded reader for one message-browsing request (close it, or use `with`)."""
     return RecordReader(settings.KAFKA_BOOTSTRAP_SERVERS,
                         {"client.id": "millrace-message-browser"}, timeout=TIMEOUT)
+
+
+def record_follower() -> RecordFollower:
+    """A reader that stays on a topic, for one live tail (controlcenter/livetail.py)."""
+    return RecordFollower(settings.KAFKA_BOOTSTRAP_SERVERS,
+                          {"client.id": "millrace-live-tail", "fetch.max.bytes": str(4 << 20),
+                           "queued.max.messages.kbytes": str(8 << 10)}, timeout=TIMEOUT)
 
 
 def bootstrap_servers() -> str:

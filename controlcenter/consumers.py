@@ -3,27 +3,40 @@
 The consumer joins the event groups the page names (plus `cluster`, for the banner) and
 forwards what `events` publishes. It renders nothing: the collector rendered each fragment
 once for every browser in the group (events.py), so a message costs a socket write here.
+
+The Messages page also asks this socket for its live tail ({"type": "tail", ...}, stopped
+by {"type": "untail"} or by closing): the browser follows this process's shared tail of
+the topic (livetail.py), whose pushes come straight to this socket.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.models import AnonymousUser
 
-from controlcenter import events
+from controlcenter import events, livetail
+from controlcenter.access import may_view
+from controlcenter.messagebrowser import MessageQuery
 
 log = logging.getLogger(__name__)
-MAX_SUBSCRIPTIONS = 50
+MAX_SUBSCRIPTIONS = 128  # a topic list follows its 50 rows' groups besides its own
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     joined: list[str]
+    tailing: tuple[str, livetail.Follower] | None = None
 
     async def connect(self) -> None:
         self.joined = []
+        if not may_view(self.scope.get("user") or AnonymousUser()):
+            await self.close(code=4401)
+            return
         try:
             groups = subscriptions(self.scope.get("query_string", b""))
         except ValueError as exc:
@@ -39,6 +52,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        self.stop_tail()
         if self.channel_layer is not None:
             for group in self.joined:
                 await self.channel_layer.group_discard(group, self.channel_name)
@@ -46,10 +60,86 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None
                       ) -> None:
-        """Pages only listen; anything they send is ignored."""
+        """Pages listen; they may follow more groups or fewer (list rows) and ask for the
+        Messages page's live tail."""
+        try:
+            request = json.loads(text_data or "")
+        except ValueError:
+            return
+        kind = request.get("type") if isinstance(request, dict) else None
+        if kind == "tail":
+            await self.start_tail(request)
+        elif kind == "untail":
+            self.stop_tail()
+        elif kind in ("subscribe", "unsubscribe"):
+            await self.follow(kind == "subscribe", request.get("topics"))
+
+    async def follow(self, join: bool, topics: Any) -> None:
+        """Join or leave event groups (a list page following the rows it shows); names
+        that are not event groups, `cluster`, and joins past MAX_SUBSCRIPTIONS are ignored."""
+        if not isinstance(topics, list) or self.channel_layer is None:
+            return
+        for topic in topics:
+            try:
+                group = events.parse_subscription(str(topic))
+            except ValueError:
+                continue
+            if join and group not in self.joined and len(self.joined) < MAX_SUBSCRIPTIONS:
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.joined.append(group)
+            elif not join and group in self.joined and group != events.ALWAYS:
+                await self.channel_layer.group_discard(group, self.channel_name)
+                self.joined.remove(group)
+
+    async def start_tail(self, request: dict[str, Any]) -> None:
+        self.stop_tail()
+        try:
+            topic, query, positions = tail_request(request)
+        except ValueError as exc:
+            await self.send(text_data=livetail.tail_banner(f"Live tail refused: {exc}"))
+            return
+        loop = asyncio.get_running_loop()
+
+        def send(text: str) -> None:  # called on the tail's thread
+            # Until the browser leaves: the tail may still push once before it sees that.
+            if self.tailing is not None and self.tailing[1] is follower and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(self.send(text_data=text), loop)
+
+        follower = livetail.Follower(send, query, positions)
+        self.tailing = (topic, follower)
+        try:
+            livetail.TAILS.join(topic, follower)
+        except livetail.TailError as exc:
+            self.tailing = None
+            await self.send(text_data=livetail.tail_banner(f"Live tail refused: {exc}"))
+
+    def stop_tail(self) -> None:
+        if self.tailing is not None:
+            livetail.TAILS.leave(*self.tailing)
+            self.tailing = None
 
     async def live_message(self, event: dict[str, Any]) -> None:
         await self.send(text_data=event["text"])
+
+
+def tail_request(request: dict[str, Any]) -> tuple[str, MessageQuery, dict[int, int]]:
+    """The topic, filters and start of {"type": "tail", "topic", "filters", "positions"},
+    checked like the Messages page's own form; ValueError says what is wrong."""
+    from controlcenter.pages.messages import BrowseForm  # the pages import Django forms
+
+    topic = request.get("topic")
+    if not isinstance(topic, str) or not livetail.TOPIC_NAME.match(topic):
+        raise ValueError(f"{topic!r} is not a topic name")
+    filters = request.get("filters") or {}
+    if not isinstance(filters, dict):
+        raise ValueError("filters are an object of the browse form's fields")
+    form = BrowseForm({k: filters.get(k, "") for k in ("partition", "key", "value", "header")})
+    if not form.is_valid():
+        raise ValueError(form.errors.as_text())
+    data = form.cleaned_data
+    query = MessageQuery(topic, partition=data.get("partition"), key=data.get("key") or "",
+                         value=data.get("value") or "", header=data.get("header") or "")
+    return topic, query, livetail.parse_positions(str(request.get("positions") or ""))
 
 
 def subscriptions(query_string: bytes) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controlcenter.events import register_fragment
+from controlcenter.events import register_fragment, register_rows
 from controlcenter.models import ClusterState
 
 
@@ -41,6 +41,9 @@ def _register_cluster_pages() -> None:
                                  ("topic-map", "topic_map.html"),
                                  ("topic-partitions", "topic_partitions.html")):
         register_fragment("topic", element_id, fragment + template, topics.topic_context)
+    register_fragment("topics", "topic-count", fragment + "topic_count.html", topics.topic_count)
+    register_rows("topic", "topics", "topic-table", fragment + "topic_row.html",
+                  topics.topic_rows)
 
 
 _register_cluster_pages()

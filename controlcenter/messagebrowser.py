@@ -110,21 +110,9 @@ def browse(reader: RecordReader, query: MessageQuery) -> MessagePage:
     budget = per_partition * len(partitions)
     records = reader.read(query.topic, ranges, max_records=budget, max_bytes=MAX_BYTES)
     messages = decode(records)
-    shown = sorted((m for m in messages if query.matches(m)), key=_order_key,
+    shown = sorted((m for m in messages if query.matches(m)), key=order_key,
                    reverse=query.start == NEWEST)
     return MessagePage(query, shown[: query.limit], len(records), watermarks)
-
-
-def tail(reader: RecordReader, query: MessageQuery,
-         positions: dict[int, int]) -> MessagePage:
-    """Messages past `positions` (newest first), bounded like a page; filters apply."""
-    watermarks = {p: reader.watermarks(query.topic, p) for p in positions}
-    ranges = {p: (max(positions[p], low, high - MAX_LIMIT), high)
-              for p, (low, high) in watermarks.items()}
-    records = reader.read(query.topic, ranges, max_records=SCAN_LIMIT, max_bytes=MAX_BYTES)
-    shown = sorted((m for m in decode(records) if query.matches(m)), key=_order_key,
-                   reverse=True)
-    return MessagePage(query, shown[:MAX_LIMIT], len(records), watermarks)
 
 
 def _per_partition(query: MessageQuery, partitions: int) -> int:
@@ -143,7 +131,8 @@ def _starts(reader: RecordReader, query: MessageQuery,
     return {p: low for p, (low, _) in watermarks.items()}
 
 
-def _order_key(message: BrowsedMessage) -> tuple[float, int, int]:
+def order_key(message: BrowsedMessage) -> tuple[float, int, int]:
+    """The pages' order of messages: by timestamp, then partition and offset."""
     stamp = message.timestamp.timestamp() if message.timestamp else 0.0
     return (stamp, message.partition, message.offset)
 

@@ -31,7 +31,6 @@ urlpatterns = [
     path("topics/<str:name>/elect-leaders/", brokers.elect_leaders, name="topic-elect-leaders"),
     path("topics/<str:name>/config/", topics.topic_config, name="topic-config"),
     path("topics/<str:name>/messages/", messages.topic_messages, name="messages"),
-    path("topics/<str:name>/messages/tail", messages.topic_messages_tail, name="messages-tail"),
     path("topics/<str:name>/produce/", messages.produce, name="produce"),
     # Group ids and subjects may hold "/": `path` segments, after the "+" action routes
     # (an id starting with "+reset/" would be shadowed; no Kafka tooling makes one).

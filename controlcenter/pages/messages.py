@@ -1,6 +1,7 @@
 """The Messages page of a topic: browse (partition, offset or time, newest first or from the
 beginning), filter on key, header and value server-side, download what is shown as JSON or
-CSV, follow new messages live (the tail), and produce one message (Avro with a subject).
+CSV, follow new messages live (the tail, pushed over the page's websocket by livetail.py),
+and produce one message (Avro with a subject).
 
 Unlike the other cluster pages this one reads Kafka while rendering: records are not in
 the collector's tables. Every read is one bounded `RecordReader` call (record count, bytes,
@@ -14,9 +15,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages as flash
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from clusterclient import ClusterRequestError, ClusterUnavailable
@@ -106,39 +106,6 @@ def _download(topic: str, page: MessagePage, kind: str) -> HttpResponse:
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{topic}-messages.{kind}"'
     return response
-
-
-@require_GET
-def topic_messages_tail(request: HttpRequest, name: str) -> JsonResponse:
-    """New messages past `positions` ("partition:offset,..."), as rows for the page."""
-    form = BrowseForm(request.GET)
-    try:
-        positions = parse_positions(request.GET.get("positions", ""))
-    except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
-    if not form.is_valid():
-        return JsonResponse({"error": form.errors.get_json_data()}, status=400)
-    try:
-        with connection.record_reader() as reader:
-            page = messagebrowser.tail(reader, form.query(name), positions)
-    except ClusterRequestError as exc:
-        return JsonResponse({"error": f"{exc.code_name}: {exc.message}"}, status=502)
-    except ClusterUnavailable as exc:
-        return JsonResponse({"error": f"The cluster did not answer: {exc.message}"}, status=503)
-    rows = render_to_string("controlcenter/fragments/message_rows.html",
-                            {"messages": page.messages, "tailed": True})
-    return JsonResponse({"html": rows, "count": len(page.messages),
-                         "positions": page.positions})
-
-
-def parse_positions(text: str) -> dict[int, int]:
-    positions = {}
-    for item in filter(None, text.split(",")):
-        partition, sep, offset = item.partition(":")
-        if not sep or not partition.isdigit() or not offset.isdigit():
-            raise ValueError(f"positions are partition:offset pairs, not {item!r}")
-        positions[int(partition)] = int(offset)
-    return positions
 
 
 class ProduceForm(forms.Form):

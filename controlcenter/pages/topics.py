@@ -10,12 +10,13 @@ a short timeout; a dead cluster gives a note, never a hung page.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -52,9 +53,43 @@ def topics(request: HttpRequest) -> HttpResponse:
     rows = _sorted(rows, sort.lstrip("-"), descending)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     cluster = ClusterState.current()
+    internal = request.GET.get("internal") == "1"
     context = {"cluster": cluster, "banners": cluster_banners(cluster), "page": page,
-               "q": query, "sort": sort, "internal": request.GET.get("internal") == "1"}
+               "rows": [topic_row(t) for t in page], "q": query, "sort": sort,
+               "internal": internal, "live_rows": live_view(query, internal, sort, page)}
     return render(request, "controlcenter/topics.html", context)
+
+
+def topic_row(topic: TopicState) -> dict[str, Any]:
+    """A row's template context: the topic and the values pages sort and filter it by."""
+    values = {key: getattr(topic, field) for key, field in SORTS.items()}
+    return {"t": topic, "values": json.dumps({**values, "internal": topic.internal})}
+
+
+def topic_rows(names: list[str]) -> dict[str, Mapping[str, Any]]:
+    """The live rows of these topics (events.register_rows); deleted ones are absent."""
+    return {t.name: topic_row(t) for t in TopicState.objects.filter(name__in=names)}
+
+
+def topic_count(key: str | None) -> Mapping[str, Any]:
+    """The default view's count (internal topics hidden), pushed with every change."""
+    return {"count": TopicState.objects.filter(internal=False).count()}
+
+
+def live_view(query: str, show_internal: bool, sort: str, page: Page[TopicState]) -> str:
+    """How this page orders and filters its rows, for placing pushed rows (live.js's
+    applyRows): the same rules as search_topics and _sorted."""
+    key = sort.lstrip("-") if sort.lstrip("-") in SORTS else "name"
+    direction = -1 if sort.startswith("-") else 1
+    match: dict[str, dict[str, Any]]
+    if query:
+        match = {"name": {"icontains": query}}
+    else:
+        match = {} if show_internal else {"internal": {"eq": False}}
+    return json.dumps({"row_topic": "topics",
+                       "order": [["internal", 1], [key, direction], ["name", 1]],
+                       "filter": match, "first_page": page.number == 1,
+                       "last_page": not page.has_next(), "per_page": PER_PAGE})
 
 
 def search_topics(query: str, show_internal: bool) -> QuerySet[TopicState]:

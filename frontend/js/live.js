@@ -10,8 +10,10 @@
 //
 // Page scripts can use the same connection:
 //   import { live } from "/static/js/live.js";
-//   live.subscribe("group:orders");
+//   live.subscribe("group.orders");
 //   document.addEventListener("live:data", (e) => draw(e.detail));
+
+import { applyRows, followRows } from "./liverows.js";
 
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
@@ -32,6 +34,10 @@ export class LiveConnection {
     this.attempt = 0;
     this.retryTimer = null;
     this.stopped = false;
+    // Standing requests (the Messages page's tail): sent now and again on every reconnect,
+    // each time built afresh, so a tail resumes from what the page already shows.
+    this.requests = new Map();
+    this.followed = new Set();
   }
 
   url() {
@@ -56,15 +62,27 @@ export class LiveConnection {
     this.setState("offline", "live updates stopped");
   }
 
-  subscribe(topic) {
-    if (this.topics.has(topic)) return;
-    this.topics.add(topic);
-    this.send({ type: "subscribe", topics: [topic] });
+  // Topics followed after the page loaded (a list's rows): sent as messages, and again
+  // after every reconnect, rather than in the socket's URL.
+  subscribe(...topics) {
+    const added = topics.filter((t) => !this.topics.has(t) && !this.followed.has(t));
+    if (added.length === 0) return;
+    for (const topic of added) this.followed.add(topic);
+    this.send({ type: "subscribe", topics: added });
   }
 
-  unsubscribe(topic) {
-    if (!this.topics.delete(topic)) return;
-    this.send({ type: "unsubscribe", topics: [topic] });
+  unsubscribe(...topics) {
+    const removed = topics.filter((t) => this.followed.delete(t) || this.topics.delete(t));
+    if (removed.length > 0) this.send({ type: "unsubscribe", topics: removed });
+  }
+
+  request(key, build) {
+    this.requests.set(key, build);
+    this.send(build());
+  }
+
+  cancel(key, message) {
+    if (this.requests.delete(key)) this.send(message);
   }
 
   send(message) {
@@ -77,7 +95,11 @@ export class LiveConnection {
     this.setState(this.attempt === 0 ? "connecting" : "reconnecting", "connecting");
     const socket = new WebSocket(this.url());
     this.socket = socket;
-    socket.addEventListener("open", () => this.setState("live", "connected"));
+    socket.addEventListener("open", () => {
+      this.setState("live", "connected");
+      if (this.followed.size > 0) this.send({ type: "subscribe", topics: [...this.followed] });
+      for (const build of this.requests.values()) this.send(build());
+    });
     socket.addEventListener("message", (event) => {
       // A message proves the server accepted us: start the backoff from the beginning.
       this.attempt = 0;
@@ -115,7 +137,7 @@ export class LiveConnection {
       return;
     }
     const handler = HANDLERS[message.type];
-    if (handler) handler(this.doc, message);
+    if (handler) handler(this.doc, message, this);
     this.doc.dispatchEvent(new CustomEvent("live:message", { detail: message }));
   }
 
@@ -162,6 +184,7 @@ export function applyBanner(doc, { key, level = "error", text = "", active = tru
 const HANDLERS = {
   fragment: applyFragment,
   banner: applyBanner,
+  rows: applyRows,
   data: (doc, message) => doc.dispatchEvent(new CustomEvent("live:data", { detail: message })),
 };
 
@@ -174,5 +197,7 @@ export const live = new LiveConnection({
   path: document.body.dataset.livePath || "/ws/live/",
   topics: topicsOf(document),
 });
-if (live.topics.size > 0) live.start();
-else live.setState("off", "this page has no live updates");
+if (live.topics.size > 0) {
+  followRows(document, live);
+  live.start();
+} else live.setState("off", "this page has no live updates");

@@ -135,8 +135,6 @@ def test_a_message_is_produced_and_found_with_a_filter(admin: Client) -> None:
     downloaded = json.loads(admin.get(f"/topics/{name}/messages/",
                                       {"download": "json"}).content)
     assert {m["key"]["text"] for m in downloaded} == {"user-0", "user-1", "user-2"}
-    tail = admin.get(f"/topics/{name}/messages/tail", {"positions": "0:1,1:0"}).json()
-    assert tail["count"] == 2 and tail["positions"] == "0:2,1:1"
     produced = AuditEntry.objects.filter(action="topic.produce")
     assert produced.count() == 3 and all(e.parameters["headers"] == ["source", "n"]
                                          for e in produced)
@@ -162,7 +160,6 @@ def test_browsing_bad_input_and_missing_topics_are_messages_not_500s(admin: Clie
     assert missing.status_code == 200 and "UNKNOWN_TOPIC_OR_PART" in missing.content.decode()
     bad = admin.get("/topics/x/messages/", {"start": "offset"})
     assert "Give the offset" in bad.content.decode()
-    assert admin.get("/topics/x/messages/tail", {"positions": "zero"}).status_code == 400
 
 
 def test_operating_brokers_without_a_supervisor_says_so(admin: Client) -> None:

@@ -236,3 +236,46 @@ def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(
     tab.snap("tailed")
     assert "oolong tea" in tab.page.inner_text("#message-rows tr.message-row >> nth=0")
     assert "espresso" not in tab.page.inner_text("#message-rows")
+
+
+def test_the_topic_list_shows_a_created_topic_and_a_killed_broker_without_a_reload(
+        tab: Browser, chromium: Any, platform_server: LiveServer) -> None:
+    tab.visit("/topics/")
+    listing = tab.page
+    listing.evaluate("window.__notReloaded = true")
+    script = chromium.new_context(base_url=platform_server.url)
+    auth = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
+    topic = f"listed-{uuid.uuid4().hex[:6]}"
+    answer = script.request.post("/api/v1/topics", headers=auth, data={
+        "name": topic, "partitions": 3, "replication_factor": 3})
+    assert answer.status == 201, answer.text()
+
+    # The collector's next sample pushes the new row into the open list.
+    row = listing.locator(f"#topic-table tr[data-key='{topic}']")
+    row.wait_for(timeout=60_000)
+    under_replicated = row.locator("[data-column=under-replicated]")
+    assert under_replicated.inner_text() == "0"
+    tab.snap("created")
+
+    assert script.request.post("/api/v1/brokers/3/kill", headers=auth).ok
+    try:
+        listing.wait_for_function(
+            f"""() => document.querySelector(
+                  "#topic-table tr[data-key='{topic}'] [data-column=under-replicated]"
+                )?.textContent === "3" """, timeout=90_000)
+        tab.snap("broker 3 killed")
+        assert "warn" in (row.get_attribute("class") or "")
+    finally:
+        assert script.request.post("/api/v1/brokers/3/start", headers=auth,
+                                   timeout=90_000).ok
+    listing.wait_for_function(
+        f"""() => document.querySelector(
+              "#topic-table tr[data-key='{topic}'] [data-column=under-replicated]"
+            )?.textContent === "0" """, timeout=90_000)
+
+    # Deleted through the API, the row leaves the open list.
+    assert script.request.delete(f"/api/v1/topics/{topic}", headers=auth).status == 204
+    row.wait_for(state="detached", timeout=60_000)
+    tab.snap("deleted")
+    assert listing.evaluate("window.__notReloaded") is True
+    script.close()

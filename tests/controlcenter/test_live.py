@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -177,3 +178,77 @@ async def _in_thread(func: object, *args: object) -> None:
     import asyncio
 
     await asyncio.to_thread(func, *args)  # type: ignore[arg-type]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_topic_list_gets_the_rows_of_changed_topics_rendered_once(
+        own_hub: str, settings: object) -> None:
+    """Created and changed topics travel as rows to the list's group, deleted ones as
+    null; topic pages get their own fragments, not the rows."""
+    from asgiref.sync import sync_to_async
+
+    from tests.controlcenter.cluster_snapshot import seed
+
+    await sync_to_async(seed)({"orders": 3, "payments": 1})
+    rows_of_topics = events.rows_of("topic")
+    assert rows_of_topics is not None
+    rows_of_topics.sent.clear()  # as in a collector that has just started
+    listing, topic_page = await connect("topics"), await connect("topic.orders")
+    sent = await sync_to_async(events.publish_changes)(
+        [("topics", None), ("topic", "orders"), ("topic", "gone")])
+    count = json.loads(await listing.receive_from(timeout=10))
+    assert count["id"] == "topic-count" and ">2<" in count["html"]
+    rows = json.loads(await listing.receive_from(timeout=10))
+    assert rows["type"] == "rows" and rows["table"] == "topic-table"
+    orders, gone = rows["rows"]
+    assert orders["key"] == "orders" and 'data-key="orders"' in orders["html"]
+    found = re.search(r'data-values="([^"]*)"', orders["html"])
+    assert found and json.loads(found[1].replace("&quot;", '"'))["partitions"] == 3
+    assert gone == {"key": "gone", "html": None}
+    assert await listing.receive_nothing(timeout=0.3)
+    fragments = {json.loads(await topic_page.receive_from(timeout=10))["id"] for _ in range(3)}
+    assert fragments == {"topic-summary", "topic-map", "topic-partitions"}
+    assert sent == 8  # the count, one batch of rows, the three fragments of each topic
+
+    # Sent once, the row of orders goes to its own group from then on: the page showing it
+    # follows that group; another page of the list does not get it.
+    other = await connect("topics")
+    await listing.send_to(text_data=json.dumps({"type": "subscribe", "topics": ["topics.orders"]}))
+    assert await listing.receive_nothing(timeout=0.5)  # (no answer; time to join the group)
+    await sync_to_async(events.publish_changes)([("topic", "orders")])
+    row = json.loads(await listing.receive_from(timeout=10))
+    assert row["type"] == "rows" and [r["key"] for r in row["rows"]] == ["orders"]
+    assert await other.receive_nothing(timeout=0.3)
+    await listing.send_to(text_data=json.dumps({"type": "unsubscribe",
+                                                "topics": ["topics.orders", "cluster"]}))
+    assert await listing.receive_nothing(timeout=0.5)
+    await sync_to_async(events.publish_changes)([("topic", "orders")])
+    await events.asend_all([("cluster", events.banner_message("ok", "still here"))])
+    assert json.loads(await listing.receive_from(timeout=10))["type"] == "banner"
+    for page in (listing, topic_page, other):
+        await page.disconnect()
+
+
+async def test_an_anonymous_socket_is_refused_when_pages_need_a_login(own_hub: str) -> None:
+    with override_settings(MILLRACE_UI_LOGIN_REQUIRED=True):
+        communicator = WebsocketCommunicator(application, "/ws/live/?topics=overview",
+                                             headers=[ORIGIN, (b"host", b"127.0.0.1:8000")])
+        connected, code = await communicator.connect(timeout=10)
+    assert not connected and code == 4401
+
+
+@pytest.mark.parametrize("request_, words", [
+    ({"type": "tail", "topic": "no spaces allowed"}, "is not a topic name"),
+    ({"type": "tail", "topic": "orders", "filters": {"partition": "-1"}}, "partition"),
+    ({"type": "tail", "topic": "orders", "positions": "0:x"}, "partition:offset pairs"),
+])
+async def test_a_tail_request_that_does_not_fit_the_form_gets_the_tail_banner(
+        own_hub: str, request_: dict[str, object], words: str) -> None:
+    page = await connect("topic.orders")
+    await page.send_to(text_data=json.dumps(request_))
+    message = json.loads(await page.receive_from(timeout=10))
+    assert message["type"] == "banner" and message["key"] == "tail", message
+    assert message["text"].startswith("Live tail refused: ") and words in message["text"]
+    await page.send_to(text_data="not json")  # ignored, like any other stray frame
+    assert await page.receive_nothing(timeout=0.3)
+    await page.disconnect()

@@ -107,15 +107,3 @@ def test_downloads_hold_the_shown_messages(kafka_bootstrap: str) -> None:
     rows = list(csv.DictReader(io.StringIO(messagebrowser.as_csv(page.messages))))
     assert rows[0]["value"] == "AP8=" and rows[0]["key"] == "k"
     assert json.loads(rows[0]["headers"]) == {"h": "v"}
-
-
-@pytest.mark.django_db
-def test_the_tail_returns_only_what_came_after(kafka_bootstrap: str) -> None:
-    topic = create(kafka_bootstrap)
-    produce(kafka_bootstrap, topic, b"before", partition=0)
-    with RecordReader(kafka_bootstrap) as reader:
-        page = messagebrowser.browse(reader, MessageQuery(topic))
-        produce(kafka_bootstrap, topic, b"after", partition=0)
-        tail = messagebrowser.tail(reader, MessageQuery(topic), {0: 1})
-    assert [m.value.text for m in page.messages] == ["before"]
-    assert [m.value.text for m in tail.messages] == ["after"] and tail.positions == "0:2"
