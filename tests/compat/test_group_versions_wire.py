@@ -61,6 +61,11 @@ def test_a_static_leader_rejoining_a_stable_group_is_told_to_skip_assignment(
         assert again.skip_assignment is True
         assert [(m.group_instance_id, bytes(m.metadata)) for m in again.members] == [
             ("instance-1", SUBSCRIPTION)]
+        kept = wire.request(SyncGroupRequest(
+            group_id=group, generation_id=again.generation_id, member_id=again.member_id,
+            group_instance_id="instance-1", protocol_type="consumer", protocol_name="range",
+            assignments=[]), 5)
+        assert (kept.error_code, kept.assignment) == (ErrorCode.NONE, b"mine")
 
         left = wire.request(LeaveGroupRequest(group_id=group, members=[
             LeaveGroupRequest.MemberIdentity(member_id=again.member_id,
