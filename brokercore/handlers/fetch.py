@@ -169,11 +169,12 @@ def _read_all(reader: _Reader, max_bytes: int,
               positions: list[tuple[SessionKey, FetchPosition]]) -> list[_Read]:
     budget = max_bytes if max_bytes > 0 else 2**31 - 1
     reads: list[_Read] = []
+    nothing_yet = True
     for key, position in positions:
         # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
-        nothing_yet = not any(r.records for r in reads)
         read = _read(reader, key, position, budget, first=nothing_yet)
         budget -= len(read.records or b"")
+        nothing_yet = nothing_yet and not read.records
         reads.append(read)
     return reads
 
