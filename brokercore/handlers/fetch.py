@@ -80,17 +80,17 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version)
     uses_ids = version >= TOPIC_IDS_VERSION
-    requested = _requested(broker, request, uses_ids)
-    if reader.follower:
-        _record_follower_fetch(broker, reader.replica_id, requested.values())
     context = broker.fetch_sessions.context(
         request.session_id, request.session_epoch, privileged=reader.follower,
-        uses_topic_ids=uses_ids, requested=requested,
+        uses_topic_ids=uses_ids, requested=_requested(broker, request, uses_ids),
         forgotten=_forgotten(request.forgotten_topics_data, uses_ids),
     )
     if context.error != ErrorCode.NONE:
         return FetchResponse(throttle_time_ms=0, error_code=context.error,
                              session_id=0, responses=[])
+    if reader.follower:
+        # Every partition of the session is fetched, sent in this request or not.
+        _record_follower_fetch(broker, reader.replica_id, context.positions.values())
     reads = await _read_until_ready(reader, request, list(context.positions.items()))
     session_id, included = context.answer([r.answer() for r in reads])
     return _response(reader, session_id, [r for r in reads if r.key in included])
