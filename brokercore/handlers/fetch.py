@@ -201,7 +201,11 @@ def _read(reader: _Reader, key: SessionKey, p: FetchPosition, budget: int,
     result.log_start_offset = partition.log_start_offset
     result.aborted_transactions = []
     if reader.version >= 12 and p.last_fetched_epoch >= 0:
-        result.diverging_epoch = _diverging_epoch(partition, p)
+        try:
+            result.diverging_epoch = _diverging_epoch(partition, p)
+        except PartitionError as exc:
+            result.error = exc.error_code
+            return result
         if result.diverging_epoch is not None:
             return result
     _read_records(reader, partition, p, budget, first, result)
@@ -218,8 +222,13 @@ def _leader(reader: _Reader, tp: TopicPartition, current_leader_epoch: int) -> P
 
 def _diverging_epoch(partition: Partition, p: FetchPosition) -> tuple[int, int] | None:
     """KIP-320/KIP-595: where the fetcher's last fetched epoch ends in this leader's log, if
-    the fetcher's log goes past it (it must truncate there before fetching on)."""
+    the fetcher's log goes past it (it must truncate there before fetching on). As in
+    Kafka, OFFSET_OUT_OF_RANGE when this log cannot place that epoch, or the fetch offset
+    is below its start."""
     epoch, end_offset = partition.epoch_end(p.last_fetched_epoch)
+    if epoch < 0 or end_offset < 0 or p.fetch_offset < partition.log_start_offset:
+        raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"cannot place epoch {p.last_fetched_epoch} at {p.fetch_offset}")
     if end_offset < p.fetch_offset or epoch < p.last_fetched_epoch:
         return epoch, end_offset
     return None

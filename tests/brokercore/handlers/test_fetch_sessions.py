@@ -172,3 +172,8 @@ def test_a_fetcher_past_its_epochs_end_is_told_where_it_diverges(
         part(0, offset=1, last_fetched_epoch=0)])])
     [fine] = answered(agreeing).values()
     assert fine.diverging_epoch is None and fine.records
+    # An epoch this leader has never had cannot be placed: the fetcher must reset.
+    unknown = fetch(client, 0, -1, [FetchTopic(topic=topic, partitions=[
+        part(0, offset=1, last_fetched_epoch=7)])])
+    [lost] = answered(unknown).values()
+    assert lost.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and lost.diverging_epoch is None
