@@ -56,8 +56,9 @@ class _Read:
     current_leader: tuple[int, int] | None = None  # (leader id, epoch), KIP-951
 
     def answer(self) -> PartitionAnswer:
-        news = bool(self.records) or self.error != ErrorCode.NONE or self.diverging_epoch
-        return PartitionAnswer(self.key, bool(news), self.high_watermark,
+        news = (bool(self.records) or self.error != ErrorCode.NONE
+                or self.diverging_epoch is not None)
+        return PartitionAnswer(self.key, news, self.high_watermark,
                                self.last_stable_offset, self.log_start_offset)
 
 
