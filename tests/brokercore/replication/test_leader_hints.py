@@ -91,3 +91,28 @@ async def test_a_reader_of_the_old_leaders_lost_tail_is_told_where_to_truncate(
     [caught_up] = (await fetch(new, 12, offset=2, last_fetched_epoch=0)).responses[0].partitions
     assert caught_up.diverging_epoch is None and caught_up.records
     new.close()
+
+
+async def test_v15_names_the_follower_in_replica_state(cluster: Cluster) -> None:
+    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    await cluster.stop_node(2)
+    client = await Client.to(cluster.nodes[1])
+    assert (await client.produce(TOPIC, record_batch([b"x", b"y"]), acks=1)).error_code == 0
+    leader = cluster.nodes[1].partition(TOPIC)
+    assert (leader.high_watermark, leader.log_end_offset) == (0, 2)  # follower 2 lags
+
+    as_consumer = await fetch(client, 15, topic_id=topic_id)
+    request = FetchRequest(
+        replica_state=FetchRequest.ReplicaState(replica_id=2, replica_epoch=-1),
+        max_wait_ms=0, min_bytes=0, max_bytes=2**20, isolation_level=0, session_id=0,
+        session_epoch=-1, rack_id="", forgotten_topics_data=[],
+        topics=[FetchRequest.FetchTopic(topic_id=uuid.UUID(topic_id), partitions=[
+            FetchRequest.FetchTopic.FetchPartition(
+                partition=0, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=-1,
+                log_start_offset=0, partition_max_bytes=2**20)])])
+    as_follower = await client.connection.request(request, 15)
+
+    assert not as_consumer.responses[0].partitions[0].records  # below the high watermark
+    assert as_follower.responses[0].partitions[0].records  # to the log end
+    assert leader.followers[2].log_end_offset == 0  # its fetch offset, recorded
+    client.close()
