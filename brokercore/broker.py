@@ -71,7 +71,7 @@ class Broker:
         self.replica_manager.start()
         self.group_coordinator.start()
         self.metrics = await start_metrics_server(
-            self.config, self.replica_manager, self.controller)
+            self.config, self.replica_manager, self.controller, self.parts.fetch_sessions)
         log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
 
     async def _register(self) -> None:
