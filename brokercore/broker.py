@@ -14,6 +14,7 @@ from brokercore.config import BrokerConfig, ConfigError, Listener, parse_listene
 from brokercore.controller.controller import Controller, ControllerError
 from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import broker_group_coordinator
+from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.handlers.parts import BrokerParts
 from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
@@ -41,8 +42,10 @@ class Broker:
             config, self.replica_manager, self.controller, self.clock)
         self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
         listener = self.kafka_listener = _kafka_listener(config)
+        sessions = FetchSessionCache(
+            config.get_int("max.incremental.fetch.session.cache.slots"), self.clock)
         self.parts = BrokerParts(self.node_id, config, self.log_dir, self.replica_manager,
-                                 self.controller, self.group_coordinator)
+                                 self.controller, self.group_coordinator, sessions)
         self.server = KafkaServer(self.parts, listener.host, listener.port)
         self.advertised: Listener = listener
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
@@ -68,7 +71,7 @@ class Broker:
         self.replica_manager.start()
         self.group_coordinator.start()
         self.metrics = await start_metrics_server(
-            self.config, self.replica_manager, self.controller)
+            self.config, self.replica_manager, self.controller, self.parts.fetch_sessions)
         log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
 
     async def _register(self) -> None:

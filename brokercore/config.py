@@ -142,6 +142,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("replica.fetch.min.bytes", T.INT, "1", "Follower fetch minimum bytes."),
         _k("replica.fetch.backoff.ms", T.INT, "1000", "Follower back-off after an error."),
         _k("replica.socket.timeout.ms", T.INT, "30000", "Follower socket timeout."),
+        _k("max.incremental.fetch.session.cache.slots", T.INT, "1000",
+           "Fetch sessions (KIP-227) this broker keeps at most.", read_only=True),
         _k("replica.high.watermark.checkpoint.interval.ms", T.LONG, "5000",
            "High watermark checkpoint period."),
         _k("metrics.http.listener", T.STRING, None,

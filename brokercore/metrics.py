@@ -25,6 +25,7 @@ from prometheus_client.samples import Sample
 
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller
+from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.tcp_server import TcpServer
 
@@ -39,13 +40,16 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class BrokerCollector(Collector):
     """Every metric, computed from the broker's image and partitions at scrape time."""
 
-    def __init__(self, node_id: int, replicas: ReplicaManager, controller: Controller) -> None:
+    def __init__(self, node_id: int, replicas: ReplicaManager, controller: Controller,
+                 fetch_sessions: FetchSessionCache) -> None:
         self.node_id = node_id
         self.replicas = replicas
         self.controller = controller
+        self.fetch_sessions = fetch_sessions
 
     def collect(self) -> Iterator[Metric]:
         yield from self._replica_manager()
+        yield from self._fetch_session_cache()
         yield from self._controller()
         yield from self._topic_counters()
         yield self._log_sizes()
@@ -72,6 +76,16 @@ class BrokerCollector(Collector):
         for name, value in counts.items():
             yield GaugeMetricFamily(f"kafka_server_replicamanager_{name}",
                                     f"ReplicaManager {name} of this broker", value=value)
+
+    def _fetch_session_cache(self) -> Iterator[Metric]:
+        """Kafka's kafka.server:type=FetchSessionCache gauges (KIP-227)."""
+        sessions = self.fetch_sessions.sessions.values()
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                                "Fetch sessions this broker holds", value=len(sessions))
+        yield GaugeMetricFamily(
+            "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+            "Partitions held over all fetch sessions",
+            value=sum(len(s.partitions) for s in sessions))
 
     def _controller(self) -> Iterator[Metric]:
         # Cluster-wide counts come from the active controller only, every other node says 0,
@@ -155,14 +169,15 @@ class MetricsServer(TcpServer):
 
 
 async def start_metrics_server(
-    config: BrokerConfig, replicas: ReplicaManager, controller: Controller
+    config: BrokerConfig, replicas: ReplicaManager, controller: Controller,
+    fetch_sessions: FetchSessionCache,
 ) -> MetricsServer | None:
     """Serve metrics at `metrics.http.listener` (host:port); None when it is unset."""
     listener = config.get("metrics.http.listener")
     if not listener:
         return None
     host, _, port = listener.rpartition(":")
-    collector = BrokerCollector(config.node_id, replicas, controller)
+    collector = BrokerCollector(config.node_id, replicas, controller, fetch_sessions)
     server = MetricsServer(collector, host.strip("[]") or "0.0.0.0", int(port))
     bound = await server.start()
     log.info("node %d: serving Prometheus metrics on %s:%d/metrics", config.node_id, host, bound)

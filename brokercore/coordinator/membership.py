@@ -163,7 +163,9 @@ class Membership:
         log.info("group %s: static member %s now %s", group.group_id, req.group_instance_id,
                  new_id)
         if group.state is S.STABLE and member.same_protocols(req.protocols):
-            return self.current_join_result(group, member)
+            result = self.current_join_result(group, member)
+            result.skip_assignment = new_id == group.leader_id
+            return result
         return self._rejoin(group, member, req, rebalance=group.state is not S.PREPARING_REBALANCE)
 
     def _await_join(self, member: Member) -> asyncio.Future[JoinResult]:

@@ -57,6 +57,10 @@ class JoinResult:
     leader_id: str = ""
     # (member_id, group_instance_id, metadata): only the leader gets them.
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    # KIP-814: a static leader rejoining a stable group gets the members to watch their
+    # subscriptions, but must not assign (JoinGroup v9+ says so; older leaders' SyncGroup
+    # in a stable group changes nothing anyway).
+    skip_assignment: bool = False
 
 
 @dataclass

@@ -1,18 +1,29 @@
 """Fetch (1): whole batches from the log, long-polling for min_bytes up to max_wait_ms.
 
 Consumers (replica_id -1) read below the high watermark; a fetch offset between the high
-watermark and the log end is answered empty. A follower (replica_id >= 0) reads up to the
-log end, and its fetch offset is its log end, which the leader records (ISR, high
-watermark). Both only from the leader. No fetch sessions (KIP-227): session_id 0 tells
-clients to send full requests.
+watermark and the log end is answered empty. A follower (replica_id >= 0, in
+`replica_state` from v15) reads up to the log end, and its fetch offset is its log end,
+which the leader records (ISR, high watermark). Both only from the leader.
+
+A fetch goes through its session first (`fetch_sessions.py`, KIP-227): the session says
+which partitions to read (an incremental fetch reads every partition of its session) and,
+once they are read, which of them the answer carries. Reading one partition is `_read`:
+the leader and epoch checks, KIP-320's diverging epoch (v12+), then the log up to the
+offset the reader may see (`_read_limit`).
+From v13 topics are named by topic id; an id this broker does not know is UNKNOWN_TOPIC_ID.
 """
 
+from __future__ import annotations
+
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
+from brokercore.handlers.fetch_sessions import FetchPosition, PartitionAnswer, SessionKey
+from brokercore.handlers.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.log import LogError
@@ -23,105 +34,260 @@ from brokercore.topic_partition import TopicPartition
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = TopicData.PartitionData
+ZERO_UUID = uuid.UUID(int=0)
+TOPIC_IDS_VERSION = 13
+READ_COMMITTED = 1
 
 
 @dataclass
 class _Read:
+    key: SessionKey
     topic: str
+    topic_id: uuid.UUID
     index: int
     partition: Partition | None
     error: ErrorCode
     records: Any = b""
     high_watermark: int = -1
+    last_stable_offset: int = -1
     log_start_offset: int = -1
+    aborted_transactions: list[Any] | None = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), KIP-320
+    current_leader: tuple[int, int] | None = None  # (leader id, epoch), KIP-951
+
+    def answer(self) -> PartitionAnswer:
+        news = (bool(self.records) or self.error != ErrorCode.NONE
+                or self.diverging_epoch is not None)
+        return PartitionAnswer(self.key, news, self.high_watermark,
+                               self.last_stable_offset, self.log_start_offset)
 
 
-@serves(FetchRequest, FetchResponse, min_version=4, max_version=12)
+@dataclass(frozen=True)
+class _Reader:
+    """Who reads, and how: the parts of the request every partition's read depends on."""
+
+    broker: BrokerParts
+    replica_id: int
+    isolation_level: int
+    version: int
+
+    @property
+    def follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@serves(FetchRequest, FetchResponse, min_version=4, max_version=17)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version)
+    uses_ids = version >= TOPIC_IDS_VERSION
+    context = broker.fetch_sessions.context(
+        request.session_id, request.session_epoch, privileged=reader.follower,
+        uses_topic_ids=uses_ids, requested=_requested(broker, request, uses_ids),
+        forgotten=_forgotten(request.forgotten_topics_data, uses_ids),
+    )
+    if context.error != ErrorCode.NONE:
+        return FetchResponse(throttle_time_ms=0, error_code=context.error,
+                             session_id=0, responses=[])
+    if reader.follower:
+        # Every partition of the session is fetched, sent in this request or not.
+        _record_follower_fetch(broker, reader.replica_id, context.positions.values())
+    reads = await _read_until_ready(reader, request, list(context.positions.items()))
+    session_id, included = context.answer([r.answer() for r in reads])
+    return _response(reader, session_id, [r for r in reads if r.key in included])
+
+
+def _replica_id(request: Any, version: int) -> int:
+    """v15 moved the follower's id into `replica_state` (KIP-903)."""
+    if version >= 15:
+        return int(request.replica_state.replica_id) if request.replica_state else -1
+    return int(request.replica_id)
+
+
+def _requested(
+    broker: BrokerParts, request: Any, uses_ids: bool
+) -> dict[SessionKey, FetchPosition]:
+    requested = {}
+    for topic in request.topics:
+        topic_id = topic.topic_id if uses_ids else ZERO_UUID
+        name = topic.topic if not uses_ids else _topic_name(broker, topic_id) or ""
+        for p in topic.partitions:
+            key = (str(topic_id) if uses_ids else name, p.partition)
+            requested[key] = FetchPosition(
+                name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset,
+            )
+    return requested
+
+
+def _forgotten(forgotten_topics: Any, uses_ids: bool) -> list[SessionKey]:
+    return [(str(t.topic_id) if uses_ids else t.topic, index)
+            for t in forgotten_topics or [] for index in t.partitions]
+
+
+def _topic_name(broker: BrokerParts, topic_id: uuid.UUID) -> str | None:
+    topic = broker.image.topics_by_id.get(str(topic_id))
+    return topic.name if topic is not None else None
+
+
+def _record_follower_fetch(broker: BrokerParts, replica_id: int,
+                           positions: Any) -> None:
+    """Once per request, not per long-poll round: the fetch offset is the follower's log end."""
+    manager = broker.replicas
+    for p in positions:
+        partition = manager.partitions.get(TopicPartition(p.topic, p.partition))
+        if (
+            partition is not None and partition.is_leader
+            and p.current_leader_epoch in (-1, partition.leader_epoch)
+            and 0 <= p.fetch_offset <= partition.log_end_offset
+        ):
+            manager.record_follower_fetch(partition, replica_id, p.fetch_offset,
+                                          p.log_start_offset)
+
+
+async def _read_until_ready(reader: _Reader, request: Any,
+                            positions: list[tuple[SessionKey, FetchPosition]]) -> list[_Read]:
+    """Read, then read again as data arrives, until min_bytes, news or max_wait_ms."""
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
-    if request.replica_id >= 0:
-        _record_follower_fetch(broker, request)
-    reads = _read_all(broker, ctx, request)
+    reads = _read_all(reader, request.max_bytes, positions)
     partitions = [r.partition for r in reads if r.partition is not None]
     while (
         sum(len(r.records or b"") for r in reads) < request.min_bytes
         and partitions
-        and not any(r.error for r in reads)
+        and not any(r.error or r.diverging_epoch for r in reads)
         and (remaining := deadline - time.monotonic()) > 0
     ):
-        await broker.replicas.wait_for_data(partitions, remaining)
-        reads = _read_all(broker, ctx, request)
-    topics: dict[str, list[Any]] = {}
-    for r in reads:
-        if r.partition is not None and request.replica_id < 0:
-            r.partition.bytes_out += len(r.records or b"")
-        topics.setdefault(r.topic, []).append(PartitionData(
-            partition_index=r.index, error_code=r.error, high_watermark=r.high_watermark,
-            last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
-            aborted_transactions=[] if r.error == ErrorCode.NONE else None,
-            preferred_read_replica=-1, records=r.records,
-        ))
-    return FetchResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0,
-        responses=[TopicData(topic=name, partitions=parts) for name, parts in topics.items()],
-    )
-
-
-def _record_follower_fetch(broker: BrokerParts, request: Any) -> None:
-    """Once per request, not per long-poll round: the fetch offset is the follower's log end."""
-    manager = broker.replicas
-    for topic in request.topics:
-        for p in topic.partitions:
-            partition = manager.partitions.get(TopicPartition(topic.topic, p.partition))
-            if (
-                partition is not None and partition.is_leader
-                and p.current_leader_epoch in (-1, partition.leader_epoch)
-                and 0 <= p.fetch_offset <= partition.log_end_offset
-            ):
-                manager.record_follower_fetch(partition, request.replica_id, p.fetch_offset,
-                                              p.log_start_offset)
-
-
-def _read_all(broker: BrokerParts, ctx: RequestContext, request: Any) -> list[_Read]:
-    budget = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
-    reads: list[_Read] = []
-    for topic in request.topics:
-        for p in topic.partitions:
-            # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
-            nothing_yet = not any(r.records for r in reads)
-            read = _read(broker, topic.topic, p, budget, first=nothing_yet,
-                         replica_id=request.replica_id)
-            budget -= len(read.records or b"")
-            reads.append(read)
+        await reader.broker.replicas.wait_for_data(partitions, remaining)
+        reads = _read_all(reader, request.max_bytes, positions)
+    if not reader.follower:
+        for r in reads:
+            if r.partition is not None:
+                r.partition.bytes_out += len(r.records or b"")
     return reads
 
 
-def _read(
-    broker: BrokerParts, topic: str, p: Any, budget: int, first: bool, replica_id: int
-) -> _Read:
-    follower = replica_id >= 0
-    tp = TopicPartition(topic, p.partition)
+def _read_all(reader: _Reader, max_bytes: int,
+              positions: list[tuple[SessionKey, FetchPosition]]) -> list[_Read]:
+    budget = max_bytes if max_bytes > 0 else 2**31 - 1
+    reads: list[_Read] = []
+    nothing_yet = True
+    for key, position in positions:
+        # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
+        read = _read(reader, key, position, budget, first=nothing_yet)
+        budget -= len(read.records or b"")
+        nothing_yet = nothing_yet and not read.records
+        reads.append(read)
+    return reads
+
+
+def _read(reader: _Reader, key: SessionKey, p: FetchPosition, budget: int,
+          first: bool) -> _Read:
+    uses_ids = reader.version >= TOPIC_IDS_VERSION
+    name = _topic_name(reader.broker, p.topic_id) if uses_ids else p.topic
+    result = _Read(key, name or "", p.topic_id, p.partition, None, ErrorCode.NONE)
+    if name is None:
+        result.error = ErrorCode.UNKNOWN_TOPIC_ID
+        return result
     try:
-        partition = broker.replicas.leader_partition(tp)
-        partition.check_leader_epoch(p.current_leader_epoch)
-        if follower and replica_id not in partition.followers:
-            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        partition = _leader(reader, TopicPartition(name, p.partition), p.current_leader_epoch)
     except PartitionError as exc:
-        return _Read(topic, p.partition, None, exc.error_code)
-    result = _Read(topic, p.partition, partition, ErrorCode.NONE,
-                   high_watermark=partition.high_watermark,
-                   log_start_offset=partition.log_start_offset)
+        result.error = exc.error_code
+        if exc.error_code in HINTED_ERRORS:
+            result.current_leader = current_leader(reader.broker.image,
+                                                   TopicPartition(name, p.partition))
+        return result
+    result.partition = partition
+    result.high_watermark = partition.high_watermark
+    result.last_stable_offset = partition.last_stable_offset
+    result.log_start_offset = partition.log_start_offset
+    result.aborted_transactions = []
+    if reader.version >= 12 and p.last_fetched_epoch >= 0:
+        try:
+            result.diverging_epoch = _diverging_epoch(partition, p)
+        except PartitionError as exc:
+            result.error = exc.error_code
+            return result
+        if result.diverging_epoch is not None:
+            return result
+    _read_records(reader, partition, p, budget, first, result)
+    return result
+
+
+def _leader(reader: _Reader, tp: TopicPartition, current_leader_epoch: int) -> Partition:
+    partition = reader.broker.replicas.leader_partition(tp)
+    partition.check_leader_epoch(current_leader_epoch)
+    if reader.follower and reader.replica_id not in partition.followers:
+        raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    return partition
+
+
+def _diverging_epoch(partition: Partition, p: FetchPosition) -> tuple[int, int] | None:
+    """KIP-320/KIP-595: where the fetcher's last fetched epoch ends in this leader's log, if
+    the fetcher's log goes past it (it must truncate there before fetching on). As in
+    Kafka, OFFSET_OUT_OF_RANGE when this log cannot place that epoch, or the fetch offset
+    is below its start."""
+    epoch, end_offset = partition.epoch_end(p.last_fetched_epoch)
+    if epoch < 0 or end_offset < 0 or p.fetch_offset < partition.log_start_offset:
+        raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"cannot place epoch {p.last_fetched_epoch} at {p.fetch_offset}")
+    if end_offset < p.fetch_offset or epoch < p.last_fetched_epoch:
+        return epoch, end_offset
+    return None
+
+
+def _read_limit(reader: _Reader, partition: Partition) -> int | None:
+    """The offset the reader may read below: followers the log end (None), read_committed
+    consumers the last stable offset, the others the high watermark."""
+    if reader.follower:
+        return None
+    if reader.isolation_level == READ_COMMITTED:
+        return partition.last_stable_offset
+    return partition.high_watermark
+
+
+def _read_records(reader: _Reader, partition: Partition, p: FetchPosition, budget: int,
+                  first: bool, result: _Read) -> None:
     max_bytes = min(p.partition_max_bytes, budget)
     if max_bytes <= 0 and not first:
-        return result
+        return
     try:
-        data = partition.log.read(
-            p.fetch_offset, max(max_bytes, 0),
-            max_offset=None if follower else partition.high_watermark,
-            min_one_batch=first,
-        )
+        data = partition.log.read(p.fetch_offset, max(max_bytes, 0),
+                                  max_offset=_read_limit(reader, partition), min_one_batch=first)
     except LogError as exc:
         result.error = exc.error_code
-        return result
+        return
     result.records = data.records
-    return result
+
+
+def _response(reader: _Reader, session_id: int, reads: list[_Read]) -> Any:
+    topics: dict[str, Any] = {}
+    for r in reads:
+        topic_key = r.key[0]
+        if topic_key not in topics:
+            topics[topic_key] = TopicData(topic=r.topic, topic_id=r.topic_id, partitions=[])
+        topics[topic_key].partitions.append(PartitionData(
+            partition_index=r.index, error_code=r.error, high_watermark=r.high_watermark,
+            last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
+            diverging_epoch=_epoch_end_offset(r.diverging_epoch),
+            current_leader=_leader_and_epoch(r.current_leader),
+            aborted_transactions=r.aborted_transactions,
+            preferred_read_replica=-1, records=r.records,
+        ))
+    leaders = [r.current_leader[0] for r in reads if r.current_leader and r.current_leader[0] >= 0]
+    return FetchResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
+        responses=list(topics.values()),
+        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint),
+    )
+
+
+def _epoch_end_offset(diverging: tuple[int, int] | None) -> Any:
+    if diverging is None:
+        return None
+    return PartitionData.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+
+
+def _leader_and_epoch(leader: tuple[int, int] | None) -> Any:
+    if leader is None:
+        return None
+    return PartitionData.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])

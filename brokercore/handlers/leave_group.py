@@ -1,5 +1,7 @@
-"""LeaveGroup (13): members leave at once instead of timing out; batched from v3."""
+"""LeaveGroup (13): members leave at once instead of timing out; batched from v3; each
+member's reason (v5, KIP-800) is logged."""
 
+import logging
 from typing import Any
 
 from kafka.protocol.consumer import LeaveGroupRequest, LeaveGroupResponse
@@ -8,13 +10,19 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 
+log = logging.getLogger(__name__)
+
 MemberResponse = LeaveGroupResponse.MemberResponse
 
 
-@serves(LeaveGroupRequest, LeaveGroupResponse, min_version=0, max_version=4)
+@serves(LeaveGroupRequest, LeaveGroupResponse, min_version=0, max_version=5)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        for m in request.members:
+            if ctx.api_version >= 5 and m.reason:
+                log.info("node %d: group %s: member %r of %s leaves: %s", broker.node_id,
+                         request.group_id, m.member_id, ctx.client_id, m.reason)
     else:
         leaving = [(request.member_id, None)]
     error, member_errors = broker.groups.membership.leave(request.group_id, leaving)

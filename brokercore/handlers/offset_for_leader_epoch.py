@@ -33,11 +33,6 @@ def _end(broker: BrokerParts, topic: str, p: Any) -> Any:
     except PartitionError as exc:
         return EpochEndOffset(error_code=exc.error_code, partition=p.partition, leader_epoch=-1,
                               end_offset=-1)
-    if p.leader_epoch == partition.leader_epoch:
-        epoch, end_offset = partition.leader_epoch, partition.log_end_offset
-    elif p.leader_epoch > partition.leader_epoch:
-        epoch, end_offset = -1, -1  # an epoch this leader has never seen
-    else:
-        epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+    epoch, end_offset = partition.epoch_end(p.leader_epoch)
     return EpochEndOffset(error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=epoch,
                           end_offset=end_offset)

@@ -1,19 +1,21 @@
 """The parts of a broker that API handlers work with, handed to every handler call.
 
-Handlers reach the replica manager, the controller and the group coordinator through this
+Handlers reach the replica manager, the controller, the group coordinator and the fetch
+sessions through this
 typed record, never through the `Broker` that owns them, so this package and the broker
 that builds it import each other in one direction only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller
 from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import GroupCoordinator
+from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.replication.replica_manager import ReplicaManager
 
 
@@ -25,6 +27,7 @@ class BrokerParts:
     replicas: ReplicaManager
     controller: Controller
     groups: GroupCoordinator
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     @property
     def image(self) -> MetadataImage:

@@ -1,4 +1,11 @@
-"""Produce (0): append record batches as leader; acks 0, 1 and all."""
+"""Produce (0): append record batches as leader; acks 0, 1 and all.
+
+A partition answered NOT_LEADER_OR_FOLLOWER names its current leader (v10+, KIP-951) and
+the response lists that leader's endpoint, so the producer can move on at once.
+v12 is v11 for producers that are not transactional, and for transactional ones too while
+`transaction.version` 2 (KIP-890 part 2, where v12 adds partitions to the transaction
+implicitly) is not a finalized feature, as here.
+"""
 
 import asyncio
 import logging
@@ -7,6 +14,7 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from brokercore.handlers.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.log import LogError
@@ -24,7 +32,7 @@ PartitionResponse = TopicResponse.PartitionProduceResponse
 # v0-2 carry message format v0/v1, which the log refuses (UNSUPPORTED_FOR_MESSAGE_FORMAT);
 # min 0 is still advertised because librdkafka before 2.11.1 checks features against exact
 # versions and would otherwise silently disable compression.
-@serves(ProduceRequest, ProduceResponse, min_version=0, max_version=11)
+@serves(ProduceRequest, ProduceResponse, min_version=0, max_version=12)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     # Every append happens before the first await, so appends keep request order even when
     # the server runs a connection's produce requests concurrently.
@@ -44,7 +52,12 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         TopicResponse(name=name, partition_responses=[o.response for o in outcomes])
         for name, outcomes in appended
     ]
-    return ProduceResponse(responses=responses, throttle_time_ms=0)
+    leaders = [p.current_leader.leader_id for t in responses for p in t.partition_responses
+               if p.current_leader is not None and p.current_leader.leader_id >= 0]
+    return ProduceResponse(
+        responses=responses, throttle_time_ms=0,
+        node_endpoints=node_endpoints(broker.image, leaders, ProduceResponse.NodeEndpoint),
+    )
 
 
 @dataclass
@@ -68,11 +81,11 @@ def _append(
             raise PartitionError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
         result = partition.append_as_leader(records)
     except PartitionError as exc:
-        return _Outcome(_failed(index, exc.error_code, str(exc)))
+        return _Outcome(_failed(broker, tp, exc.error_code, str(exc)))
     except LogError as exc:
         log.info("node %d: rejected produce to %s from %s: %s",
                  broker.node_id, tp, ctx.client_id, exc)
-        return _Outcome(_failed(index, exc.error_code, str(exc)))
+        return _Outcome(_failed(broker, tp, exc.error_code, str(exc)))
     response = PartitionResponse(
         index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
         log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
@@ -91,11 +104,14 @@ async def _replicated(
     if code != ErrorCode.NONE:
         log.info("node %d: acks=all produce to %s from %s ends with %s", broker.node_id,
                  outcome.partition.tp, ctx.client_id, code.name)
-        outcome.response = _failed(outcome.response.index, code, code.name)
+        outcome.response = _failed(broker, outcome.partition.tp, code, code.name)
 
 
-def _failed(index: int, code: ErrorCode, message: str) -> Any:
+def _failed(broker: BrokerParts, tp: TopicPartition, code: ErrorCode, message: str) -> Any:
+    leader = current_leader(broker.image, tp) if code in HINTED_ERRORS else None
     return PartitionResponse(
-        index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+        index=tp.partition, error_code=code, base_offset=-1, log_append_time_ms=-1,
         log_start_offset=-1, record_errors=[], error_message=message,
+        current_leader=None if leader is None else PartitionResponse.LeaderIdAndEpoch(
+            leader_id=leader[0], leader_epoch=leader[1]),
     )

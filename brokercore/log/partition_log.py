@@ -243,6 +243,8 @@ class PartitionLog:
                 f"offset {fetch_offset} outside [{self._log_start_offset}, {end}]"
             )
         limit = end if max_offset is None else min(max_offset, end)
+        if fetch_offset >= limit:  # a caught-up reader: the common idle fetch
+            return FetchData(b"", -1)
         for segment in self.segments[self._segment_slot(fetch_offset) :]:
             found = segment.find(fetch_offset)
             if found is None:

@@ -5,7 +5,9 @@ the leader's (KIP-101/KIP-279): it asks the leader OffsetForLeaderEpoch for the 
 latest epoch and truncates whatever lies beyond the leader's end of that epoch, repeating
 with an older epoch when the leader answers with one the follower never had. Then it
 fetches from its log end with Fetch v12 (`replica_id` = own node id), appends what comes
-back as it is, and takes the leader's high watermark.
+back as it is, and takes the leader's high watermark. Its fetches go through a fetch session
+with the leader (`fetch_session.py`, KIP-227): an idle follower's fetch names no partition,
+and the leader answers only those with news.
 
 Errors: a connection failure backs every partition off `replica.fetch.backoff.ms`. Per
 partition, FENCED_LEADER_EPOCH parks it until metadata gives it a newer epoch (the replica
@@ -33,6 +35,7 @@ from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
 from .connection import BrokerConnection, ConnectionFailed
+from .fetch_session import FollowerFetchSession, PartitionFetch
 from .partition import Partition
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ EARLIEST = -2
 
 FetchTopic = FetchRequest.FetchTopic
 FetchPartition = FetchTopic.FetchPartition
+ForgottenTopic = FetchRequest.ForgottenTopic
 EpochTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 EpochPartition = EpochTopic.OffsetForLeaderPartition
 ListTopic = ListOffsetsRequest.ListOffsetsTopic
@@ -72,6 +76,7 @@ class ReplicaFetcher:
         self.node_id = manager.node_id
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._connection: BrokerConnection | None = None
+        self._session = FollowerFetchSession()
         self._task: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
         config = manager.config
@@ -106,6 +111,7 @@ class ReplicaFetcher:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self._session.reset()  # the last request's fate is unknown
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -236,24 +242,27 @@ class ReplicaFetcher:
     # -- fetching ---------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection, states: list[FetchState]) -> None:
         config = self.manager.config
-        topics: dict[str, list[Any]] = {}
-        for state in states:
-            partition = state.partition
-            topics.setdefault(partition.tp.topic, []).append(FetchPartition(
-                partition=partition.tp.partition, current_leader_epoch=state.leader_epoch,
-                fetch_offset=partition.log_end_offset, last_fetched_epoch=-1,
-                log_start_offset=partition.log_start_offset,
-                partition_max_bytes=config.get_int("replica.fetch.max.bytes"),
-            ))
+        max_bytes = config.get_int("replica.fetch.max.bytes")
+        wanted = {
+            s.partition.tp: PartitionFetch(s.partition.log_end_offset,
+                                           s.partition.log_start_offset, s.leader_epoch,
+                                           max_bytes)
+            for s in states
+        }
+        session = self._session.build(wanted)
         request = FetchRequest(
             replica_id=self.node_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
             min_bytes=config.get_int("replica.fetch.min.bytes"),
             max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0,
-            session_id=0, session_epoch=-1, cluster_id=None, rack_id="",
-            topics=[FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
-            forgotten_topics_data=[],
+            session_id=session.session_id, session_epoch=session.epoch, cluster_id=None,
+            rack_id="", topics=_fetch_topics(session.to_send),
+            forgotten_topics_data=_forgotten_topics(session.forgotten),
         )
         response = await connection.request(request, FETCH_VERSION)
+        if not self._session.answered(response.error_code, response.session_id):
+            log.info("node %d: fetch session with broker %d ends: %s; fetching in full",
+                     self.node_id, self.source_id, ErrorCode(response.error_code).name)
+            return
         by_tp = {s.partition.tp: s for s in states}
         for topic in response.responses:
             for data in topic.partitions:
@@ -305,3 +314,21 @@ class ReplicaFetcher:
             partition.truncate_fully_and_start_at(answer.offset)
         else:
             state.truncating = True
+
+
+def _fetch_topics(partitions: dict[TopicPartition, PartitionFetch]) -> list[Any]:
+    topics: dict[str, list[Any]] = {}
+    for tp, f in partitions.items():
+        topics.setdefault(tp.topic, []).append(FetchPartition(
+            partition=tp.partition, current_leader_epoch=f.current_leader_epoch,
+            fetch_offset=f.fetch_offset, last_fetched_epoch=-1,
+            log_start_offset=f.log_start_offset, partition_max_bytes=f.partition_max_bytes,
+        ))
+    return [FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()]
+
+
+def _forgotten_topics(partitions: list[TopicPartition]) -> list[Any]:
+    topics: dict[str, list[int]] = {}
+    for tp in partitions:
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return [ForgottenTopic(topic=name, partitions=parts) for name, parts in topics.items()]

@@ -170,6 +170,16 @@ class Partition:
             raise PartitionError(ErrorCode.FENCED_LEADER_EPOCH)
         raise PartitionError(ErrorCode.UNKNOWN_LEADER_EPOCH)
 
+    def epoch_end(self, leader_epoch: int) -> tuple[int, int]:
+        """Kafka's lastOffsetForLeaderEpoch: (the largest epoch <= `leader_epoch` this log
+        has, the offset where it ends); the current epoch ends at the log end, and an
+        epoch newer than this leader's is unknown (-1, -1)."""
+        if leader_epoch == self.leader_epoch:
+            return self.leader_epoch, self.log_end_offset
+        if leader_epoch > self.leader_epoch:
+            return -1, -1
+        return self.log.end_offset_for_epoch(leader_epoch)
+
     # -- leader: appends, follower progress, high watermark ---------------------------------
     def check_min_insync_replicas(self) -> None:
         """acks=all's precondition: NOT_ENOUGH_REPLICAS while the ISR, less the followers

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import confluent_kafka.admin
 import pytest
+from kafka.protocol.consumer import FetchRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokercluster.ports import free_port
+from tests.brokercore.wire import WireClient
 from tests.brokerproc import BrokerProcess
 from tests.compat.clients import confluent_produce, new_topic, sample_messages
 
@@ -121,3 +123,21 @@ def test_each_partition_reports_its_log_size_in_bytes(broker: Broker) -> None:
     on_disk = sum(f.stat().st_size
                   for f in (broker.process.data_dir / "logs" / f"{topic}-0").glob("*.log"))
     assert sizes == {0: on_disk, 1: 0} and on_disk > 0
+
+
+def test_fetch_sessions_show_in_the_session_cache_gauges(broker: Broker) -> None:
+    topic = create_topic(broker.bootstrap, 3)
+    part = FetchRequest.FetchTopic.FetchPartition
+    with WireClient(broker.bootstrap) as client:
+        opened = client.request(FetchRequest(
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=2**20, isolation_level=0,
+            session_id=0, session_epoch=0, forgotten_topics_data=[], rack_id="",
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                part(partition=i, current_leader_epoch=-1, fetch_offset=0,
+                     last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1024)
+                for i in range(3)])]), version=12)
+    assert opened.session_id > 0
+    samples = scrape(broker)
+    assert gauge(samples, "kafka_server_fetchsessioncache_numincrementalfetchsessions") == 1
+    assert gauge(samples,
+                 "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached") == 3

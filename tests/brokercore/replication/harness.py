@@ -13,6 +13,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,13 @@ class ControllerRefusal(Exception):
         self.error_code = error_code
 
 
+@dataclass(frozen=True)
+class _ImageOnly:
+    """The part of the controller that the harness's nodes have: the metadata image."""
+
+    image: MetadataImage
+
+
 class Node:
     def __init__(self, node_id: int, data_dir: Path, port: int, overrides: dict[str, str]) -> None:
         self.node_id = node_id
@@ -58,9 +66,10 @@ class Node:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.image = MetadataImage()
         self.replica_manager = ReplicaManager(self.config, self.image, data_dir, SystemClock())
-        # Replication's handlers (Produce, Fetch, ListOffsets...) use no controller or groups.
+        # Replication's handlers (Produce, Fetch, ListOffsets...) use no groups, and of the
+        # controller only its image (the leaders that KIP-951's hints name).
         parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
-                            controller=None, groups=None)  # type: ignore[arg-type]
+                            controller=_ImageOnly(self.image), groups=None)  # type: ignore[arg-type]
         self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 
