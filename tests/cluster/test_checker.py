@@ -163,3 +163,16 @@ def test_the_history_refuses_reused_values_and_double_completions() -> None:
     history.ok("a", 0, 0)
     with pytest.raises(ValueError, match="completed twice"):
         history.info("a")
+
+
+def test_an_ack_without_an_offset_must_still_be_in_the_log() -> None:
+    history = History()
+    for value in ("a", "b", "c"):
+        history.invoke("p1", value)
+    history.ok("a", 0, 0)
+    history.ok("b", 0, None)
+    history.ok("c", 0, None)
+    history.final_read({0: [(0, None, "a"), (1, None, "b")]})
+    report = check(history)
+    assert report.lost == ["'c' acked at ?"]
+    assert not report.reordered and not report.changed_meaning
