@@ -4,9 +4,13 @@ One `RaftNode` per controller. It is driven entirely by callbacks from its `Sche
 (timeouts) and `Transport` (messages), runs on one thread (the asyncio loop), and never
 blocks except to fsync its storage. Offsets are 0-based, as in Kafka's metadata log.
 
-Roles move FOLLOWER → CANDIDATE (election timeout) → LEADER (a majority of votes), and any
-role → FOLLOWER on seeing a higher term. A leader that has not heard from a majority within
-an election timeout steps down, so a leader cut off from the quorum stops taking proposals.
+Roles move FOLLOWER → PROSPECTIVE (election timeout) → CANDIDATE (a majority of pre-votes)
+→ LEADER (a majority of votes), and any role → FOLLOWER on seeing a higher term or the
+leader of its own. A prospective node asks for pre-votes (KIP-996) without bumping its term,
+and a voter that has heard from a leader within an election timeout refuses them: a node
+that was paused or cut off cannot depose a healthy leader when it comes back. A leader that
+has not heard from a majority within an election timeout steps down, so a leader cut off
+from the quorum stops taking proposals.
 Each new leader first appends a control entry; committing it commits every earlier entry
 (Raft §5.4.2: a leader only counts replicas for entries of its own term).
 """
@@ -41,6 +45,7 @@ RoleHook = Callable[["Role", "int | None"], None]  # (new role, known leader)
 
 class Role(enum.Enum):
     FOLLOWER = "follower"
+    PROSPECTIVE = "prospective"  # asking for pre-votes, term unchanged
     CANDIDATE = "candidate"
     LEADER = "leader"
 
@@ -87,6 +92,7 @@ class RaftNode:
         self.on_role_change: RoleHook | None = None
         self.on_applied: Callable[[int], None] | None = None
         self._votes: set[int] = set()
+        self._leader_heard = float("-inf")  # when the leader of our term last reached us
         self._next_offset: dict[int, int] = {}
         self._match_offset: dict[int, int] = {}
         self._last_ack: dict[int, float] = {}
@@ -112,6 +118,9 @@ class RaftNode:
     @property
     def end_offset(self) -> int:
         return len(self.storage.entries)
+
+    def _last_term(self) -> int:
+        return self.log[-1].term if self.log else 0
 
     @property
     def caught_up(self) -> bool:
@@ -176,9 +185,23 @@ class RaftNode:
 
     def _reset_election_timer(self) -> None:
         timeout = self.config.election_timeout * (1 + self.rng.random())
-        self._set_timer(timeout, self._start_election)
+        self._set_timer(timeout, self._start_pre_vote)
 
     # -- elections ------------------------------------------------------------------------
+    def _start_pre_vote(self) -> None:
+        """Ask whether the others would elect us in the next term; bump it only if a
+        majority would. Every failed round is retried at the next timeout."""
+        if self._retired:
+            return
+        self._set_role(Role.PROSPECTIVE, None)
+        self._votes = {self.node_id}
+        request = VoteRequest(self.term + 1, self.node_id, self.end_offset - 1,
+                              self._last_term(), pre_vote=True)
+        for voter in self.voters - {self.node_id}:
+            self.transport.send(voter, request)
+        self._reset_election_timer()
+        self._count_votes()
+
     def _start_election(self) -> None:
         if self._retired:
             return
@@ -186,16 +209,19 @@ class RaftNode:
         self.storage.save_vote(self.term + 1, self.node_id)
         self._votes = {self.node_id}
         log.info("node %d standing for election in term %d", self.node_id, self.term)
-        last_term = self.log[-1].term if self.log else 0
-        request = VoteRequest(self.term, self.node_id, self.end_offset - 1, last_term)
+        request = VoteRequest(self.term, self.node_id, self.end_offset - 1, self._last_term())
         for voter in self.voters - {self.node_id}:
             self.transport.send(voter, request)
         self._reset_election_timer()
         self._count_votes()
 
     def _on_vote_request(self, sender: int, req: VoteRequest) -> None:
-        last_term = self.log[-1].term if self.log else 0
-        up_to_date = (req.last_log_term, req.last_log_offset) >= (last_term, self.end_offset - 1)
+        up_to_date = ((req.last_log_term, req.last_log_offset)
+                      >= (self._last_term(), self.end_offset - 1))
+        if req.pre_vote:  # answered from our state, which it leaves as it is
+            granted = req.term >= self.term and up_to_date and not self._leader_alive()
+            self.transport.send(sender, VoteResponse(self.term, self.node_id, granted, True))
+            return
         granted = (req.term == self.term and up_to_date
                    and self.storage.voted_for in (None, req.candidate_id))
         if granted:
@@ -204,13 +230,30 @@ class RaftNode:
             self._reset_election_timer()
         self.transport.send(sender, VoteResponse(self.term, self.node_id, granted))
 
+    def _leader_alive(self) -> bool:
+        """We lead, or the leader of our term reached us within an election timeout."""
+        if self.role is Role.LEADER:
+            return True
+        recent = self.scheduler.now() - self._leader_heard < self.config.election_timeout
+        return self.leader_id is not None and recent
+
     def _on_vote_response(self, resp: VoteResponse) -> None:
-        if self.role is Role.CANDIDATE and resp.term == self.term and resp.granted:
+        if not resp.granted:
+            return
+        if resp.pre_vote:
+            counts = self.role is Role.PROSPECTIVE and resp.term <= self.term + 1
+        else:
+            counts = self.role is Role.CANDIDATE and resp.term == self.term
+        if counts:
             self._votes.add(resp.voter_id)
             self._count_votes()
 
     def _count_votes(self) -> None:
-        if self.role is Role.CANDIDATE and len(self._votes & self.voters) >= self.majority:
+        if len(self._votes & self.voters) < self.majority:
+            return
+        if self.role is Role.PROSPECTIVE:
+            self._start_election()
+        elif self.role is Role.CANDIDATE:
             self._become_leader()
 
     def _become_leader(self) -> None:
@@ -299,6 +342,7 @@ class RaftNode:
             self.transport.send(sender, AppendResponse(self.term, self.node_id, False, -1))
             return
         self._set_role(Role.FOLLOWER, req.leader_id)
+        self._leader_heard = self.scheduler.now()
         self._reset_election_timer()
         if req.prev_log_offset >= self.end_offset or (
             req.prev_log_offset >= 0 and self.log[req.prev_log_offset].term != req.prev_log_term
@@ -331,7 +375,7 @@ class RaftNode:
     def _receive(self, sender: int, message: Message) -> None:
         if self._stopped:
             return
-        if message.term > self.term:
+        if message.term > self.term and not _is_pre_vote(message):
             was_leader = self.role is Role.LEADER
             self._set_role(Role.FOLLOWER, None)
             self.storage.save_vote(message.term, None)
@@ -372,3 +416,11 @@ class RaftNode:
         for _, future in waiters:
             if not future.done():
                 future.set_exception(NotLeaderError(self.leader_id, self.term, reason))
+
+
+def _is_pre_vote(message: Message) -> bool:
+    """A pre-vote request names a term nobody is in yet; a granted pre-vote answer may carry
+    that term too. Neither moves anyone to it (a refusal from a later term does)."""
+    if isinstance(message, VoteRequest):
+        return message.pre_vote
+    return isinstance(message, VoteResponse) and message.pre_vote and message.granted

@@ -26,10 +26,14 @@ from .raft_storage import Entry
 
 @dataclass(frozen=True)
 class VoteRequest:
+    """A vote, or with `pre_vote` a pre-vote (KIP-996): would you vote for me in `term`?
+    A pre-vote changes nothing on either side, so asking cannot disrupt a healthy quorum."""
+
     term: int
     candidate_id: int
     last_log_offset: int
     last_log_term: int
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class VoteResponse:
     term: int
     voter_id: int
     granted: bool
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)

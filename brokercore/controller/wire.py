@@ -65,10 +65,10 @@ def encode_message(message: Message) -> dict[str, Any]:
         return {"type": "vote_request", "term": message.term,
                 "candidate_id": message.candidate_id,
                 "last_log_offset": message.last_log_offset,
-                "last_log_term": message.last_log_term}
+                "last_log_term": message.last_log_term, "pre_vote": message.pre_vote}
     if isinstance(message, VoteResponse):
         return {"type": "vote_response", "term": message.term, "voter_id": message.voter_id,
-                "granted": message.granted}
+                "granted": message.granted, "pre_vote": message.pre_vote}
     if isinstance(message, AppendRequest):
         return {"type": "append_request", "term": message.term,
                 "leader_id": message.leader_id, "prev_log_offset": message.prev_log_offset,
@@ -87,10 +87,11 @@ def decode_message(raw: Any) -> Message:
         kind = raw["type"]
         if kind == "vote_request":
             return VoteRequest(_int(raw, "term"), _int(raw, "candidate_id"),
-                               _int(raw, "last_log_offset"), _int(raw, "last_log_term"))
+                               _int(raw, "last_log_offset"), _int(raw, "last_log_term"),
+                               _bool(raw, "pre_vote"))
         if kind == "vote_response":
             return VoteResponse(_int(raw, "term"), _int(raw, "voter_id"),
-                                _bool(raw, "granted"))
+                                _bool(raw, "granted"), _bool(raw, "pre_vote"))
         if kind == "append_request":
             entries = tuple(_entry(e) for e in raw["entries"])
             return AppendRequest(_int(raw, "term"), _int(raw, "leader_id"),
