@@ -25,10 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .image import Record
+from .raft_snapshots import Snapshot
 from .raft_storage import Entry, RaftStorage
 from .raft_transport import (
     AppendRequest,
     AppendResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
     Scheduler,
     TimerHandle,
@@ -40,6 +43,7 @@ from .raft_transport import (
 log = logging.getLogger(__name__)
 
 ApplyHook = Callable[[int, Record], None]  # (offset, record), committed and in order
+RestoreHook = Callable[[Snapshot], None]  # the state machine becomes the snapshot's image
 RoleHook = Callable[["Role", "int | None"], None]  # (new role, known leader)
 
 
@@ -64,13 +68,15 @@ class RaftConfig:
     election_timeout: float = 1.0  # a follower waits between 1 and 2 times this
     heartbeat_interval: float = 0.1
     max_entries_per_append: int = 256
+    snapshot_chunk_records: int = 2000  # records per FetchSnapshot answer
 
 
 class RaftNode:
     def __init__(
         self, node_id: int, voters: set[int], storage: RaftStorage, transport: Transport,
         scheduler: Scheduler, *, apply: ApplyHook | None = None,
-        config: RaftConfig | None = None, rng: random.Random | None = None,
+        restore: RestoreHook | None = None, config: RaftConfig | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if node_id not in voters:
             raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
@@ -80,6 +86,7 @@ class RaftNode:
         self.transport = transport
         self.scheduler = scheduler
         self.apply_hook = apply
+        self.restore_hook = restore
         self.config = config or RaftConfig()
         self.rng = rng or random.Random()
         self.role = Role.FOLLOWER
@@ -96,11 +103,15 @@ class RaftNode:
         self._next_offset: dict[int, int] = {}
         self._match_offset: dict[int, int] = {}
         self._last_ack: dict[int, float] = {}
+        self._snapshot_asked: dict[int, float] = {}  # leader: a voter's last FetchSnapshot
+        self._download: tuple[tuple[int, int], int, list[Record]] | None = None  # id, total
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._timer: TimerHandle | None = None
         self._stopped = False
         self._retired = False
         transport.bind(self._receive)
+        if storage.snapshot is not None:
+            self._restore(storage.snapshot)
         if self.voters == {node_id}:
             self._start_election()  # nobody else to hear from: lead at once
         else:
@@ -116,11 +127,27 @@ class RaftNode:
         return self.storage.entries
 
     @property
+    def log_start_offset(self) -> int:
+        """The first offset the log holds; those before it are in a snapshot."""
+        return self.storage.start_offset
+
+    @property
     def end_offset(self) -> int:
-        return len(self.storage.entries)
+        return self.storage.start_offset + len(self.storage.entries)
+
+    def entry_at(self, offset: int) -> Entry:
+        return self.storage.entries[offset - self.storage.start_offset]
+
+    def term_at(self, offset: int) -> int | None:
+        """The term of the entry at `offset`; None if a snapshot took its place (it is
+        committed, and so agrees with every other log that holds it)."""
+        start = self.storage.start_offset
+        if offset < start - 1 or offset >= self.end_offset:
+            return None
+        return self.storage.start_term if offset == start - 1 else self.entry_at(offset).term
 
     def _last_term(self) -> int:
-        return self.log[-1].term if self.log else 0
+        return self.term_at(self.end_offset - 1) or 0
 
     @property
     def caught_up(self) -> bool:
@@ -158,6 +185,21 @@ class RaftNode:
         self._resolve_waiters()
         await future
         return first
+
+    def take_snapshot(self, records: list[Record]) -> Snapshot | None:
+        """Keep `records`, the state machine's image after `applied_offset`, as a snapshot;
+        the log before the previous snapshot goes. None if the latest is already there."""
+        end = self.applied_offset + 1
+        latest = self.storage.snapshot
+        if end <= (latest.end_offset if latest is not None else 0):
+            return None
+        term = self.term_at(end - 1)
+        assert term is not None, "the applied offset is always in the log"
+        snapshot = Snapshot(end, term, tuple(records))
+        self.storage.save_snapshot(snapshot)
+        log.info("node %d: metadata snapshot at offset %d; log starts at %d", self.node_id,
+                 end, self.log_start_offset)
+        return snapshot
 
     def stop(self) -> None:
         """Stop taking part (a crash, as far as the quorum can tell)."""
@@ -303,11 +345,15 @@ class RaftNode:
 
     def _send_append(self, voter: int) -> None:
         next_offset = self._next_offset[voter]
+        if next_offset < self.log_start_offset:
+            self._offer_snapshot(voter)
+            return
         prev = next_offset - 1
-        entries = self.log[next_offset:next_offset + self.config.max_entries_per_append]
-        prev_term = self.log[prev].term if prev >= 0 else 0
+        first = next_offset - self.log_start_offset
+        entries = self.log[first:first + self.config.max_entries_per_append]
         self.transport.send(voter, AppendRequest(
-            self.term, self.node_id, prev, prev_term, tuple(entries), self.commit_offset))
+            self.term, self.node_id, prev, self.term_at(prev) or 0, tuple(entries),
+            self.commit_offset))
 
     def _on_append_response(self, resp: AppendResponse) -> None:
         if self.role is not Role.LEADER or resp.term != self.term:
@@ -322,6 +368,8 @@ class RaftNode:
             if self._next_offset[voter] < self.end_offset:
                 self._send_append(voter)
         else:
+            if resp.match_offset < self._match_offset[voter]:  # it lost entries (a new disk)
+                self._match_offset[voter] = resp.match_offset
             # Back off to the follower's end (its hint), never past what is known to match.
             hint = min(self._next_offset[voter] - 1, resp.match_offset + 1)
             self._next_offset[voter] = max(hint, self._match_offset[voter] + 1, 0)
@@ -332,7 +380,7 @@ class RaftNode:
             return
         matches = sorted([self.end_offset - 1, *self._match_offset.values()], reverse=True)
         candidate = matches[self.majority - 1]
-        if candidate > self.commit_offset and self.log[candidate].term == self.term:
+        if candidate > self.commit_offset and self.term_at(candidate) == self.term:
             self.commit_offset = candidate
             self._apply_committed()
 
@@ -344,9 +392,8 @@ class RaftNode:
         self._set_role(Role.FOLLOWER, req.leader_id)
         self._leader_heard = self.scheduler.now()
         self._reset_election_timer()
-        if req.prev_log_offset >= self.end_offset or (
-            req.prev_log_offset >= 0 and self.log[req.prev_log_offset].term != req.prev_log_term
-        ):
+        known = self.term_at(req.prev_log_offset)
+        if req.prev_log_offset >= self.end_offset or known not in (None, req.prev_log_term):
             hint = min(self.end_offset, req.prev_log_offset) - 1
             self.transport.send(sender, AppendResponse(self.term, self.node_id, False, hint))
             return
@@ -356,13 +403,15 @@ class RaftNode:
         if req.leader_commit > self.commit_offset:
             self.commit_offset = max(self.commit_offset, min(req.leader_commit, last_new))
             self._apply_committed()
-        self.transport.send(sender, AppendResponse(self.term, self.node_id, True, last_new))
+        # What we committed is in every later leader's log too, so it matches as well.
+        match = max(last_new, self.commit_offset)
+        self.transport.send(sender, AppendResponse(self.term, self.node_id, True, match))
 
     def _merge_entries(self, offset: int, entries: tuple[Entry, ...]) -> None:
         for i, entry in enumerate(entries):
             at = offset + i
-            if at < self.end_offset and self.log[at].term == entry.term:
-                continue
+            if at < self.log_start_offset or self.term_at(at) == entry.term:
+                continue  # in our snapshot, or already here
             if at < self.end_offset:
                 if at <= self.commit_offset:
                     raise AssertionError(f"node {self.node_id} asked to overwrite committed "
@@ -387,13 +436,85 @@ class RaftNode:
             self._on_vote_response(message)
         elif isinstance(message, AppendRequest):
             self._on_append_request(sender, message)
-        else:
+        elif isinstance(message, AppendResponse):
             self._on_append_response(message)
+        elif isinstance(message, FetchSnapshotRequest):
+            self._on_fetch_snapshot(message)
+        else:
+            self._on_snapshot_chunk(sender, message)
+
+    # -- snapshots (KIP-630's FetchSnapshot) -----------------------------------------------
+    def _offer_snapshot(self, voter: int) -> None:
+        """Tell a voter behind our log start to fetch the snapshot, unless it is at it."""
+        snapshot = self.storage.snapshot
+        asked = self._snapshot_asked.get(voter, float("-inf"))
+        if snapshot is None or self.scheduler.now() - asked < self.config.election_timeout:
+            return
+        self.transport.send(voter, FetchSnapshotResponse(
+            self.term, self.node_id, snapshot.end_offset, snapshot.term, 0, (),
+            len(snapshot.records)))
+
+    def _on_fetch_snapshot(self, req: FetchSnapshotRequest) -> None:
+        snapshot = self.storage.snapshot
+        if self.role is not Role.LEADER or req.term != self.term or snapshot is None:
+            return
+        now = self.scheduler.now()
+        self._last_ack[req.follower_id] = self._snapshot_asked[req.follower_id] = now
+        records: tuple[Record, ...] = ()
+        position = 0
+        if (req.end_offset, req.snapshot_term) == snapshot.snapshot_id:  # else: the newer one
+            position = req.position
+            records = snapshot.records[position:position + self.config.snapshot_chunk_records]
+        self.transport.send(req.follower_id, FetchSnapshotResponse(
+            self.term, self.node_id, snapshot.end_offset, snapshot.term, position, records,
+            len(snapshot.records)))
+
+    def _on_snapshot_chunk(self, sender: int, chunk: FetchSnapshotResponse) -> None:
+        if chunk.term < self.term:
+            self.transport.send(sender, AppendResponse(self.term, self.node_id, False, -1))
+            return
+        self._set_role(Role.FOLLOWER, chunk.leader_id)
+        self._leader_heard = self.scheduler.now()
+        self._reset_election_timer()
+        if chunk.end_offset - 1 <= self.commit_offset:  # we hold all it holds
+            self.transport.send(sender, AppendResponse(
+                self.term, self.node_id, True, self.commit_offset))
+            return
+        snapshot_id = (chunk.end_offset, chunk.snapshot_term)
+        if self._download is None or self._download[0] != snapshot_id:
+            self._download = (snapshot_id, chunk.total, [])
+        _, total, records = self._download
+        if chunk.position == len(records):
+            records.extend(chunk.records)
+        elif chunk.records:
+            return  # a repeat, or past a lost chunk: the next offer resumes us
+        if len(records) < total:
+            self.transport.send(sender, FetchSnapshotRequest(
+                self.term, self.node_id, chunk.end_offset, chunk.snapshot_term, len(records)))
+            return
+        self._download = None
+        snapshot = Snapshot(chunk.end_offset, chunk.snapshot_term, tuple(records))
+        self.storage.save_snapshot(snapshot)
+        self._restore(snapshot)
+        log.info("node %d: installed the leader's metadata snapshot at offset %d",
+                 self.node_id, snapshot.end_offset)
+        self.transport.send(sender, AppendResponse(
+            self.term, self.node_id, True, snapshot.end_offset - 1))
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        """Our state machine becomes the snapshot's image (on start, or from the leader)."""
+        last = snapshot.end_offset - 1
+        if self.applied_offset < last and self.restore_hook is not None:
+            self.restore_hook(snapshot)
+        self.applied_offset = max(self.applied_offset, last)
+        self.commit_offset = max(self.commit_offset, last)
+        if self.on_applied is not None:
+            self.on_applied(self.applied_offset)
 
     def _apply_committed(self) -> None:
         while self.applied_offset < self.commit_offset:
             self.applied_offset += 1
-            entry = self.log[self.applied_offset]
+            entry = self.entry_at(self.applied_offset)
             if not entry.control and self.apply_hook is not None:
                 self.apply_hook(self.applied_offset, entry.record)
         self._resolve_waiters()
