@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,29 @@ def plan_retention(kept: list[tuple[int, int]], start_offset: int, end_offset: i
         new_start = ids[0][0] if len(ids) == KEPT_SNAPSHOTS else start_offset
         return Retention(ids, max(start_offset, new_start), True)
     return Retention([snapshot.snapshot_id], snapshot.end_offset, False)
+
+
+class SnapshotPolicy:
+    """When a node snapshots its image (Kafka's two settings): once the records applied
+    since the last snapshot reach `max_bytes` in the log's JSON
+    (`metadata.log.max.record.bytes.between.snapshots`), or `interval` seconds after the
+    last one if any record was applied since (`metadata.log.max.snapshot.interval.ms`)."""
+
+    def __init__(self, max_bytes: int, interval: float, now: Callable[[], float]) -> None:
+        self.max_bytes, self.interval, self.now = max_bytes, interval, now
+        self.bytes_since = 0
+        self.last = now()
+
+    def applied(self, record: Record) -> None:
+        self.bytes_since += len(json.dumps(record, separators=(",", ":"))) + 1
+
+    def due(self) -> bool:
+        if self.bytes_since >= self.max_bytes:
+            return True
+        return self.bytes_since > 0 and self.now() - self.last >= self.interval
+
+    def taken(self) -> None:
+        self.bytes_since, self.last = 0, self.now()
 
 
 class SnapshotFiles:
