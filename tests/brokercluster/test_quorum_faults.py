@@ -1,16 +1,27 @@
-"""The metadata quorum of three `python -m brokercore` processes under faults that must not
-disturb it: a voter frozen past the election timeout (SIGSTOP) comes back as a follower."""
+"""The metadata quorum of three `python -m brokercore` processes under faults: a voter frozen
+past the election timeout (SIGSTOP) comes back as a follower without disturbing the quorum,
+and a broker whose disk was wiped catches up from the leader's metadata snapshot."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from kafka.admin import KafkaAdminClient
+from kafka.protocol.admin import DescribeConfigsRequest
 
+from tests.brokercore.wire import WireClient
 from tests.brokerproc import ClusterProcess
 from tests.cluster.faults import wait_until
 
@@ -22,6 +33,7 @@ def cluster(tmp_path: Path) -> Iterator[ClusterProcess]:
     overrides = {
         "broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "200",
         "controller.quorum.election.timeout.ms": "500",
+        "metadata.log.max.record.bytes.between.snapshots": "4000",
     }
     with ClusterProcess(tmp_path, brokers=3, overrides=overrides) as running:
         yield running
@@ -62,3 +74,58 @@ def test_a_voter_paused_past_the_election_timeout_comes_back_without_an_election
     wait_until(f"broker {paused} to be back", lambda: paused in live_brokers(cluster, leader))
     after = wait_until("every voter to hold the leader's log", lambda: caught_up(cluster, leader))
     assert (after["leader_id"], after["leader_epoch"]) == (leader, before["leader_epoch"])
+
+
+def write_metadata(bootstrap: str, topics: list[str], rounds: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, 3, 3) for t in topics]).values():
+        future.result(timeout=30)
+    for n in range(rounds):
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+            ConfigEntry("retention.ms", str(86_400_000 + n),
+                        incremental_operation=AlterConfigOpType.SET)]) for t in topics]
+        for future in admin.incremental_alter_configs(resources).values():
+            future.result(timeout=30)
+
+
+def retention_seen_by(cluster: ClusterProcess, node: int, topic: str) -> str:
+    """The topic's retention.ms as `node` itself answers DescribeConfigs (clients' admin
+    calls may go to any broker)."""
+    resource = DescribeConfigsRequest.DescribeConfigsResource
+    request = DescribeConfigsRequest(resources=[resource(
+        resource_type=2, resource_name=topic, configuration_keys=["retention.ms"])],
+        include_synonyms=False, include_documentation=False)
+    with WireClient(cluster.bootstrap_of(node)) as client:
+        [result] = client.request(request, version=4).results
+    assert result.error_code == 0, result
+    [config] = result.configs
+    return str(config.value)
+
+
+def test_a_broker_wiped_clean_catches_up_from_the_leaders_snapshot(
+        cluster: ClusterProcess) -> None:
+    wait_until("broker 1 to see three brokers", lambda: live_brokers(cluster, 1) == [1, 2, 3])
+    topics = [f"wiped-{i}" for i in range(5)]
+    write_metadata(cluster.bootstrap, topics, rounds=60)
+    leader = wait_until("every voter to hold the leader's log",
+                        lambda: caught_up(cluster, 1))["leader_id"]
+    assert first_log_offset(cluster, leader) > 0  # the leader's log no longer starts at 0
+    wiped = next(n for n in NODES if n != leader)
+    log_dir = Path(cluster.broker(wiped)["log_dir"])
+    cluster.kill(wiped)
+    shutil.rmtree(log_dir)
+    cluster.start(wiped)
+
+    assert retention_seen_by(cluster, wiped, topics[-1]) == str(86_400_000 + 59)
+    assert first_log_offset(cluster, wiped) > 0  # so it came by the snapshot
+    assert "installed the leader's metadata snapshot" in cluster.broker_log(wiped)
+
+
+def first_log_offset(cluster: ClusterProcess, node: int) -> int:
+    """The first offset in the node's metadata log file (its log end if it holds none)."""
+    directory = Path(cluster.broker(node)["log_dir"]) / "__cluster_metadata-0"
+    with open(directory / "raft.jsonl", "rb") as f:
+        first = f.readline()
+    if first:
+        return int(json.loads(first)["offset"])
+    return max(int(p.name.split("-")[0]) for p in directory.glob("*.checkpoint"))
