@@ -19,6 +19,7 @@ from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
+from .loading import PartitionLoads, Slices
 from .membership import Membership
 from .offsets import Offsets
 from .offsets_topic import KeyValue, OffsetsStore
@@ -35,6 +36,7 @@ from .state import Group, GroupError, GroupState, Member
 log = logging.getLogger(__name__)
 S = GroupState
 TICK_SECONDS = 0.1
+LOAD_SLICE_RECORDS = 5000  # records replayed between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,9 @@ class GroupCoordinator:
         self.config = config
         self.topic_exists = topic_exists
         self.groups: dict[str, Group] = {}
-        self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
+        self.load_slice_records = LOAD_SLICE_RECORDS
+        self.partitions = PartitionLoads(store.leader_epoch, self.load_partition,
+                                         self.unload_partition)
         self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
         self.offsets = Offsets(self)
@@ -91,8 +95,7 @@ class GroupCoordinator:
                 await self._task
         for task in list(self._background):
             task.cancel()
-        for partition in list(self.loaded):
-            self.unload_partition(partition)
+        await self.partitions.stop()
 
     async def _run(self) -> None:
         while True:
@@ -117,11 +120,12 @@ class GroupCoordinator:
         return partition_for(group_id, self.store.num_partitions)
 
     def check_coordinator(self, group_id: str) -> int:
-        """This broker's partition for the group, loading it if new; else NOT_COORDINATOR."""
+        """This broker's partition for the group, once loaded; else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS (both retriable)."""
         partition = self.partition_of(group_id)
-        self._refresh(partition)
-        if partition not in self.loaded:
-            raise GroupError(ErrorCode.NOT_COORDINATOR)
+        code = self.partitions.check(partition)
+        if code != ErrorCode.NONE:
+            raise GroupError(code)
         return partition
 
     def create_group(self, group_id: str) -> Group:
@@ -133,17 +137,12 @@ class GroupCoordinator:
     def refresh_partitions(self) -> None:
         """Load partitions this broker now leads; drop the groups of those it lost."""
         for partition in range(self.store.num_partitions):
-            self._refresh(partition)
+            self.partitions.refresh(partition)
 
-    def _refresh(self, partition: int) -> None:
-        """Follow the partition's leadership. A new leader epoch means another broker may
-        have led in between, so the state is read again from the log."""
-        epoch = self.store.leader_epoch(partition)
-        loaded = self.loaded.get(partition)
-        if loaded is not None and loaded != epoch:
-            self.unload_partition(partition)
-        if epoch is not None and partition not in self.loaded:
-            self.load_partition(partition, epoch)
+    async def wait_loaded(self) -> None:
+        """Until no partition is loading (tests, and a broker that wants to be ready)."""
+        while self.partitions.loading:
+            await asyncio.gather(*self.partitions.loading.values(), return_exceptions=True)
 
     # -- persistence ----------------------------------------------------------------------
     def write(self, partition: int, records: list[KeyValue]) -> int:
@@ -188,14 +187,17 @@ class GroupCoordinator:
                 raise
             return -1
 
-    def load_partition(self, partition: int, epoch: int = 0) -> None:
+    def load_partition(self, partition: int, epoch: int = 0) -> Slices:
+        """Replay the partition, yielding between slices; the groups appear at the end."""
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
-        for record in self.store.replay(partition):
+        for n, record in enumerate(self.store.replay(partition), 1):
             if record.tp is not None:
                 offsets.setdefault(record.group_id, {})[record.tp] = record
             else:
                 metadata[record.group_id] = record.group
+            if n % self.load_slice_records == 0:
+                yield
         for group_id in offsets.keys() | metadata.keys():
             live = {tp: r.offset for tp, r in offsets.get(group_id, {}).items()
                     if r.offset is not None}
@@ -206,7 +208,6 @@ class GroupCoordinator:
             group.offsets.update(live)
             if stored is not None:
                 self._restore(group, stored)
-        self.loaded[partition] = epoch
         log.info("loaded __consumer_offsets-%d in leader epoch %d: %d group(s)", partition, epoch,
                  sum(1 for g in self.groups.values() if g.partition == partition))
 
@@ -234,7 +235,6 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.membership.fail_waiters(member, ErrorCode.NOT_COORDINATOR)
             del self.groups[group.group_id]
-        self.loaded.pop(partition, None)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
     def list_groups(self, states: set[str] | None = None) -> list[Group]:
