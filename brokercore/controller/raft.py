@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .image import Record
-from .raft_snapshots import Snapshot
+from .raft_snapshots import Snapshot, SnapshotDownload
 from .raft_storage import Entry, RaftStorage
 from .raft_transport import (
     AppendRequest,
@@ -104,7 +104,7 @@ class RaftNode:
         self._match_offset: dict[int, int] = {}
         self._last_ack: dict[int, float] = {}
         self._snapshot_asked: dict[int, float] = {}  # leader: a voter's last FetchSnapshot
-        self._download: tuple[tuple[int, int], int, list[Record]] | None = None  # id, total
+        self._download: SnapshotDownload | None = None  # follower: the one being fetched
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._timer: TimerHandle | None = None
         self._stopped = False
@@ -480,20 +480,19 @@ class RaftNode:
             self.transport.send(sender, AppendResponse(
                 self.term, self.node_id, True, self.commit_offset))
             return
-        snapshot_id = (chunk.end_offset, chunk.snapshot_term)
-        if self._download is None or self._download[0] != snapshot_id:
-            self._download = (snapshot_id, chunk.total, [])
-        _, total, records = self._download
-        if chunk.position == len(records):
-            records.extend(chunk.records)
-        elif chunk.records:
+        download = self._download
+        if download is None or download.snapshot_id != (chunk.end_offset, chunk.snapshot_term):
+            download = self._download = SnapshotDownload(
+                (chunk.end_offset, chunk.snapshot_term), chunk.total)
+        if not download.add(chunk.position, chunk.records) and chunk.records:
             return  # a repeat, or past a lost chunk: the next offer resumes us
-        if len(records) < total:
+        snapshot = download.snapshot()
+        if snapshot is None:
             self.transport.send(sender, FetchSnapshotRequest(
-                self.term, self.node_id, chunk.end_offset, chunk.snapshot_term, len(records)))
+                self.term, self.node_id, chunk.end_offset, chunk.snapshot_term,
+                len(download.records)))
             return
         self._download = None
-        snapshot = Snapshot(chunk.end_offset, chunk.snapshot_term, tuple(records))
         self.storage.save_snapshot(snapshot)
         self._restore(snapshot)
         log.info("node %d: installed the leader's metadata snapshot at offset %d",

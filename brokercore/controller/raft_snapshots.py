@@ -76,6 +76,27 @@ def plan_retention(kept: list[tuple[int, int]], start_offset: int, end_offset: i
     return Retention([snapshot.snapshot_id], snapshot.end_offset, False)
 
 
+class SnapshotDownload:
+    """The leader's snapshot as a follower fetches it, chunk by chunk (FetchSnapshot)."""
+
+    def __init__(self, snapshot_id: tuple[int, int], total: int) -> None:
+        self.snapshot_id, self.total = snapshot_id, total
+        self.records: list[Record] = []
+
+    def add(self, position: int, records: tuple[Record, ...]) -> bool:
+        """Take the chunk if it is the next one; False for a repeat or one past a gap."""
+        if position != len(self.records):
+            return False
+        self.records.extend(records)
+        return True
+
+    def snapshot(self) -> Snapshot | None:
+        """The whole snapshot, once every record has come."""
+        if len(self.records) < self.total:
+            return None
+        return Snapshot(self.snapshot_id[0], self.snapshot_id[1], tuple(self.records))
+
+
 class SnapshotPolicy:
     """When a node snapshots its image (Kafka's two settings): once the records applied
     since the last snapshot reach `max_bytes` in the log's JSON
