@@ -129,3 +129,51 @@ def first_log_offset(cluster: ClusterProcess, node: int) -> int:
     if first:
         return int(json.loads(first)["offset"])
     return max(int(p.name.split("-")[0]) for p in directory.glob("*.checkpoint"))
+
+
+def test_a_broker_paused_past_the_leaders_log_start_follows_the_snapshot_it_fetched(
+        cluster: ClusterProcess) -> None:
+    wait_until("broker 1 to see three brokers", lambda: live_brokers(cluster, 1) == [1, 2, 3])
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic("doomed", 2, 3)]).values():
+        future.result(timeout=30)
+    kept = ["kept-0", "kept-1"]
+    write_metadata(cluster.bootstrap, kept, rounds=1)
+    leader = wait_until("every voter to hold the leader's log",
+                        lambda: caught_up(cluster, 1))["leader_id"]
+    paused = next(n for n in NODES if n != leader)
+    doomed_logs = list(Path(cluster.broker(paused)["log_dir"]).glob("doomed-*"))
+    assert len(doomed_logs) == 2
+    cluster.pause(paused)
+    wait_until(f"broker {paused} to be fenced", lambda: paused not in live_brokers(cluster, leader))
+    # First the leader's log start passes the paused broker's log end, so the appends queued
+    # for it end there; then the topic is deleted, and snapshotted: the paused broker can
+    # only learn of the deletion from the snapshot it will fetch.
+    alter_rounds(admin, kept, 0, 40)
+    assert first_log_offset(cluster, leader) > last_log_offset(cluster, paused)
+    for future in admin.delete_topics(["doomed"]).values():
+        future.result(timeout=30)
+    alter_rounds(admin, kept, 40, 80)
+    cluster.resume(paused)
+
+    wait_until(f"broker {paused} to install the snapshot", lambda: "installed the leader's "
+               "metadata snapshot" in cluster.broker_log(paused))
+    wait_until(f"broker {paused} to be back", lambda: paused in live_brokers(cluster, leader))
+    assert retention_seen_by(cluster, paused, kept[1]) == str(7_200_000 + 79)
+    wait_until(f"broker {paused} to delete the logs of the topic deleted meanwhile",
+               lambda: not any(path.exists() for path in doomed_logs))
+
+
+def alter_rounds(admin: AdminClient, topics: list[str], start: int, stop: int) -> None:
+    for n in range(start, stop):
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+            ConfigEntry("retention.ms", str(7_200_000 + n),
+                        incremental_operation=AlterConfigOpType.SET)]) for t in topics]
+        for future in admin.incremental_alter_configs(resources).values():
+            future.result(timeout=30)
+
+
+def last_log_offset(cluster: ClusterProcess, node: int) -> int:
+    directory = Path(cluster.broker(node)["log_dir"]) / "__cluster_metadata-0"
+    lines = (directory / "raft.jsonl").read_bytes().splitlines()
+    return int(json.loads(lines[-1])["offset"]) if lines else first_log_offset(cluster, node)
