@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .image import Record
 from .raft_snapshots import Snapshot, SnapshotDownload
-from .raft_storage import Entry, RaftStorage
+from .raft_storage import Entry, RaftStorage, log_end_offset, term_at
 from .raft_transport import (
     AppendRequest,
     AppendResponse,
@@ -133,18 +133,15 @@ class RaftNode:
 
     @property
     def end_offset(self) -> int:
-        return self.storage.start_offset + len(self.storage.entries)
+        return log_end_offset(self.storage)
 
     def entry_at(self, offset: int) -> Entry:
         return self.storage.entries[offset - self.storage.start_offset]
 
     def term_at(self, offset: int) -> int | None:
-        """The term of the entry at `offset`; None if a snapshot took its place (it is
-        committed, and so agrees with every other log that holds it)."""
-        start = self.storage.start_offset
-        if offset < start - 1 or offset >= self.end_offset:
-            return None
-        return self.storage.start_term if offset == start - 1 else self.entry_at(offset).term
+        """The term of the entry at `offset`; None past the log, or if a snapshot took its
+        place (it is committed, and so agrees with every other log that holds it)."""
+        return 0 if offset < 0 else term_at(self.storage, offset)
 
     def _last_term(self) -> int:
         return self.term_at(self.end_offset - 1) or 0

@@ -86,8 +86,8 @@ class MemoryRaftStorage:
         del self.entries[max(end_offset - self.start_offset, 0):]
 
     def save_snapshot(self, snapshot: Snapshot) -> None:
-        plan = plan_retention(self._kept, self.start_offset, _end(self),
-                              _term_at(self, snapshot.end_offset - 1), snapshot)
+        plan = plan_retention(self._kept, self.start_offset, log_end_offset(self),
+                              term_at(self, snapshot.end_offset - 1), snapshot)
         if not plan.keep_log:
             self.entries = []
         else:
@@ -99,16 +99,16 @@ class MemoryRaftStorage:
         pass
 
 
-def _end(storage: RaftStorage) -> int:
+def log_end_offset(storage: RaftStorage) -> int:
     return storage.start_offset + len(storage.entries)
 
 
-def _term_at(storage: RaftStorage, offset: int) -> int | None:
+def term_at(storage: RaftStorage, offset: int) -> int | None:
     """The term of the entry at `offset`, if the storage holds it (or it is just before
     the log start)."""
     if offset == storage.start_offset - 1:
         return storage.start_term
-    if storage.start_offset <= offset < _end(storage):
+    if storage.start_offset <= offset < log_end_offset(storage):
         return storage.entries[offset - storage.start_offset].term
     return None
 
@@ -229,7 +229,7 @@ class FileRaftStorage:
     def append(self, entries: list[Entry]) -> None:
         assert self._file is not None
         position = self._file.tell()
-        lines = _lines(entries, _end(self))
+        lines = _lines(entries, log_end_offset(self))
         for line in lines:
             self._positions.append(position)
             position += len(line)
@@ -240,7 +240,7 @@ class FileRaftStorage:
 
     def truncate(self, end_offset: int) -> None:
         assert self._file is not None
-        if end_offset >= _end(self):
+        if end_offset >= log_end_offset(self):
             return
         keep = max(end_offset - self.start_offset, 0)
         self._file.flush()
@@ -251,8 +251,8 @@ class FileRaftStorage:
         del self._positions[keep:]
 
     def save_snapshot(self, snapshot: Snapshot) -> None:
-        plan = plan_retention(self._kept, self.start_offset, _end(self),
-                              _term_at(self, snapshot.end_offset - 1), snapshot)
+        plan = plan_retention(self._kept, self.start_offset, log_end_offset(self),
+                              term_at(self, snapshot.end_offset - 1), snapshot)
         self.snapshots.write(snapshot)  # durable before anything it replaces goes
         start_term = _start_term(self, plan.start_offset, plan.kept)
         if not plan.keep_log:
