@@ -147,7 +147,7 @@ class MetadataQuorum:
         self.snapshots.applied(record)
         self.apply_hook(offset, record)
 
-    def maybe_snapshot(self) -> None:
+    def _maybe_snapshot(self) -> None:
         """Snapshot the image at the applied offset if the policy says it is time."""
         if self.raft is None or not self.snapshots.due():
             return
@@ -161,7 +161,7 @@ class MetadataQuorum:
         """The interval's half of the policy: records applied long ago, none since."""
         while True:
             await asyncio.sleep(min(max(self.snapshots.interval / 4, 0.1), 60.0))
-            self.maybe_snapshot()
+            self._maybe_snapshot()
 
     @property
     def caught_up(self) -> bool:
@@ -284,7 +284,7 @@ class MetadataQuorum:
                                   f"Metadata offset {offset} not applied here in time.") from None
 
     def _on_applied(self, offset: int) -> None:
-        self.maybe_snapshot()
+        self._maybe_snapshot()
         waiting = []
         for wanted, future in self._apply_waiters:
             if future.done():

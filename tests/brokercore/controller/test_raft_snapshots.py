@@ -3,6 +3,9 @@ leader's log start fetches the leader's snapshot (FetchSnapshot), in chunks."""
 
 from __future__ import annotations
 
+from brokercore.clock import FakeClock
+from brokercore.controller.raft_snapshots import SnapshotPolicy
+
 from .harness import Cluster
 
 
@@ -72,3 +75,18 @@ def test_a_snapshot_is_taken_only_past_the_latest_one() -> None:
     _commit_everywhere(cluster, 3)
     assert cluster.snapshot(1) is not None
     assert cluster.snapshot(1) is None
+
+
+def test_the_policy_snapshots_after_enough_bytes_or_after_the_interval_with_news() -> None:
+    clock = FakeClock()
+    policy = SnapshotPolicy(max_bytes=100, interval=60.0, now=clock.monotonic)
+    record = {"type": "topic", "name": "t" * 40, "topic_id": "x"}  # 71 bytes with newline
+    policy.applied(record)
+    assert not policy.due()
+    policy.applied(record)
+    assert policy.due()
+    policy.taken()
+    clock.advance(120)
+    assert not policy.due()  # nothing new to put in a snapshot
+    policy.applied(record)
+    assert policy.due()  # the interval passed with a record not in any snapshot
