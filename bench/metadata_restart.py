@@ -36,7 +36,7 @@ def config(directory: Path, snapshot_bytes: int) -> BrokerConfig:
 
 
 async def write(directory: Path, snapshot_bytes: int, rounds: int) -> int:
-    """Topics and `rounds` × TOPICS × len(KEYS) config records; the log end offset."""
+    """Topics, then `rounds` of config changes (every key of every topic); the log end."""
     controller = Controller(config(directory, snapshot_bytes), directory / "meta")
     await controller.start()
     await controller.register_broker(1, "127.0.0.1", 9092)  # somewhere to place partitions
