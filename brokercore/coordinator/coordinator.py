@@ -22,7 +22,7 @@ from brokercore.topic_partition import TopicPartition
 from .loading import PartitionLoads, Slices
 from .membership import Membership
 from .offsets import Offsets
-from .offsets_topic import KeyValue, OffsetsStore
+from .offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsStore
 from .records import (
     GroupRecord,
     MemberRecord,
@@ -75,7 +75,7 @@ class GroupCoordinator:
         self.topic_exists = topic_exists
         self.groups: dict[str, Group] = {}
         self.load_slice_records = LOAD_SLICE_RECORDS
-        self.partitions = PartitionLoads(store.leader_epoch, self.load_partition,
+        self.partitions = PartitionLoads(OFFSETS_TOPIC, store.leader_epoch, self.load_partition,
                                          self.unload_partition)
         self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
@@ -95,7 +95,7 @@ class GroupCoordinator:
                 await self._task
         for task in list(self._background):
             task.cancel()
-        await self.partitions.stop()
+        self.partitions.stop()
 
     async def _run(self) -> None:
         while True:

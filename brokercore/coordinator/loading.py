@@ -31,8 +31,9 @@ _DONE = object()
 
 
 class PartitionLoads:
-    def __init__(self, leader_epoch: Callable[[int], int | None], load: Load,
+    def __init__(self, topic: str, leader_epoch: Callable[[int], int | None], load: Load,
                  unload: Callable[[int], None]) -> None:
+        self.topic = topic  # for the log lines
         self.leader_epoch = leader_epoch
         self.load = load
         self.unload = unload
@@ -59,10 +60,7 @@ class PartitionLoads:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
-    def is_loaded(self, partition: int) -> bool:
-        return partition in self.epochs and partition not in self.loading
-
-    async def stop(self) -> None:
+    def stop(self) -> None:
         for partition in list(self.epochs):
             self._drop(partition)
 
@@ -72,13 +70,14 @@ class PartitionLoads:
             if next(slices, _DONE) is _DONE:
                 return  # loaded in its first slice
         except Exception:
-            log.exception("loading partition %d failed", partition)
+            log.exception("loading %s-%d failed", self.topic, partition)
             del self.epochs[partition]  # the next access tries again
             return
         task = asyncio.get_running_loop().create_task(self._finish(slices))
         self.loading[partition] = task
         task.add_done_callback(lambda t: self._loaded(partition, t))
-        log.info("loading partition %d in leader epoch %d in the background", partition, epoch)
+        log.info("loading %s-%d in leader epoch %d in the background", self.topic, partition,
+                 epoch)
 
     @staticmethod
     async def _finish(slices: Slices) -> None:
@@ -93,7 +92,7 @@ class PartitionLoads:
             return  # dropped meanwhile
         del self.loading[partition]
         if not task.cancelled() and task.exception() is not None:
-            log.error("loading partition %d failed", partition, exc_info=task.exception())
+            log.error("loading %s-%d failed", self.topic, partition, exc_info=task.exception())
             self.epochs.pop(partition, None)  # the next access tries again
 
     def _drop(self, partition: int) -> None:
