@@ -40,6 +40,10 @@ class Entry:
     control: bool = False
 
 
+class RaftStorageError(Exception):
+    """Storage this node cannot start from; the message says what to do."""
+
+
 class RaftStorage(Protocol):
     term: int
     voted_for: int | None
@@ -137,8 +141,9 @@ class FileRaftStorage:
     On open the latest readable snapshot that covers the log start is loaded. A log that
     disagrees with it (it ends before it, or holds another term at its last offset) is
     dropped, and a log start that no readable snapshot ends at moves up to the latest one.
-    A log that no snapshot covers at all is dropped whole, with an error: the node then
-    starts empty and catches up from the leader.
+    A log that no readable snapshot covers (both kept ones damaged) is refused with
+    `RaftStorageError`: starting empty would lose the metadata. Removing the directory lets
+    a voter of a larger quorum catch up from the leader's snapshot.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -189,10 +194,11 @@ class FileRaftStorage:
         start = self.start_offset if self.entries else 0
         latest = self.snapshots.latest_valid(at_least=start)
         if latest is None:
-            if start > 0:
-                log.error("no readable snapshot covers the metadata log from offset %d in %s; "
-                          "dropping it to catch up from the leader", start, self.directory)
-                self._rewrite([], 0)
+            if start > 0:  # starting empty would lose the metadata, or worse, the data
+                raise RaftStorageError(
+                    f"no readable snapshot covers the metadata log from offset {start} in "
+                    f"{self.directory}; to rebuild this voter from the quorum's leader, "
+                    "remove the directory")
             return
         self.snapshot, end = latest, start + len(self.entries)
         last = latest.end_offset - 1

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from brokercore.controller.raft_snapshots import Snapshot
-from brokercore.controller.raft_storage import Entry, FileRaftStorage
+from brokercore.controller.raft_storage import Entry, FileRaftStorage, RaftStorageError
 
 
 def _entries(term: int, *ns: int) -> list[Entry]:
@@ -130,3 +132,15 @@ def test_a_snapshot_past_the_log_replaces_it(tmp_path: Path) -> None:
     reopened = FileRaftStorage(tmp_path)
     assert (reopened.start_offset, reopened.entries) == (50, _entries(3, 50))
     assert reopened.snapshot == _snapshot(50, term=3)
+
+
+def test_a_log_that_no_readable_snapshot_covers_is_refused_not_dropped(tmp_path: Path) -> None:
+    storage = FileRaftStorage(tmp_path)
+    storage.append(_entries(1, *range(30)))
+    storage.save_snapshot(_snapshot(10))
+    storage.save_snapshot(_snapshot(20))
+    storage.close()
+    for path in tmp_path.glob("*.checkpoint"):
+        path.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(RaftStorageError, match="remove the directory"):
+        FileRaftStorage(tmp_path)
