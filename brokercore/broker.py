@@ -37,6 +37,7 @@ class Broker:
             config, self.controller.image, self.log_dir, self.clock
         )
         self.controller.listeners.append(self.replica_manager.on_metadata)
+        self.controller.snapshot_listeners.append(self.replica_manager.on_metadata_snapshot)
         self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
         self.group_coordinator = broker_group_coordinator(
             config, self.replica_manager, self.controller, self.clock)

@@ -31,6 +31,7 @@ from .image import MetadataImage, PartitionRegistration, Record
 from .lifecycle import BrokerLifecycle, HeartbeatResult
 from .quorum import MetadataQuorum, QuorumState, VoterState
 from .raft import Role
+from .raft_snapshots import Snapshot
 from .reassignment import Reassignment, list_partition_reassignments
 from .records import (
     ClusterRecord,
@@ -38,6 +39,7 @@ from .records import (
     ProducerIdsRecord,
     RemoveTopicRecord,
     from_json,
+    to_json,
 )
 from .topics import INTERNAL_TOPICS as INTERNAL_TOPICS  # handlers import these from here
 from .topics import NewTopic as NewTopic
@@ -61,7 +63,11 @@ class Controller:
         # The broker's dynamic configs are the image's: replayed records change them.
         config.dynamic = self.image.broker_configs
         self.listeners: list[Listener] = []
-        self.quorum = MetadataQuorum(config, metadata_dir, self._apply, self._serve)
+        # Told when the image was replaced by the leader's snapshot (this node fell behind
+        # the leader's log start while running); records in between are never seen.
+        self.snapshot_listeners: list[Callable[[], None]] = []
+        self.quorum = MetadataQuorum(config, metadata_dir, self._apply, self._serve,
+                                     self._restore, self._snapshot_records)
         self.quorum.on_role_change = self._on_role_change
         self._replaying = True  # until start(): rebuild the image, tell no listener
         self._lock = asyncio.Lock()
@@ -118,6 +124,17 @@ class Controller:
         if not self._replaying:
             for listener in self.listeners:
                 listener(record)
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        self.image.load([from_json(raw) for raw in snapshot.records], snapshot.end_offset - 1)
+        log.info("node %d: metadata image loaded from the snapshot at offset %d",
+                 self.node_id, snapshot.end_offset)
+        if not self._replaying:
+            for listener in self.snapshot_listeners:
+                listener()
+
+    def _snapshot_records(self) -> list[Record]:
+        return [to_json(record) for record in self.image.records()]
 
     def _on_role_change(self, role: Role, leader_id: int | None) -> None:
         for task in self._leader_tasks:

@@ -103,6 +103,40 @@ class MetadataImage:
                 self._set_config(record)
         self.offset = offset
 
+    def records(self) -> list[MetadataRecord]:
+        """Records that rebuild this image when applied to an empty one (a snapshot's)."""
+        out: list[MetadataRecord] = []
+        if self.cluster_id is not None:
+            out.append(ClusterRecord(self.cluster_id))
+        out += [BrokerRecord(b.node_id, b.host, b.port, b.rack, b.fenced, b.epoch, b.incarnation)
+                for b in self.brokers.values()]
+        if self.producer_id_block_end:
+            out.append(ProducerIdsRecord(self.producer_id_block_end))
+        out += [ConfigRecord("broker", name, key, value)
+                for name, configs in self.broker_configs.items() for key, value in configs.items()]
+        for topic in self.topics.values():
+            out.append(TopicRecord(topic.name, topic.topic_id))
+            out += [PartitionRecord(topic.topic_id, index, tuple(p.replicas), tuple(p.isr),
+                                    p.leader, p.leader_epoch, p.partition_epoch,
+                                    tuple(p.adding_replicas), tuple(p.removing_replicas))
+                    for index, p in topic.partitions.items()]
+            out += [ConfigRecord("topic", topic.name, key, value)
+                    for key, value in topic.configs.items()]
+        return out
+
+    def load(self, records: list[MetadataRecord], offset: int) -> None:
+        """Become the image `records` build (a snapshot's), in place: the dicts others
+        hold (the broker's dynamic configs) stay the same objects."""
+        self.cluster_id = None
+        self.brokers.clear()
+        self.topics.clear()
+        self.topics_by_id.clear()
+        self.broker_configs.clear()
+        self.producer_id_block_end = 0
+        for record in records:
+            self.apply(record, offset)
+        self.offset = offset
+
     def copy(self) -> MetadataImage:
         return copy.deepcopy(self)
 

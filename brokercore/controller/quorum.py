@@ -29,7 +29,8 @@ from brokercore.protocol.errors import ErrorCode
 from .errors import ControllerError
 from .image import Record
 from .listener import Address, ControllerServer, RpcClient, TcpTransport
-from .raft import ApplyHook, NotLeaderError, RaftConfig, RaftNode, Role, RoleHook
+from .raft import ApplyHook, NotLeaderError, RaftConfig, RaftNode, RestoreHook, Role, RoleHook
+from .raft_snapshots import SnapshotPolicy
 from .raft_storage import Entry, FileRaftStorage
 from .raft_transport import AsyncioScheduler
 from .records import MetadataRecord, to_json
@@ -94,12 +95,19 @@ class QuorumState:
 
 class MetadataQuorum:
     def __init__(self, config: BrokerConfig, directory: Path, apply: ApplyHook,
-                 local: LocalHandler) -> None:
+                 local: LocalHandler, restore: RestoreHook,
+                 snapshot_records: Callable[[], list[Record]]) -> None:
         self.config = config
         self.node_id = config.node_id
         self.directory = directory
         self.apply_hook = apply
         self.local = local
+        self.restore_hook = restore
+        self.snapshot_records = snapshot_records
+        self.snapshots = SnapshotPolicy(
+            config.get_int("metadata.log.max.record.bytes.between.snapshots"),
+            config.get_int("metadata.log.max.snapshot.interval.ms") / 1000, time.monotonic)
+        self._snapshot_timer: asyncio.Task[None] | None = None
         self.on_role_change: RoleHook | None = None
         self.voters = parse_voters(config.get("controller.quorum.voters") or "")
         if self.voters and self.node_id not in self.voters:
@@ -125,7 +133,7 @@ class MetadataQuorum:
         election = self.config.get_int("controller.quorum.election.timeout.ms") / 1000
         raft = RaftNode(
             self.node_id, set(self.voters) or {self.node_id}, FileRaftStorage(self.directory),
-            self.transport, AsyncioScheduler(), apply=self.apply_hook,
+            self.transport, AsyncioScheduler(), apply=self._apply, restore=self.restore_hook,
             config=RaftConfig(election_timeout=election, heartbeat_interval=election / 10),
         )
         self.raft = raft
@@ -133,6 +141,27 @@ class MetadataQuorum:
         raft.on_role_change = self.on_role_change
         if raft.role is Role.LEADER and self.on_role_change is not None:
             self.on_role_change(raft.role, raft.leader_id)  # a lone voter led in __init__
+        self._snapshot_timer = asyncio.create_task(self._snapshot_when_due())
+
+    def _apply(self, offset: int, record: Record) -> None:
+        self.snapshots.applied(record)
+        self.apply_hook(offset, record)
+
+    def _maybe_snapshot(self) -> None:
+        """Snapshot the image at the applied offset if the policy says it is time."""
+        if self.raft is None or not self.snapshots.due():
+            return
+        try:
+            self.raft.take_snapshot(self.snapshot_records())
+        except OSError:
+            log.exception("node %d: cannot write a metadata snapshot", self.node_id)
+        self.snapshots.taken()
+
+    async def _snapshot_when_due(self) -> None:
+        """The interval's half of the policy: records applied long ago, none since."""
+        while True:
+            await asyncio.sleep(min(max(self.snapshots.interval / 4, 0.1), 60.0))
+            self._maybe_snapshot()
 
     @property
     def caught_up(self) -> bool:
@@ -155,6 +184,8 @@ class MetadataQuorum:
             self.raft.retire()
 
     async def stop(self) -> None:
+        if self._snapshot_timer is not None:
+            self._snapshot_timer.cancel()
         if self.raft is not None:
             self.raft.stop()
         await self.rpc.close()
@@ -253,6 +284,7 @@ class MetadataQuorum:
                                   f"Metadata offset {offset} not applied here in time.") from None
 
     def _on_applied(self, offset: int) -> None:
+        self._maybe_snapshot()
         waiting = []
         for wanted, future in self._apply_waiters:
             if future.done():

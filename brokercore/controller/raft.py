@@ -4,9 +4,13 @@ One `RaftNode` per controller. It is driven entirely by callbacks from its `Sche
 (timeouts) and `Transport` (messages), runs on one thread (the asyncio loop), and never
 blocks except to fsync its storage. Offsets are 0-based, as in Kafka's metadata log.
 
-Roles move FOLLOWER → CANDIDATE (election timeout) → LEADER (a majority of votes), and any
-role → FOLLOWER on seeing a higher term. A leader that has not heard from a majority within
-an election timeout steps down, so a leader cut off from the quorum stops taking proposals.
+Roles move FOLLOWER → PROSPECTIVE (election timeout) → CANDIDATE (a majority of pre-votes)
+→ LEADER (a majority of votes), and any role → FOLLOWER on seeing a higher term or the
+leader of its own. A prospective node asks for pre-votes (KIP-996) without bumping its term,
+and a voter that has heard from a leader within an election timeout refuses them: a node
+that was paused or cut off cannot depose a healthy leader when it comes back. A leader that
+has not heard from a majority within an election timeout steps down, so a leader cut off
+from the quorum stops taking proposals.
 Each new leader first appends a control entry; committing it commits every earlier entry
 (Raft §5.4.2: a leader only counts replicas for entries of its own term).
 """
@@ -21,10 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .image import Record
-from .raft_storage import Entry, RaftStorage
+from .raft_snapshots import Snapshot, SnapshotDownload
+from .raft_storage import Entry, RaftStorage, log_end_offset, term_at
 from .raft_transport import (
     AppendRequest,
     AppendResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     Message,
     Scheduler,
     TimerHandle,
@@ -36,11 +43,13 @@ from .raft_transport import (
 log = logging.getLogger(__name__)
 
 ApplyHook = Callable[[int, Record], None]  # (offset, record), committed and in order
+RestoreHook = Callable[[Snapshot], None]  # the state machine becomes the snapshot's image
 RoleHook = Callable[["Role", "int | None"], None]  # (new role, known leader)
 
 
 class Role(enum.Enum):
     FOLLOWER = "follower"
+    PROSPECTIVE = "prospective"  # asking for pre-votes, term unchanged
     CANDIDATE = "candidate"
     LEADER = "leader"
 
@@ -59,13 +68,15 @@ class RaftConfig:
     election_timeout: float = 1.0  # a follower waits between 1 and 2 times this
     heartbeat_interval: float = 0.1
     max_entries_per_append: int = 256
+    snapshot_chunk_records: int = 2000  # records per FetchSnapshot answer
 
 
 class RaftNode:
     def __init__(
         self, node_id: int, voters: set[int], storage: RaftStorage, transport: Transport,
         scheduler: Scheduler, *, apply: ApplyHook | None = None,
-        config: RaftConfig | None = None, rng: random.Random | None = None,
+        restore: RestoreHook | None = None, config: RaftConfig | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if node_id not in voters:
             raise ValueError(f"node {node_id} is not one of the voters {sorted(voters)}")
@@ -75,6 +86,7 @@ class RaftNode:
         self.transport = transport
         self.scheduler = scheduler
         self.apply_hook = apply
+        self.restore_hook = restore
         self.config = config or RaftConfig()
         self.rng = rng or random.Random()
         self.role = Role.FOLLOWER
@@ -87,14 +99,19 @@ class RaftNode:
         self.on_role_change: RoleHook | None = None
         self.on_applied: Callable[[int], None] | None = None
         self._votes: set[int] = set()
+        self._leader_heard = float("-inf")  # when the leader of our term last reached us
         self._next_offset: dict[int, int] = {}
         self._match_offset: dict[int, int] = {}
         self._last_ack: dict[int, float] = {}
+        self._snapshot_asked: dict[int, float] = {}  # leader: a voter's last FetchSnapshot
+        self._download: SnapshotDownload | None = None  # follower: the one being fetched
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._timer: TimerHandle | None = None
         self._stopped = False
         self._retired = False
         transport.bind(self._receive)
+        if storage.snapshot is not None:
+            self._restore(storage.snapshot)
         if self.voters == {node_id}:
             self._start_election()  # nobody else to hear from: lead at once
         else:
@@ -110,8 +127,24 @@ class RaftNode:
         return self.storage.entries
 
     @property
+    def log_start_offset(self) -> int:
+        """The first offset the log holds; those before it are in a snapshot."""
+        return self.storage.start_offset
+
+    @property
     def end_offset(self) -> int:
-        return len(self.storage.entries)
+        return log_end_offset(self.storage)
+
+    def entry_at(self, offset: int) -> Entry:
+        return self.storage.entries[offset - self.storage.start_offset]
+
+    def term_at(self, offset: int) -> int | None:
+        """The term of the entry at `offset`; None past the log, or if a snapshot took its
+        place (it is committed, and so agrees with every other log that holds it)."""
+        return 0 if offset < 0 else term_at(self.storage, offset)
+
+    def _last_term(self) -> int:
+        return self.term_at(self.end_offset - 1) or 0
 
     @property
     def caught_up(self) -> bool:
@@ -150,6 +183,21 @@ class RaftNode:
         await future
         return first
 
+    def take_snapshot(self, records: list[Record]) -> Snapshot | None:
+        """Keep `records`, the state machine's image after `applied_offset`, as a snapshot;
+        the log before the previous snapshot goes. None if the latest is already there."""
+        end = self.applied_offset + 1
+        latest = self.storage.snapshot
+        if end <= (latest.end_offset if latest is not None else 0):
+            return None
+        term = self.term_at(end - 1)
+        assert term is not None, "the applied offset is always in the log"
+        snapshot = Snapshot(end, term, tuple(records))
+        self.storage.save_snapshot(snapshot)
+        log.info("node %d: metadata snapshot at offset %d; log starts at %d", self.node_id,
+                 end, self.log_start_offset)
+        return snapshot
+
     def stop(self) -> None:
         """Stop taking part (a crash, as far as the quorum can tell)."""
         self._stopped = True
@@ -176,9 +224,23 @@ class RaftNode:
 
     def _reset_election_timer(self) -> None:
         timeout = self.config.election_timeout * (1 + self.rng.random())
-        self._set_timer(timeout, self._start_election)
+        self._set_timer(timeout, self._start_pre_vote)
 
     # -- elections ------------------------------------------------------------------------
+    def _start_pre_vote(self) -> None:
+        """Ask whether the others would elect us in the next term; bump it only if a
+        majority would. Every failed round is retried at the next timeout."""
+        if self._retired:
+            return
+        self._set_role(Role.PROSPECTIVE, None)
+        self._votes = {self.node_id}
+        request = VoteRequest(self.term + 1, self.node_id, self.end_offset - 1,
+                              self._last_term(), pre_vote=True)
+        for voter in self.voters - {self.node_id}:
+            self.transport.send(voter, request)
+        self._reset_election_timer()
+        self._count_votes()
+
     def _start_election(self) -> None:
         if self._retired:
             return
@@ -186,16 +248,19 @@ class RaftNode:
         self.storage.save_vote(self.term + 1, self.node_id)
         self._votes = {self.node_id}
         log.info("node %d standing for election in term %d", self.node_id, self.term)
-        last_term = self.log[-1].term if self.log else 0
-        request = VoteRequest(self.term, self.node_id, self.end_offset - 1, last_term)
+        request = VoteRequest(self.term, self.node_id, self.end_offset - 1, self._last_term())
         for voter in self.voters - {self.node_id}:
             self.transport.send(voter, request)
         self._reset_election_timer()
         self._count_votes()
 
     def _on_vote_request(self, sender: int, req: VoteRequest) -> None:
-        last_term = self.log[-1].term if self.log else 0
-        up_to_date = (req.last_log_term, req.last_log_offset) >= (last_term, self.end_offset - 1)
+        up_to_date = ((req.last_log_term, req.last_log_offset)
+                      >= (self._last_term(), self.end_offset - 1))
+        if req.pre_vote:  # answered from our state, which it leaves as it is
+            granted = req.term >= self.term and up_to_date and not self._leader_alive()
+            self.transport.send(sender, VoteResponse(self.term, self.node_id, granted, True))
+            return
         granted = (req.term == self.term and up_to_date
                    and self.storage.voted_for in (None, req.candidate_id))
         if granted:
@@ -204,13 +269,30 @@ class RaftNode:
             self._reset_election_timer()
         self.transport.send(sender, VoteResponse(self.term, self.node_id, granted))
 
+    def _leader_alive(self) -> bool:
+        """We lead, or the leader of our term reached us within an election timeout."""
+        if self.role is Role.LEADER:
+            return True
+        recent = self.scheduler.now() - self._leader_heard < self.config.election_timeout
+        return self.leader_id is not None and recent
+
     def _on_vote_response(self, resp: VoteResponse) -> None:
-        if self.role is Role.CANDIDATE and resp.term == self.term and resp.granted:
+        if not resp.granted:
+            return
+        if resp.pre_vote:
+            counts = self.role is Role.PROSPECTIVE and resp.term <= self.term + 1
+        else:
+            counts = self.role is Role.CANDIDATE and resp.term == self.term
+        if counts:
             self._votes.add(resp.voter_id)
             self._count_votes()
 
     def _count_votes(self) -> None:
-        if self.role is Role.CANDIDATE and len(self._votes & self.voters) >= self.majority:
+        if len(self._votes & self.voters) < self.majority:
+            return
+        if self.role is Role.PROSPECTIVE:
+            self._start_election()
+        elif self.role is Role.CANDIDATE:
             self._become_leader()
 
     def _become_leader(self) -> None:
@@ -260,11 +342,15 @@ class RaftNode:
 
     def _send_append(self, voter: int) -> None:
         next_offset = self._next_offset[voter]
+        if next_offset < self.log_start_offset:
+            self._offer_snapshot(voter)
+            return
         prev = next_offset - 1
-        entries = self.log[next_offset:next_offset + self.config.max_entries_per_append]
-        prev_term = self.log[prev].term if prev >= 0 else 0
+        first = next_offset - self.log_start_offset
+        entries = self.log[first:first + self.config.max_entries_per_append]
         self.transport.send(voter, AppendRequest(
-            self.term, self.node_id, prev, prev_term, tuple(entries), self.commit_offset))
+            self.term, self.node_id, prev, self.term_at(prev) or 0, tuple(entries),
+            self.commit_offset))
 
     def _on_append_response(self, resp: AppendResponse) -> None:
         if self.role is not Role.LEADER or resp.term != self.term:
@@ -279,6 +365,8 @@ class RaftNode:
             if self._next_offset[voter] < self.end_offset:
                 self._send_append(voter)
         else:
+            if resp.match_offset < self._match_offset[voter]:  # it lost entries (a new disk)
+                self._match_offset[voter] = resp.match_offset
             # Back off to the follower's end (its hint), never past what is known to match.
             hint = min(self._next_offset[voter] - 1, resp.match_offset + 1)
             self._next_offset[voter] = max(hint, self._match_offset[voter] + 1, 0)
@@ -289,7 +377,7 @@ class RaftNode:
             return
         matches = sorted([self.end_offset - 1, *self._match_offset.values()], reverse=True)
         candidate = matches[self.majority - 1]
-        if candidate > self.commit_offset and self.log[candidate].term == self.term:
+        if candidate > self.commit_offset and self.term_at(candidate) == self.term:
             self.commit_offset = candidate
             self._apply_committed()
 
@@ -299,10 +387,10 @@ class RaftNode:
             self.transport.send(sender, AppendResponse(self.term, self.node_id, False, -1))
             return
         self._set_role(Role.FOLLOWER, req.leader_id)
+        self._leader_heard = self.scheduler.now()
         self._reset_election_timer()
-        if req.prev_log_offset >= self.end_offset or (
-            req.prev_log_offset >= 0 and self.log[req.prev_log_offset].term != req.prev_log_term
-        ):
+        known = self.term_at(req.prev_log_offset)
+        if req.prev_log_offset >= self.end_offset or known not in (None, req.prev_log_term):
             hint = min(self.end_offset, req.prev_log_offset) - 1
             self.transport.send(sender, AppendResponse(self.term, self.node_id, False, hint))
             return
@@ -312,13 +400,15 @@ class RaftNode:
         if req.leader_commit > self.commit_offset:
             self.commit_offset = max(self.commit_offset, min(req.leader_commit, last_new))
             self._apply_committed()
-        self.transport.send(sender, AppendResponse(self.term, self.node_id, True, last_new))
+        # What we committed is in every later leader's log too, so it matches as well.
+        match = max(last_new, self.commit_offset)
+        self.transport.send(sender, AppendResponse(self.term, self.node_id, True, match))
 
     def _merge_entries(self, offset: int, entries: tuple[Entry, ...]) -> None:
         for i, entry in enumerate(entries):
             at = offset + i
-            if at < self.end_offset and self.log[at].term == entry.term:
-                continue
+            if at < self.log_start_offset or self.term_at(at) == entry.term:
+                continue  # in our snapshot, or already here
             if at < self.end_offset:
                 if at <= self.commit_offset:
                     raise AssertionError(f"node {self.node_id} asked to overwrite committed "
@@ -331,7 +421,7 @@ class RaftNode:
     def _receive(self, sender: int, message: Message) -> None:
         if self._stopped:
             return
-        if message.term > self.term:
+        if message.term > self.term and not _is_pre_vote(message):
             was_leader = self.role is Role.LEADER
             self._set_role(Role.FOLLOWER, None)
             self.storage.save_vote(message.term, None)
@@ -343,13 +433,84 @@ class RaftNode:
             self._on_vote_response(message)
         elif isinstance(message, AppendRequest):
             self._on_append_request(sender, message)
-        else:
+        elif isinstance(message, AppendResponse):
             self._on_append_response(message)
+        elif isinstance(message, FetchSnapshotRequest):
+            self._on_fetch_snapshot(message)
+        else:
+            self._on_snapshot_chunk(sender, message)
+
+    # -- snapshots (KIP-630's FetchSnapshot) -----------------------------------------------
+    def _offer_snapshot(self, voter: int) -> None:
+        """Tell a voter behind our log start to fetch the snapshot, unless it is at it."""
+        snapshot = self.storage.snapshot
+        asked = self._snapshot_asked.get(voter, float("-inf"))
+        if snapshot is None or self.scheduler.now() - asked < self.config.election_timeout:
+            return
+        self.transport.send(voter, FetchSnapshotResponse(
+            self.term, self.node_id, snapshot.end_offset, snapshot.term, 0, (),
+            len(snapshot.records)))
+
+    def _on_fetch_snapshot(self, req: FetchSnapshotRequest) -> None:
+        snapshot = self.storage.snapshot
+        if self.role is not Role.LEADER or req.term != self.term or snapshot is None:
+            return
+        now = self.scheduler.now()
+        self._last_ack[req.follower_id] = self._snapshot_asked[req.follower_id] = now
+        records: tuple[Record, ...] = ()
+        position = 0
+        if (req.end_offset, req.snapshot_term) == snapshot.snapshot_id:  # else: the newer one
+            position = req.position
+            records = snapshot.records[position:position + self.config.snapshot_chunk_records]
+        self.transport.send(req.follower_id, FetchSnapshotResponse(
+            self.term, self.node_id, snapshot.end_offset, snapshot.term, position, records,
+            len(snapshot.records)))
+
+    def _on_snapshot_chunk(self, sender: int, chunk: FetchSnapshotResponse) -> None:
+        if chunk.term < self.term:
+            self.transport.send(sender, AppendResponse(self.term, self.node_id, False, -1))
+            return
+        self._set_role(Role.FOLLOWER, chunk.leader_id)
+        self._leader_heard = self.scheduler.now()
+        self._reset_election_timer()
+        if chunk.end_offset - 1 <= self.commit_offset:  # we hold all it holds
+            self.transport.send(sender, AppendResponse(
+                self.term, self.node_id, True, self.commit_offset))
+            return
+        download = self._download
+        if download is None or download.snapshot_id != (chunk.end_offset, chunk.snapshot_term):
+            download = self._download = SnapshotDownload(
+                (chunk.end_offset, chunk.snapshot_term), chunk.total)
+        if not download.add(chunk.position, chunk.records) and chunk.records:
+            return  # a repeat, or past a lost chunk: the next offer resumes us
+        snapshot = download.snapshot()
+        if snapshot is None:
+            self.transport.send(sender, FetchSnapshotRequest(
+                self.term, self.node_id, chunk.end_offset, chunk.snapshot_term,
+                len(download.records)))
+            return
+        self._download = None
+        self.storage.save_snapshot(snapshot)
+        self._restore(snapshot)
+        log.info("node %d: installed the leader's metadata snapshot at offset %d",
+                 self.node_id, snapshot.end_offset)
+        self.transport.send(sender, AppendResponse(
+            self.term, self.node_id, True, snapshot.end_offset - 1))
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        """Our state machine becomes the snapshot's image (on start, or from the leader)."""
+        last = snapshot.end_offset - 1
+        if self.applied_offset < last and self.restore_hook is not None:
+            self.restore_hook(snapshot)
+        self.applied_offset = max(self.applied_offset, last)
+        self.commit_offset = max(self.commit_offset, last)
+        if self.on_applied is not None:
+            self.on_applied(self.applied_offset)
 
     def _apply_committed(self) -> None:
         while self.applied_offset < self.commit_offset:
             self.applied_offset += 1
-            entry = self.log[self.applied_offset]
+            entry = self.entry_at(self.applied_offset)
             if not entry.control and self.apply_hook is not None:
                 self.apply_hook(self.applied_offset, entry.record)
         self._resolve_waiters()
@@ -372,3 +533,11 @@ class RaftNode:
         for _, future in waiters:
             if not future.done():
                 future.set_exception(NotLeaderError(self.leader_id, self.term, reason))
+
+
+def _is_pre_vote(message: Message) -> bool:
+    """A pre-vote request names a term nobody is in yet; a granted pre-vote answer may carry
+    that term too. Neither moves anyone to it (a refusal from a later term does)."""
+    if isinstance(message, VoteRequest):
+        return message.pre_vote
+    return isinstance(message, VoteResponse) and message.pre_vote and message.granted

@@ -19,17 +19,23 @@ from typing import Protocol
 
 from brokercore.clock import FakeClock
 
+from .image import Record
 from .raft_storage import Entry
 
-# -- messages (Raft's RequestVote and AppendEntries, offsets 0-based, -1 for "none") ------
+# -- messages (Raft's RequestVote and AppendEntries, KIP-630's FetchSnapshot; offsets 0-based,
+# -1 for "none") -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class VoteRequest:
+    """A vote, or with `pre_vote` a pre-vote (KIP-996): would you vote for me in `term`?
+    A pre-vote changes nothing on either side, so asking cannot disrupt a healthy quorum."""
+
     term: int
     candidate_id: int
     last_log_offset: int
     last_log_term: int
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class VoteResponse:
     term: int
     voter_id: int
     granted: bool
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,35 @@ class AppendResponse:
     match_offset: int  # on success, the last offset known to match; otherwise a hint
 
 
-Message = VoteRequest | VoteResponse | AppendRequest | AppendResponse
+@dataclass(frozen=True)
+class FetchSnapshotRequest:
+    """A follower behind the leader's log start asks for the snapshot `end_offset`/
+    `snapshot_term` from record `position` on (Kafka's FetchSnapshot)."""
+
+    term: int
+    follower_id: int
+    end_offset: int
+    snapshot_term: int
+    position: int
+
+
+@dataclass(frozen=True)
+class FetchSnapshotResponse:
+    """Records `position`.. of the leader's latest snapshot (of `total`). Unasked, with no
+    records, it is the leader's offer: a follower whose next offset the leader's log no
+    longer holds starts (or resumes) fetching it."""
+
+    term: int
+    leader_id: int
+    end_offset: int
+    snapshot_term: int
+    position: int
+    records: tuple[Record, ...]
+    total: int
+
+
+Message = (VoteRequest | VoteResponse | AppendRequest | AppendResponse | FetchSnapshotRequest
+           | FetchSnapshotResponse)
 MessageHandler = Callable[[int, Message], None]  # (sender id, message)
 
 

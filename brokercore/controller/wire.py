@@ -11,8 +11,9 @@ frame is one of:
   when `error_code` is 0, and `offset` is the metadata offset the answer reflects.
 
 MESSAGE is `{"type": "vote_request" | "vote_response" | "append_request" |
-"append_response", ...the dataclass fields...}`, each field named and checked here, so no
-peer can make us build anything but these four messages (no pickle).
+"append_response" | "fetch_snapshot_request" | "fetch_snapshot_response", ...the dataclass
+fields...}`, each field named and checked here, so no peer can make us build anything but
+these six messages (no pickle).
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ import struct
 from typing import Any
 
 from .raft_storage import Entry
-from .raft_transport import AppendRequest, AppendResponse, Message, VoteRequest, VoteResponse
+from .raft_transport import (
+    AppendRequest,
+    AppendResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
 
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
@@ -65,10 +74,10 @@ def encode_message(message: Message) -> dict[str, Any]:
         return {"type": "vote_request", "term": message.term,
                 "candidate_id": message.candidate_id,
                 "last_log_offset": message.last_log_offset,
-                "last_log_term": message.last_log_term}
+                "last_log_term": message.last_log_term, "pre_vote": message.pre_vote}
     if isinstance(message, VoteResponse):
         return {"type": "vote_response", "term": message.term, "voter_id": message.voter_id,
-                "granted": message.granted}
+                "granted": message.granted, "pre_vote": message.pre_vote}
     if isinstance(message, AppendRequest):
         return {"type": "append_request", "term": message.term,
                 "leader_id": message.leader_id, "prev_log_offset": message.prev_log_offset,
@@ -76,9 +85,18 @@ def encode_message(message: Message) -> dict[str, Any]:
                 "entries": [{"term": e.term, "control": e.control, "record": e.record}
                             for e in message.entries],
                 "leader_commit": message.leader_commit}
-    return {"type": "append_response", "term": message.term,
-            "follower_id": message.follower_id, "success": message.success,
-            "match_offset": message.match_offset}
+    if isinstance(message, AppendResponse):
+        return {"type": "append_response", "term": message.term,
+                "follower_id": message.follower_id, "success": message.success,
+                "match_offset": message.match_offset}
+    if isinstance(message, FetchSnapshotRequest):
+        return {"type": "fetch_snapshot_request", "term": message.term,
+                "follower_id": message.follower_id, "end_offset": message.end_offset,
+                "snapshot_term": message.snapshot_term, "position": message.position}
+    return {"type": "fetch_snapshot_response", "term": message.term,
+            "leader_id": message.leader_id, "end_offset": message.end_offset,
+            "snapshot_term": message.snapshot_term, "position": message.position,
+            "records": list(message.records), "total": message.total}
 
 
 def decode_message(raw: Any) -> Message:
@@ -87,10 +105,11 @@ def decode_message(raw: Any) -> Message:
         kind = raw["type"]
         if kind == "vote_request":
             return VoteRequest(_int(raw, "term"), _int(raw, "candidate_id"),
-                               _int(raw, "last_log_offset"), _int(raw, "last_log_term"))
+                               _int(raw, "last_log_offset"), _int(raw, "last_log_term"),
+                               _bool(raw, "pre_vote"))
         if kind == "vote_response":
             return VoteResponse(_int(raw, "term"), _int(raw, "voter_id"),
-                                _bool(raw, "granted"))
+                                _bool(raw, "granted"), _bool(raw, "pre_vote"))
         if kind == "append_request":
             entries = tuple(_entry(e) for e in raw["entries"])
             return AppendRequest(_int(raw, "term"), _int(raw, "leader_id"),
@@ -99,6 +118,15 @@ def decode_message(raw: Any) -> Message:
         if kind == "append_response":
             return AppendResponse(_int(raw, "term"), _int(raw, "follower_id"),
                                   _bool(raw, "success"), _int(raw, "match_offset"))
+        if kind == "fetch_snapshot_request":
+            return FetchSnapshotRequest(
+                _int(raw, "term"), _int(raw, "follower_id"), _int(raw, "end_offset"),
+                _int(raw, "snapshot_term"), _int(raw, "position"))
+        if kind == "fetch_snapshot_response":
+            return FetchSnapshotResponse(
+                _int(raw, "term"), _int(raw, "leader_id"), _int(raw, "end_offset"),
+                _int(raw, "snapshot_term"), _int(raw, "position"),
+                tuple(_record(r) for r in raw["records"]), _int(raw, "total"))
     except (KeyError, TypeError) as exc:
         raise FrameError(f"malformed raft message: {exc!r}") from None
     raise FrameError(f"unknown raft message type {kind!r}")
@@ -119,7 +147,10 @@ def _bool(raw: dict[str, Any], name: str) -> bool:
 
 
 def _entry(raw: Any) -> Entry:
-    record = raw["record"]
+    return Entry(_int(raw, "term"), _record(raw["record"]), _bool(raw, "control"))
+
+
+def _record(record: Any) -> dict[str, Any]:
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        raise TypeError("an entry's record is not a typed JSON object")
-    return Entry(_int(raw, "term"), record, _bool(raw, "control"))
+        raise TypeError("a record is not a typed JSON object")
+    return record

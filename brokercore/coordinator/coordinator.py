@@ -25,9 +25,10 @@ from .assignors import ASSIGNORS
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import ConsumerProtocol
 from .consumer_records import replay as replay_consumer_record
+from .loading import PartitionLoads, Slices
 from .membership import Membership
 from .offsets import Offsets
-from .offsets_topic import KeyValue, OffsetsStore
+from .offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsStore
 from .records import (
     GroupRecord,
     MemberRecord,
@@ -41,6 +42,7 @@ from .state import Group, GroupError, GroupState, Member
 log = logging.getLogger(__name__)
 S = GroupState
 TICK_SECONDS = 0.1
+LOAD_SLICE_RECORDS = 5000  # records replayed between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,9 @@ class GroupCoordinator:
         self.topics = topics
         self.groups: dict[str, Group] = {}  # classic groups
         self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups; other ids
-        self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
+        self.load_slice_records = LOAD_SLICE_RECORDS
+        self.partitions = PartitionLoads(OFFSETS_TOPIC, store.leader_epoch, self.load_partition,
+                                         self.unload_partition)
         self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
         self.offsets = Offsets(self)
@@ -130,8 +134,7 @@ class GroupCoordinator:
                 await self._task
         for task in list(self._background):
             task.cancel()
-        for partition in list(self.loaded):
-            self.unload_partition(partition)
+        self.partitions.stop()
 
     async def _run(self) -> None:
         while True:
@@ -158,11 +161,12 @@ class GroupCoordinator:
         return partition_for(group_id, self.store.num_partitions)
 
     def check_coordinator(self, group_id: str) -> int:
-        """This broker's partition for the group, loading it if new; else NOT_COORDINATOR."""
+        """This broker's partition for the group, once loaded; else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS (both retriable)."""
         partition = self.partition_of(group_id)
-        self._refresh(partition)
-        if partition not in self.loaded:
-            raise GroupError(ErrorCode.NOT_COORDINATOR)
+        code = self.partitions.check(partition)
+        if code != ErrorCode.NONE:
+            raise GroupError(code)
         return partition
 
     def create_group(self, group_id: str) -> Group:
@@ -174,17 +178,12 @@ class GroupCoordinator:
     def refresh_partitions(self) -> None:
         """Load partitions this broker now leads; drop the groups of those it lost."""
         for partition in range(self.store.num_partitions):
-            self._refresh(partition)
+            self.partitions.refresh(partition)
 
-    def _refresh(self, partition: int) -> None:
-        """Follow the partition's leadership. A new leader epoch means another broker may
-        have led in between, so the state is read again from the log."""
-        epoch = self.store.leader_epoch(partition)
-        loaded = self.loaded.get(partition)
-        if loaded is not None and loaded != epoch:
-            self.unload_partition(partition)
-        if epoch is not None and partition not in self.loaded:
-            self.load_partition(partition, epoch)
+    async def wait_loaded(self) -> None:
+        """Until no partition is loading (tests, and a broker that wants to be ready)."""
+        while self.partitions.loading:
+            await asyncio.gather(*self.partitions.loading.values(), return_exceptions=True)
 
     # -- persistence ----------------------------------------------------------------------
     def write(self, partition: int, records: list[KeyValue]) -> int:
@@ -229,17 +228,20 @@ class GroupCoordinator:
                 raise
             return -1
 
-    def load_partition(self, partition: int, epoch: int = 0) -> None:
+    def load_partition(self, partition: int, epoch: int = 0) -> Slices:
+        """Replay the partition, yielding between slices; the groups appear at the end."""
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
         consumer: dict[str, ConsumerGroup] = {}
-        for record in self.store.replay(partition):
+        for n, record in enumerate(self.store.replay(partition), 1):
             if record.consumer is not None:
                 replay_consumer_record(consumer, record.consumer, partition)
             elif record.tp is not None:
                 offsets.setdefault(record.group_id, {})[record.tp] = record
             else:
                 metadata[record.group_id] = record.group
+            if n % self.load_slice_records == 0:
+                yield
         for group_id in offsets.keys() | metadata.keys() | consumer.keys():
             live = {tp: r.offset for tp, r in offsets.get(group_id, {}).items()
                     if r.offset is not None}
@@ -256,7 +258,6 @@ class GroupCoordinator:
             group.offsets.update(live)
             if stored is not None:
                 self._restore(group, stored)
-        self.loaded[partition] = epoch
         log.info("loaded __consumer_offsets-%d in leader epoch %d: %d group(s)", partition, epoch,
                  sum(1 for g in self.groups.values() if g.partition == partition)
                  + sum(1 for c in self.consumer_groups.values() if c.partition == partition))
@@ -287,7 +288,6 @@ class GroupCoordinator:
             del self.groups[group.group_id]
         for group_id in [g for g, cg in self.consumer_groups.items() if cg.partition == partition]:
             del self.consumer_groups[group_id]
-        self.loaded.pop(partition, None)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
     def list_groups(self, states: set[str] | None = None,

@@ -86,6 +86,19 @@ class ReplicaManager:
             case BrokerRecord(node_id=node_id) if node_id in self.fetchers:
                 self.fetchers[node_id].reconnect()
 
+    def on_metadata_snapshot(self) -> None:
+        """The image was replaced by the leader's snapshot: drop the partitions it no
+        longer assigns here (or whose topic was re-created), then follow the rest."""
+        for tp, partition in list(self.partitions.items()):
+            topic = self.image.topics.get(tp.topic)
+            if (topic is None or topic.topic_id != partition.topic_id
+                    or tp.partition not in topic.partitions):
+                self._remove(tp)
+        for topic in list(self.image.topics.values()):
+            for index in topic.partitions:
+                self._sync_partition(topic.name, index)
+            self._reconfigure(topic.name)
+
     def _reconfigure(self, topic_name: str) -> None:
         """Apply the topic's current configs (its overrides over the broker's) to its logs."""
         config = self.log_config(topic_name)

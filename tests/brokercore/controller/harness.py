@@ -8,10 +8,12 @@ import random
 
 from brokercore.controller.image import Record
 from brokercore.controller.raft import NotLeaderError, RaftConfig, RaftNode, Role
+from brokercore.controller.raft_snapshots import Snapshot
 from brokercore.controller.raft_storage import Entry, MemoryRaftStorage
 from brokercore.controller.raft_transport import InMemoryNetwork, SimulatedScheduler
 
-CONFIG = RaftConfig(election_timeout=1.0, heartbeat_interval=0.1, max_entries_per_append=8)
+CONFIG = RaftConfig(election_timeout=1.0, heartbeat_interval=0.1, max_entries_per_append=8,
+                    snapshot_chunk_records=16)
 
 
 class Cluster:
@@ -23,6 +25,7 @@ class Cluster:
         self.storages = {i: MemoryRaftStorage() for i in self.ids}
         self.nodes: dict[int, RaftNode] = {}
         self.applied: dict[int, list[tuple[int, Record]]] = {}  # this incarnation's
+        self.replayed: dict[int, list[int]] = {}  # offsets this incarnation applied itself
         self.all_applied: list[list[tuple[int, Record]]] = []  # every incarnation's
         self.leaders_by_term: dict[int, int] = {}
         self.committed: dict[int, Entry] = {}  # offset -> entry, as any node has seen it
@@ -36,20 +39,37 @@ class Cluster:
     def start(self, node_id: int) -> RaftNode:
         applied: list[tuple[int, Record]] = []
         self.applied[node_id] = applied
+        self.replayed[node_id] = []
         self.all_applied.append(applied)
         self.network.down.discard(node_id)
         node = RaftNode(
             node_id, set(self.ids), self.storages[node_id], self.network.transport(node_id),
-            self.scheduler, apply=lambda offset, record: applied.append((offset, record)),
+            self.scheduler, apply=lambda offset, record: self._apply(node_id, offset, record),
+            restore=lambda snapshot: _restore(applied, snapshot),
             config=CONFIG, rng=random.Random(self.rng.random()),
         )
         self.nodes[node_id] = node
         self._seen_commit[node_id] = -1
         return node
 
+    def _apply(self, node_id: int, offset: int, record: Record) -> None:
+        self.applied[node_id].append((offset, record))
+        self.replayed[node_id].append(offset)
+
     def crash(self, node_id: int) -> None:
         self.nodes.pop(node_id).stop()
         self.network.down.add(node_id)
+
+    def wipe(self, node_id: int) -> None:
+        """Lose a crashed node's storage (a disk replaced)."""
+        self.storages[node_id] = MemoryRaftStorage()
+
+    def snapshot(self, node_id: int) -> Snapshot | None:
+        """Snapshot the node's state machine: the (offset, record) pairs it applied."""
+        applied = self.applied[node_id]
+        return self.nodes[node_id].take_snapshot(
+            [{"type": "applied", "offset": offset, "record": record}
+             for offset, record in applied])
 
     # -- driving --------------------------------------------------------------------------
     def run(self, seconds: float) -> None:
@@ -104,27 +124,30 @@ class Cluster:
             return
         self.leaders_by_term[node.term] = node.node_id
         for offset, entry in self.committed.items():
-            if self.commit_term[offset] >= node.term:
-                continue
-            assert offset < node.end_offset and node.log[offset] == entry, (
+            if self.commit_term[offset] >= node.term or offset < node.log_start_offset:
+                continue  # later, or in its snapshot
+            assert offset < node.end_offset and node.entry_at(offset) == entry, (
                 f"leader {node.node_id} of term {node.term} lacks committed offset {offset}")
 
     def _check_commits(self, node: RaftNode) -> None:
         seen = self._seen_commit[node.node_id]
-        for offset in range(seen + 1, node.commit_offset + 1):
-            entry = node.log[offset]
+        for offset in range(max(seen + 1, node.log_start_offset), node.commit_offset + 1):
+            entry = node.entry_at(offset)
             first = self.committed.setdefault(offset, entry)
             self.commit_term.setdefault(offset, node.term)
             assert first == entry, f"offset {offset} committed as {first} and as {entry}"
         self._seen_commit[node.node_id] = max(seen, node.commit_offset)
 
     def check_log_matching(self) -> None:
-        logs = [s.entries for s in self.storages.values()]
+        """Where two logs hold an entry of the same term, they hold the same entries below
+        it (as far as both still hold them)."""
+        logs = [dict(enumerate(s.entries, s.start_offset)) for s in self.storages.values()]
         for a, b in itertools.combinations(logs, 2):
-            same_term = [i for i in range(min(len(a), len(b))) if a[i].term == b[i].term]
+            common = sorted(a.keys() & b.keys())
+            same_term = [i for i in common if a[i].term == b[i].term]
             if same_term:
-                last = same_term[-1]
-                assert a[:last + 1] == b[:last + 1], "logs agree on a term but not the prefix"
+                below = [i for i in common if i <= same_term[-1]]
+                assert all(a[i] == b[i] for i in below), "logs agree on a term, not the prefix"
 
     def check_state_machine_safety(self) -> None:
         longest = max(self.all_applied, key=len)
@@ -137,3 +160,7 @@ class Cluster:
         self._check()
         self.check_log_matching()
         self.check_state_machine_safety()
+
+
+def _restore(applied: list[tuple[int, Record]], snapshot: Snapshot) -> None:
+    applied[:] = [(r["offset"], r["record"]) for r in snapshot.records]

@@ -20,6 +20,7 @@ from brokercore.controller.raft_transport import (
     AppendResponse,
     InMemoryNetwork,
     SimulatedScheduler,
+    VoteRequest,
     VoteResponse,
 )
 
@@ -226,10 +227,13 @@ def test_a_leader_counts_replicas_only_for_entries_of_its_own_term() -> None:
     applied: list[tuple[int, Record]] = []
     node = RaftNode(1, {1, 2, 3}, storage, transport, scheduler,
                     apply=lambda offset, record: applied.append((offset, record)))
-    assert scheduler.run_until(lambda: node.role is Role.CANDIDATE, 30)
-    assert node.term == 3
+    assert scheduler.run_until(lambda: node.role is Role.PROSPECTIVE, 30)
+    assert node.term == 2  # a pre-vote first, in the term it would stand in
+    assert transport.sent[-1][1] == VoteRequest(3, 1, 1, 2, pre_vote=True)
+    node._receive(2, VoteResponse(2, 2, True, pre_vote=True))
+    assert (node.role.value, node.term) == ("candidate", 3)
     node._receive(2, VoteResponse(3, 2, True))
-    assert node.role is Role.LEADER
+    assert node.role.value == "leader"
     assert node.log[2].control and node.log[2].term == 3
 
     node._receive(2, AppendResponse(3, 2, True, 1))  # voter 2 holds offsets 0-1, not 2
@@ -239,3 +243,38 @@ def test_a_leader_counts_replicas_only_for_entries_of_its_own_term() -> None:
     node._receive(2, AppendResponse(3, 2, True, 2))  # now it holds our own term's entry
     assert node.commit_offset == 2
     assert [offset for offset, _ in applied] == [0, 1]
+
+
+def test_a_follower_cut_off_past_the_election_timeout_rejoins_without_an_election() -> None:
+    cluster = Cluster(3, seed=23)
+    leader = cluster.wait_for_leader()
+    cluster.run(0.5)
+    term = leader.term
+    straggler = next(i for i in cluster.ids if i != leader.node_id)
+    cluster.network.partition({straggler}, {i for i in cluster.ids if i != straggler})
+    cluster.run(10.0)  # many election timeouts: it keeps asking for pre-votes, in vain
+    assert cluster.nodes[straggler].term == term
+    assert cluster.nodes[straggler].role is Role.PROSPECTIVE
+    cluster.network.heal()
+    first = cluster.propose(1)
+    assert first is not None
+    assert cluster.run_until(lambda: cluster.committed_on(cluster.ids, first))
+    assert cluster.leader() is leader and leader.term == term
+    assert cluster.nodes[straggler].role is Role.FOLLOWER
+    cluster.check_all()
+
+
+def test_voters_that_hear_from_their_leader_refuse_pre_votes() -> None:
+    cluster = Cluster(3, seed=29)
+    leader = cluster.wait_for_leader()
+    cluster.run(0.5)
+    follower = next(n for n in cluster.nodes.values() if n is not leader)
+    answers: list[object] = []
+    cluster.network.handlers[99] = lambda sender, message: answers.append(message)
+    for node in (leader, follower):
+        node._receive(99, VoteRequest(node.term + 1, 99, node.end_offset + 10, node.term,
+                                      pre_vote=True))
+    cluster.run(0.1)
+    assert answers == [VoteResponse(leader.term, leader.node_id, False, True),
+                       VoteResponse(follower.term, follower.node_id, False, True)]
+    assert leader.role is Role.LEADER and follower.leader_id == leader.node_id

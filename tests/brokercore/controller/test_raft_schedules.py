@@ -1,4 +1,5 @@
-"""Random fault schedules: crashes, restarts, partitions and message loss, many seeds.
+"""Random fault schedules: crashes, restarts, partitions, message loss and snapshots (which
+drop log heads, so lagging voters must fetch them), many seeds.
 
 Safety is checked after every event (see `harness.Cluster`); after the faults stop, the
 quorum must elect a leader and commit again on every node.
@@ -28,6 +29,8 @@ def _random_fault(cluster: Cluster, rng: random.Random) -> None:
         cluster.network.partition(set(shuffled[:cut]), set(shuffled[cut:]))
     elif roll < 0.65:
         cluster.network.heal()
+    elif roll < 0.75 and live:
+        cluster.snapshot(rng.choice(live))
     else:
         cluster.propose(rng.randint(1, 4))
 

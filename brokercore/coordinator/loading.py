@@ -1,0 +1,104 @@
+"""Which partitions of a coordinator's internal topic this broker serves, and their loading.
+
+A coordinator (groups on `__consumer_offsets`, transactions on `__transaction_state`) serves
+the partitions of its topic that this broker leads, from state it rebuilt by replaying the
+partition. `PartitionLoads` follows leadership and runs those replays. A replay is a
+generator that yields between slices of records and installs the state it built only when
+it finishes, so nothing half-loaded is ever visible. The first slice runs at once (a short
+partition is served without a retry); a longer one carries on in a task on the loop, and
+meanwhile `check` answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry (Kafka's
+loading partitions).
+
+A leader epoch other than the one a partition was loaded (or is loading) in means another
+broker may have led and written in between: the partition is unloaded, or its load
+cancelled, and loaded again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Generator
+
+from brokercore.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+Slices = Generator[None, None, None]
+# (partition, leader epoch) -> a generator that yields between slices and installs at the end
+Load = Callable[[int, int], Slices]
+_DONE = object()
+
+
+class PartitionLoads:
+    def __init__(self, topic: str, leader_epoch: Callable[[int], int | None], load: Load,
+                 unload: Callable[[int], None]) -> None:
+        self.topic = topic  # for the log lines
+        self.leader_epoch = leader_epoch
+        self.load = load
+        self.unload = unload
+        self.epochs: dict[int, int] = {}  # partition -> epoch of its load, done or running
+        self.loading: dict[int, asyncio.Task[None]] = {}
+
+    def refresh(self, partition: int) -> None:
+        """Follow the partition's leadership: start, cancel or redo its load."""
+        epoch = self.leader_epoch(partition)
+        current = self.epochs.get(partition)
+        if current is not None and current != epoch:
+            self._drop(partition)
+        if epoch is not None and partition not in self.epochs:
+            self.epochs[partition] = epoch
+            self._start(partition, epoch)
+
+    def check(self, partition: int) -> ErrorCode:
+        """NONE when the partition's state is loaded here, COORDINATOR_LOAD_IN_PROGRESS while
+        it loads, NOT_COORDINATOR when this broker does not lead it."""
+        self.refresh(partition)
+        if partition not in self.epochs:
+            return ErrorCode.NOT_COORDINATOR
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def stop(self) -> None:
+        for partition in list(self.epochs):
+            self._drop(partition)
+
+    def _start(self, partition: int, epoch: int) -> None:
+        slices = self.load(partition, epoch)
+        try:
+            if next(slices, _DONE) is _DONE:
+                return  # loaded in its first slice
+        except Exception:
+            log.exception("loading %s-%d failed", self.topic, partition)
+            del self.epochs[partition]  # the next access tries again
+            return
+        task = asyncio.get_running_loop().create_task(self._finish(slices))
+        self.loading[partition] = task
+        task.add_done_callback(lambda t: self._loaded(partition, t))
+        log.info("loading %s-%d in leader epoch %d in the background", self.topic, partition,
+                 epoch)
+
+    @staticmethod
+    async def _finish(slices: Slices) -> None:
+        try:
+            for _ in slices:
+                await asyncio.sleep(0)  # let requests in between slices
+        finally:
+            slices.close()
+
+    def _loaded(self, partition: int, task: asyncio.Task[None]) -> None:
+        if self.loading.get(partition) is not task:
+            return  # dropped meanwhile
+        del self.loading[partition]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("loading %s-%d failed", self.topic, partition, exc_info=task.exception())
+            self.epochs.pop(partition, None)  # the next access tries again
+
+    def _drop(self, partition: int) -> None:
+        task = self.loading.pop(partition, None)
+        if task is not None:
+            task.cancel()  # nothing was installed
+        else:
+            self.unload(partition)
+        self.epochs.pop(partition, None)

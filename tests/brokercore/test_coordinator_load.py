@@ -1,0 +1,99 @@
+"""A restarted broker replays a long `__consumer_offsets` partition: until it has, group
+requests answer COORDINATOR_LOAD_IN_PROGRESS, real clients retry, and they get the offsets
+as committed, never those of a half-loaded partition."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import confluent_kafka
+import kafka
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.consumer import OffsetFetchRequest
+
+from tests.brokercore.wire import WireClient
+from tests.brokerproc import BrokerProcess
+from tests.compat.clients import new_topic
+
+PARTITIONS = 50
+COMMITS = 2000  # 100,000 offset records in one partition of __consumer_offsets
+GROUP = "long-history"
+
+
+def _commit_history(bootstrap: str, topic: str) -> dict[int, int]:
+    """Many commits of every partition by a real consumer; the offsets committed last."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                                         "enable.auto.commit": False})
+    try:
+        for n in range(COMMITS):
+            offsets = [confluent_kafka.TopicPartition(topic, p, n * 10 + p)
+                       for p in range(PARTITIONS)]
+            consumer.commit(offsets=offsets, asynchronous=n < COMMITS - 1)
+    finally:
+        consumer.close()
+    return {p: (COMMITS - 1) * 10 + p for p in range(PARTITIONS)}
+
+
+def _probe_until_loaded(bootstrap: str, topic: str, expected: dict[int, int]) -> list[int]:
+    """OffsetFetch over and over from the first moment; each answer's error code. An answer
+    without an error must hold every committed offset."""
+    request = OffsetFetchRequest(group_id=GROUP, topics=[
+        OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=list(
+            range(PARTITIONS)))])
+    codes: list[int] = []
+    deadline = time.monotonic() + 60
+    while True:  # from before the broker is ready: the load starts as it comes up
+        try:
+            client = WireClient(bootstrap)
+            break
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, "the broker never listened"
+            time.sleep(0.005)
+    with client:
+        while not codes or codes[-1] != 0:
+            response = client.request(request, version=5)
+            codes.append(response.error_code)
+            if response.error_code == 0:
+                [answer] = response.topics
+                assert {p.partition_index: p.committed_offset
+                        for p in answer.partitions} == expected, "a half-loaded answer"
+    return codes
+
+
+def test_a_coordinator_loading_a_long_partition_answers_load_in_progress_and_clients_retry(
+        broker_factory: Callable[..., BrokerProcess]) -> None:
+    broker = broker_factory({"offsets.topic.num.partitions": "1"})
+    topic = new_topic("load")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(timeout=30)
+    expected = _commit_history(broker.bootstrap, topic)
+    broker.stop()
+    with ThreadPoolExecutor(1) as pool:
+        probe = pool.submit(_probe_until_loaded, broker.bootstrap, topic, expected)
+        broker.start()
+        codes = probe.result(timeout=120)
+    # Retriable errors only (the first requests may even beat the partition's leadership),
+    # COORDINATOR_LOAD_IN_PROGRESS among them: the load was seen from outside.
+    assert set(codes[:-1]) <= {14, 15, 16} and 14 in codes, codes
+
+    broker.stop()
+    broker.start()  # a second load, which the real clients meet
+    started = time.monotonic()
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap,
+                                         "group.id": GROUP})
+    try:
+        committed = consumer.committed(
+            [confluent_kafka.TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=60)
+    finally:
+        consumer.close()
+    assert {tp.partition: tp.offset for tp in committed} == expected
+    legacy = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=GROUP,
+                                 enable_auto_commit=False)
+    try:
+        assert {p: legacy.committed(kafka.TopicPartition(topic, p))
+                for p in range(PARTITIONS)} == expected
+    finally:
+        legacy.close()
+    assert time.monotonic() - started < 120  # bounds a hang only
