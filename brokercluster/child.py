@@ -182,12 +182,29 @@ class BrokerChild:
         self._signal(signal.SIGKILL)
         await self._exited(None)
 
-    def pause(self) -> None:
+    async def pause(self, within: float = 5.0) -> None:
+        """SIGSTOP, answered once the kernel shows the process stopped: a signal is delivered
+        asynchronously, and on a busy machine the broker can run on for a moment."""
         self._require("pause", BrokerState.STARTING, BrokerState.RUNNING)
         self._signal(signal.SIGSTOP)
         self.state = BrokerState.PAUSED
+        deadline = asyncio.get_running_loop().time() + within
+        while self.proc is not None and not _stopped(self.proc.pid):
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.005)
 
     def resume(self) -> None:
         self._require("resume", BrokerState.PAUSED)
         self._signal(signal.SIGCONT)
         self.state = BrokerState.RUNNING if self.ready else BrokerState.STARTING
+
+
+def _stopped(pid: int) -> bool:
+    """Whether /proc shows the process stopped (state T), or gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return fields[0] in ("T", "t", "Z", "X")

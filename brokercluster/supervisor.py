@@ -176,7 +176,7 @@ class Supervisor:
                 await child.kill()
                 return f"broker {n} killed (SIGKILL)"
             case "pause":
-                child.pause()
+                await child.pause()
                 return f"broker {n} paused (SIGSTOP)"
             case _:
                 child.resume()
