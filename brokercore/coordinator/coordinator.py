@@ -21,9 +21,10 @@ from brokercore.topic_partition import TopicPartition
 
 from .membership import Membership
 from .offsets import Offsets
-from .offsets_topic import KeyValue, OffsetsStore
+from .offsets_topic import OffsetsStore
 from .records import (
     GroupRecord,
+    KeyValue,
     MemberRecord,
     OffsetsRecord,
     group_key,
@@ -146,9 +147,11 @@ class GroupCoordinator:
             self.load_partition(partition, epoch)
 
     # -- persistence ----------------------------------------------------------------------
-    def write(self, partition: int, records: list[KeyValue]) -> int:
-        """Append to the partition's log; the offset to pass to `replicated`."""
-        return self.store.append(partition, records, self.clock.time_ms())
+    def write(self, partition: int, records: list[KeyValue],
+              producer: tuple[int, int] | None = None) -> int:
+        """Append to the partition's log (as a transactional batch of `producer`, if given);
+        the offset to pass to `replicated`."""
+        return self.store.append(partition, records, self.clock.time_ms(), producer)
 
     async def replicated(self, partition: int, offset: int) -> None:
         """Wait until the ISR has the log below `offset`; GroupError in Kafka's mapping."""
@@ -191,7 +194,7 @@ class GroupCoordinator:
     def load_partition(self, partition: int, epoch: int = 0) -> None:
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
-        for record in self.store.replay(partition):
+        for record in self.offsets.replay_transactions(partition, self.store.replay(partition)):
             if record.tp is not None:
                 offsets.setdefault(record.group_id, {})[record.tp] = record
             else:
@@ -234,6 +237,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 self.membership.fail_waiters(member, ErrorCode.NOT_COORDINATOR)
             del self.groups[group.group_id]
+        self.offsets.unload(partition)
         self.loaded.pop(partition, None)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------

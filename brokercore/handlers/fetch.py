@@ -3,7 +3,9 @@
 Consumers (replica_id -1) read below the high watermark; a fetch offset between the high
 watermark and the log end is answered empty. A follower (replica_id >= 0) reads up to the
 log end, and its fetch offset is its log end, which the leader records (ISR, high
-watermark). Both only from the leader. No fetch sessions (KIP-227): session_id 0 tells
+watermark). Both only from the leader. A read_committed consumer (isolation_level 1) reads
+below the last stable offset and gets the aborted transactions of what it read, from the
+log's transaction indexes. No fetch sessions (KIP-227): session_id 0 tells
 clients to send full requests.
 """
 
@@ -23,6 +25,8 @@ from brokercore.topic_partition import TopicPartition
 
 TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = TopicData.PartitionData
+AbortedTransaction = PartitionData.AbortedTransaction
+READ_COMMITTED = 1
 
 
 @dataclass
@@ -33,7 +37,9 @@ class _Read:
     error: ErrorCode
     records: Any = b""
     high_watermark: int = -1
+    last_stable_offset: int = -1
     log_start_offset: int = -1
+    aborted: Any = None  # read_committed: the aborted transactions in what was read
 
 
 @serves(FetchRequest, FetchResponse, min_version=4, max_version=12)
@@ -57,8 +63,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
             r.partition.bytes_out += len(r.records or b"")
         topics.setdefault(r.topic, []).append(PartitionData(
             partition_index=r.index, error_code=r.error, high_watermark=r.high_watermark,
-            last_stable_offset=r.high_watermark, log_start_offset=r.log_start_offset,
-            aborted_transactions=[] if r.error == ErrorCode.NONE else None,
+            last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
+            aborted_transactions=r.aborted,
             preferred_read_replica=-1, records=r.records,
         ))
     return FetchResponse(
@@ -90,14 +96,16 @@ def _read_all(broker: BrokerParts, ctx: RequestContext, request: Any) -> list[_R
             # KIP-74: the first batch returned may exceed max_bytes, so consumers progress.
             nothing_yet = not any(r.records for r in reads)
             read = _read(broker, topic.topic, p, budget, first=nothing_yet,
-                         replica_id=request.replica_id)
+                         replica_id=request.replica_id,
+                         read_committed=request.isolation_level == READ_COMMITTED)
             budget -= len(read.records or b"")
             reads.append(read)
     return reads
 
 
 def _read(
-    broker: BrokerParts, topic: str, p: Any, budget: int, first: bool, replica_id: int
+    broker: BrokerParts, topic: str, p: Any, budget: int, first: bool, replica_id: int,
+    read_committed: bool,
 ) -> _Read:
     follower = replica_id >= 0
     tp = TopicPartition(topic, p.partition)
@@ -108,20 +116,26 @@ def _read(
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     except PartitionError as exc:
         return _Read(topic, p.partition, None, exc.error_code)
+    stable = partition.last_stable_offset
     result = _Read(topic, p.partition, partition, ErrorCode.NONE,
-                   high_watermark=partition.high_watermark,
-                   log_start_offset=partition.log_start_offset)
+                   high_watermark=partition.high_watermark, last_stable_offset=stable,
+                   log_start_offset=partition.log_start_offset, aborted=[])
     max_bytes = min(p.partition_max_bytes, budget)
     if max_bytes <= 0 and not first:
         return result
+    # read_committed stops at the last stable offset, and learns which transactions aborted.
+    limit = stable if read_committed else partition.high_watermark
     try:
         data = partition.log.read(
             p.fetch_offset, max(max_bytes, 0),
-            max_offset=None if follower else partition.high_watermark,
-            min_one_batch=first,
+            max_offset=None if follower else limit, min_one_batch=first,
         )
     except LogError as exc:
         result.error = exc.error_code
+        result.aborted = None
         return result
     result.records = data.records
+    if read_committed and data.records:
+        result.aborted = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                          for a in partition.log.aborted_transactions(p.fetch_offset, stable)]
     return result

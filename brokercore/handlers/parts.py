@@ -1,6 +1,6 @@
 """The parts of a broker that API handlers work with, handed to every handler call.
 
-Handlers reach the replica manager, the controller and the group coordinator through this
+Handlers reach the replica manager, the controller and the coordinators through this
 typed record, never through the `Broker` that owns them, so this package and the broker
 that builds it import each other in one direction only.
 """
@@ -15,6 +15,7 @@ from brokercore.controller.controller import Controller
 from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import GroupCoordinator
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.txn import TransactionCoordinator
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class BrokerParts:
     replicas: ReplicaManager
     controller: Controller
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
 
     @property
     def image(self) -> MetadataImage:

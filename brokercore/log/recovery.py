@@ -44,8 +44,7 @@ def load(log: PartitionLog) -> None:
     end = log.log_end_offset
     log.set_log_start_offset(min(max(log_start, log.segments[0].base_offset), end))
     if not (clean_shutdown and log.producers.load_snapshot(end)):
-        log.producers.rebuild(found.header for _, found in log.batches())
-        log.producers.remove_before(log.log_start_offset)
+        log.rebuild_producer_state()  # and the transaction indexes
     log.producers.delete_snapshot()
     log.epochs.truncate_from_end(end)
     if not clean_shutdown:
@@ -92,7 +91,7 @@ def _is_segment_stem(stem: str) -> bool:
 
 
 def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
-    for pattern in ("*.index", "*.timeindex"):
+    for pattern in ("*.index", "*.timeindex", "*.txnindex"):
         for path in directory.glob(pattern):
             if _is_segment_stem(path.stem) and int(path.stem) not in bases:
                 path.unlink()

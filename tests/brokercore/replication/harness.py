@@ -60,7 +60,8 @@ class Node:
         self.replica_manager = ReplicaManager(self.config, self.image, data_dir, SystemClock())
         # Replication's handlers (Produce, Fetch, ListOffsets...) use no controller or groups.
         parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
-                            controller=None, groups=None)  # type: ignore[arg-type]
+                            controller=None, groups=None,  # type: ignore[arg-type]
+                            transactions=None)  # type: ignore[arg-type]
         self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 

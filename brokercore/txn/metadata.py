@@ -1,0 +1,15 @@
+"""`TransactionMetadata`: one transactional id as its coordinator holds it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .records import TxnRecord
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    partition: int  # of __transaction_state
+    record: TxnRecord  # the state the log holds; replaced only by `transit`
+    pending: bool = False  # a transition is being written: others wait their turn
