@@ -1,0 +1,81 @@
+"""Transactions through kafka-python: a committed and an aborted transaction read back with
+read_committed, and the admin views of transactions (ListTransactions,
+DescribeTransactions, DescribeProducers) while one is open."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import kafka
+from kafka.admin import KafkaAdminClient
+
+from tests.compat.groups import create_topic
+
+TIMEOUT_MS = 30_000
+
+
+def _read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
+    consumer = kafka.KafkaConsumer(
+        topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+        isolation_level=isolation, consumer_timeout_ms=3000,
+    )
+    values = [msg.value for msg in consumer]
+    consumer.close()
+    return values
+
+
+def _producer(bootstrap: str, transactional_id: str) -> kafka.KafkaProducer:
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap,
+                                   transactional_id=transactional_id)
+    producer.init_transactions()
+    return producer
+
+
+def test_read_committed_returns_the_committed_transaction_and_not_the_aborted_one(
+    kafka_bootstrap: str,
+) -> None:
+    topic = create_topic(kafka_bootstrap, "kp-txn")
+    producer = _producer(kafka_bootstrap, f"kp-{uuid.uuid4().hex[:8]}")
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, value=f"kept-{i}".encode(), partition=0)
+    producer.commit_transaction()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, value=f"dropped-{i}".encode(), partition=0)
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+    kept = [f"kept-{i}".encode() for i in range(3)]
+    assert _read(kafka_bootstrap, topic, "read_committed") == kept
+    assert _read(kafka_bootstrap, topic, "read_uncommitted") == kept + [
+        f"dropped-{i}".encode() for i in range(3)]
+
+
+def test_admin_clients_see_an_open_transaction(kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, "kp-admin")
+    transactional_id = f"kp-admin-{uuid.uuid4().hex[:8]}"
+    producer = _producer(kafka_bootstrap, transactional_id)
+    producer.begin_transaction()
+    producer.send(topic, value=b"first", partition=0)
+    producer.send(topic, value=b"second", partition=0)
+    producer.flush()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        [listed] = [t for listings in admin.list_transactions(state_filters=["Ongoing"]).values()
+                    for t in listings if t.transactional_id == transactional_id]
+        description = admin.describe_transactions([transactional_id])[transactional_id]
+        tp = kafka.TopicPartition(topic, 0)
+        state = admin.describe_producers([tp])[tp]
+    finally:
+        admin.close()
+    assert description.state == "Ongoing"
+    assert description.producer_id == listed.producer_id
+    assert {(p.topic, p.partition) for p in description.topic_partitions} == {(topic, 0)}
+    assert description.transaction_start_time_ms <= time.time() * 1000
+    [active] = state.active_producers
+    assert active.producer_id == listed.producer_id
+    assert active.current_transaction_start_offset == 0
+    producer.abort_transaction()
+    producer.close()
