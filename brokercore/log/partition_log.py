@@ -16,12 +16,7 @@ from brokercore.log.checkpoint import fsync_directory, write_offset
 from brokercore.log.config import LogConfig
 from brokercore.log.epoch_cache import LeaderEpochCache
 from brokercore.log.errors import InvalidRecordError, OffsetOutOfRangeError
-from brokercore.log.producer_state import (
-    CompletedTxn,
-    ProducerAppend,
-    ProducerEntry,
-    ProducerStateManager,
-)
+from brokercore.log.producer_state import ProducerAppend, ProducerEntry, ProducerStateManager
 from brokercore.log.records import (
     RecordBatchHeader,
     decode_records,
@@ -33,7 +28,8 @@ from brokercore.log.transactions import (
     AbortedTxn,
     ControlMarker,
     build_control_batch,
-    read_control_marker,
+    index_if_aborted,
+    marker_of,
 )
 from brokercore.log.validation import validate_record_set, with_topic_codec
 
@@ -224,7 +220,7 @@ class PartitionLog:
             header = found.header
             self.epochs.assign(header.partition_leader_epoch, header.base_offset)
             if header.has_producer_id:
-                marker = _marker(buf[found.position : found.position + header.size], header)
+                marker = marker_of(buf[found.position : found.position + header.size], header)
                 producer_append.record(header, marker)
         self._complete(producer_append)
         first, last = batches[0].header, batches[-1].header
@@ -241,16 +237,7 @@ class PartitionLog:
         """Commit an append's producer changes; index the transactions it aborted."""
         producer_append.commit()
         for done in producer_append.completed:
-            self._index_if_aborted(self.active_segment, done, producer_append)
-
-    def _index_if_aborted(
-        self, segment: LogSegment, done: CompletedTxn, producer_append: ProducerAppend
-    ) -> None:
-        if done.aborted:
-            stable = producer_append.first_unstable_offset()
-            segment.txn_index.append(AbortedTxn(
-                done.producer_id, done.first_offset, done.last_offset,
-                done.last_offset + 1 if stable is None else stable))
+            index_if_aborted(self.active_segment, done, producer_append)
 
     def _write(self, buf: bytes | bytearray, batches: list[FoundBatch], now: int) -> None:
         first, last = batches[0].header, batches[-1].header
@@ -469,25 +456,8 @@ class PartitionLog:
         return self.epochs.latest_epoch()
 
     def rebuild_producer_state(self) -> None:
-        """Producer state and every transaction index, from the batches of the log (recovery,
-        truncation). Each abort is indexed by the segment holding its marker."""
-        for segment in self.segments:
-            segment.txn_index.reset()
-        self.producers.producers = {}
-        producer_append = self.producers.begin()
-        for segment, found in self.batches():
-            header = found.header
-            if not header.has_producer_id:
-                continue
-            marker = None
-            if header.is_control:
-                marker = _marker(segment.read_bytes(found.position, header.size), header)
-            producer_append.record(header, marker)
-            for done in producer_append.completed:
-                self._index_if_aborted(segment, done, producer_append)
-            producer_append.completed.clear()
-        producer_append.commit()
-        self.producers.remove_before(self._log_start_offset)
+        """Producer state and every transaction index, from the log (recovery, truncation)."""
+        recovery.rebuild_producer_state(self)
 
     def producer_state(self) -> dict[int, ProducerEntry]:
         """Idempotent producers of this partition, by producer id (DescribeProducers)."""
@@ -556,10 +526,6 @@ class PartitionLog:
             segment.delete()
         self.segments = []
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-def _marker(batch: bytes | bytearray, header: RecordBatchHeader) -> ControlMarker | None:
-    return read_control_marker(batch, header) if header.is_control else None
 
 
 def _largest_timestamp(segment: LogSegment) -> int:

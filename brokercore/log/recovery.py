@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
 from brokercore.log.segment import LogSegment
+from brokercore.log.transactions import index_if_aborted, marker_of
 
 if TYPE_CHECKING:
     from brokercore.log.partition_log import PartitionLog
@@ -110,6 +111,28 @@ def finish_swaps(directory: Path) -> None:
         target.with_suffix(".timeindex").unlink(missing_ok=True)
         logger.info("%s: completed interrupted swap of %s", directory.name, target.name)
     fsync_directory(directory)
+
+
+def rebuild_producer_state(log: PartitionLog) -> None:
+    """Producer state and every transaction index, from the batch headers of the log (and
+    each marker's record). Each abort is indexed by the segment holding its marker."""
+    for segment in log.segments:
+        segment.txn_index.reset()
+    log.producers.producers = {}
+    producer_append = log.producers.begin()
+    for segment, found in log.batches():
+        header = found.header
+        if not header.has_producer_id:
+            continue
+        marker = None
+        if header.is_control:
+            marker = marker_of(segment.read_bytes(found.position, header.size), header)
+        producer_append.record(header, marker)
+        for done in producer_append.completed:
+            index_if_aborted(segment, done, producer_append)
+        producer_append.completed.clear()
+    producer_append.commit()
+    log.producers.remove_before(log.log_start_offset)
 
 
 def lower_recovery_point(log: PartitionLog, offset: int) -> None:

@@ -14,6 +14,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brokercore.log.records import (
     CONTROL_FLAG,
@@ -27,6 +28,10 @@ from brokercore.log.records import (
     decode_records,
     encode_record,
 )
+
+if TYPE_CHECKING:
+    from brokercore.log.producer_state import CompletedTxn, ProducerAppend
+    from brokercore.log.segment import LogSegment
 
 ABORT, COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")  # version 0, type
@@ -68,6 +73,11 @@ def read_control_marker(batch: Buffer, header: RecordBatchHeader) -> ControlMark
     if len(raw) >= _CONTROL_VALUE.size:
         _, epoch = _CONTROL_VALUE.unpack_from(raw, len(raw) - 1 - _CONTROL_VALUE.size)
     return ControlMarker(kind == COMMIT, epoch)
+
+
+def marker_of(batch: Buffer, header: RecordBatchHeader) -> ControlMarker | None:
+    """The marker of a control batch; None for any other batch."""
+    return read_control_marker(batch, header) if header.is_control else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,3 +138,13 @@ class TransactionIndex:
     def overlapping(self, start: int, end: int) -> list[AbortedTxn]:
         """Entries whose data may lie in [start, end)."""
         return [e for e in self.entries if e.last_offset >= start and e.first_offset < end]
+
+
+def index_if_aborted(segment: LogSegment, done: CompletedTxn, append: ProducerAppend) -> None:
+    """Record an aborted transaction in the segment holding its marker, with the last stable
+    offset once it ended."""
+    if done.aborted:
+        stable = append.first_unstable_offset()
+        segment.txn_index.append(AbortedTxn(
+            done.producer_id, done.first_offset, done.last_offset,
+            done.last_offset + 1 if stable is None else stable))

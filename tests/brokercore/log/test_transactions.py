@@ -9,8 +9,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from brokercore.log import InvalidProducerEpochError, PartitionLog
 from brokercore.log.errors import TransactionCoordinatorFencedError
 from brokercore.log.transactions import AbortedTxn
-from tests.brokercore.log.builders import make_batch, values_in
+from tests.brokercore.log.builders import keyed, make_batch, values_in
 from tests.brokercore.log.conftest import OpenLog
+from tests.brokercore.log.test_compaction import everything
 
 EPOCH = 0
 
@@ -95,3 +96,19 @@ def test_markers_of_a_fenced_epoch_or_an_older_coordinator_are_refused(
     # A zombie's late write at its old epoch is refused too.
     with pytest.raises(InvalidProducerEpochError):
         log.append_as_leader(txn_batch(7, 2, epoch=2), EPOCH)
+
+
+def test_compaction_drops_aborted_records_instead_of_letting_them_shadow_committed_ones(
+    open_log: OpenLog,
+) -> None:
+    log = open_log(cleanup_policy=frozenset({"compact"}), min_cleanable_dirty_ratio=0.0)
+    log.append_as_leader(keyed([(b"k", b"committed")]), EPOCH)
+    builder = DefaultRecordBatchBuilder(2, 0, True, 5, 0, 0, 2**31 - 1)
+    builder.append(0, 1_700_000_000_000, b"k", b"aborted", [])
+    log.append_as_leader(bytes(builder.build()), EPOCH)
+    log.append_marker(5, 0, False, 0, EPOCH)
+    log.roll()
+    log.append_as_leader(keyed([(b"other", b"x")]), EPOCH)
+    log.clean()
+    data = [(key, value) for _, key, value in everything(log) if key in (b"k", b"other")]
+    assert data == [(b"k", b"committed"), (b"other", b"x")]
