@@ -225,7 +225,7 @@ class BrokerOffsetsTopic:
             batch = build_batch(records, timestamp_ms, producer)
             return leader.append_as_leader(batch).last_offset + 1
         except InvalidProducerEpochError as exc:  # a TxnOffsetCommit of a fenced producer
-            raise GroupError(ErrorCode.PRODUCER_FENCED, str(exc)) from None
+            raise GroupError(ErrorCode.INVALID_PRODUCER_EPOCH, str(exc)) from None
         except Exception as exc:  # the log's own errors: the write did not happen
             log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None

@@ -12,13 +12,14 @@ from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
-from brokercore.txn import TxnError
+from brokercore.txn import TxnError, fenced_for_version
 
 
 @serves(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, min_version=0, max_version=4)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     def answer(code: ErrorCode) -> Any:
-        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(
+            code, ctx.api_version, since=2))
 
     if not request.group_id:
         return answer(ErrorCode.INVALID_GROUP_ID)

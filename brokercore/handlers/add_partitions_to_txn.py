@@ -16,7 +16,7 @@ from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
-from brokercore.txn import TxnError
+from brokercore.txn import TxnError, fenced_for_version
 
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
@@ -28,7 +28,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version < 4:
         results = await _add(broker, request.v3_and_below_transactional_id,
                              request.v3_and_below_producer_id,
-                             request.v3_and_below_producer_epoch, request.v3_and_below_topics)
+                             request.v3_and_below_producer_epoch, request.v3_and_below_topics,
+                             api_version=ctx.api_version)
         return AddPartitionsToTxnResponse(throttle_time_ms=0,
                                           results_by_topic_v3_and_below=results)
     return AddPartitionsToTxnResponse(
@@ -42,7 +43,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 async def _add(broker: BrokerParts, transactional_id: str, producer_id: int,
-               producer_epoch: int, topics: Any, verify_only: bool = False) -> list[Any]:
+               producer_epoch: int, topics: Any, verify_only: bool = False,
+               api_version: int = 4) -> list[Any]:
     partitions = {TopicPartition(t.name, p) for t in topics for p in t.partitions}
     requests = broker.transactions.requests
     try:
@@ -54,7 +56,8 @@ async def _add(broker: BrokerParts, transactional_id: str, producer_id: int,
                 transactional_id, producer_id, producer_epoch, partitions,
                 {tp for tp in partitions if _exists(broker, tp)})
     except TxnError as exc:
-        errors = dict.fromkeys(partitions, exc.error_code)
+        errors = dict.fromkeys(partitions,
+                               fenced_for_version(exc.error_code, api_version, since=2))
     return results_by_topic(errors)
 
 

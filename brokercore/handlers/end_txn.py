@@ -14,7 +14,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.txn import TxnError
+from brokercore.txn import TxnError, fenced_for_version
 
 
 @serves(EndTxnRequest, EndTxnResponse, min_version=0, max_version=4)
@@ -24,5 +24,6 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
             request.transactional_id, request.producer_id, request.producer_epoch,
             request.committed)
     except TxnError as exc:
-        return EndTxnResponse(throttle_time_ms=0, error_code=exc.error_code)
+        return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(
+            exc.error_code, ctx.api_version, since=2))
     return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.NONE)

@@ -14,7 +14,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.txn import TxnError
+from brokercore.txn import TxnError, fenced_for_version
 
 MAX_EPOCH = 32767
 
@@ -33,7 +33,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
                 request.transactional_id, request.transaction_timeout_ms, producer_id,
                 producer_epoch)
         except TxnError as exc:
-            return answer(exc.error_code)
+            return answer(fenced_for_version(exc.error_code, ctx.api_version, since=4))
         return answer(ErrorCode.NONE, producer_id, epoch)
     # KIP-360: an idempotent producer may ask to bump its own epoch after an error.
     if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH - 1:

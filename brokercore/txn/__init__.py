@@ -13,12 +13,12 @@ from brokercore.replication.replica_manager import ReplicaManager
 
 from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerChannel
-from .state import TxnError, TxnState
+from .state import TxnError, TxnState, fenced_for_version
 from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC", "TransactionCoordinator", "TxnConfig", "TxnError", "TxnState",
-    "broker_transaction_coordinator",
+    "broker_transaction_coordinator", "fenced_for_version",
 ]
 
 

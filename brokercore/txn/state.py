@@ -72,3 +72,11 @@ class TxnError(Exception):
     def __init__(self, error_code: ErrorCode, message: str = "") -> None:
         super().__init__(message or error_code.name)
         self.error_code = error_code
+
+
+def fenced_for_version(code: ErrorCode, api_version: int, since: int) -> ErrorCode:
+    """PRODUCER_FENCED (KIP-588) as clients of `api_version` know it: versions before
+    `since` get INVALID_PRODUCER_EPOCH instead, as Kafka answers them."""
+    if code == ErrorCode.PRODUCER_FENCED and api_version < since:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
