@@ -24,12 +24,12 @@ from brokercore.config import BrokerConfig
 from brokercore.coordinator.state import GroupError
 from brokercore.protocol.errors import ErrorCode
 
-from .markers import MarkerChannel
+from .markers import MarkerWriter
 from .metadata import TransactionMetadata
 from .records import TxnRecord, encode_key, encode_value, partition_for
 from .requests import TransactionRequests
 from .state import VALID_PREVIOUS_STATES, TxnError, TxnState
-from .state_topic import TransactionStateTopic
+from .state_topic import TransactionStore
 
 log = logging.getLogger(__name__)
 S = TxnState
@@ -55,8 +55,8 @@ class TxnConfig:
 
 class TransactionCoordinator:
     def __init__(
-        self, store: TransactionStateTopic, clock: Clock, config: TxnConfig,
-        markers: MarkerChannel, allocate_producer_id: Callable[[], Awaitable[int]],
+        self, store: TransactionStore, clock: Clock, config: TxnConfig,
+        markers: MarkerWriter, allocate_producer_id: Callable[[], Awaitable[int]],
     ) -> None:
         self.store = store
         self.clock = clock

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import Any, Protocol
 
 from kafka.protocol.producer import WriteTxnMarkersRequest
 
@@ -23,6 +23,17 @@ log = logging.getLogger(__name__)
 Marker = WriteTxnMarkersRequest.WritableTxnMarker
 MarkerTopic = Marker.WritableTxnMarkerTopic
 VERSION = 1
+
+
+class MarkerWriter(Protocol):
+    async def write(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> set[TopicPartition]:
+        """Have each partition's leader write the marker; the partitions that have it now
+        (or no longer exist)."""
+
+    def close(self) -> None: ...
 
 
 class MarkerChannel:
