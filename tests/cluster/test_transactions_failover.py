@@ -1,8 +1,10 @@
-"""Transactions on the 3-broker cluster while the transaction coordinator is killed -9.
+"""Transactions on the 3-broker cluster while the transaction coordinator, then a partition
+leader, are killed -9.
 
 A confluent-kafka transactional producer runs transactions across three partitions (every
-third one aborted on purpose) and records each outcome; the coordinator's broker is killed
-mid-run, which also takes away the partitions it led, and later restarted. The checker
+third one aborted on purpose) and records each outcome. The coordinator's broker is killed
+mid-run, which also takes away the partitions it led, and restarted; then the leader of a
+partition on another broker is, and restarted. The checker
 then reads everything back with read_committed: each committed transaction's records
 exactly once, no record of an aborted one, and a transaction whose outcome the producer
 could not learn either whole or absent.
@@ -107,8 +109,18 @@ def _coordinator(view: ClusterView, transactional_id: str) -> int:
         view.partition("__transaction_state", partition).leader, 0))
 
 
+def _kill_and_restart(cluster: ClusterProcess, victim: int, outcomes: Outcomes) -> None:
+    before = len(outcomes.committed)
+    cluster.kill(victim)
+    wait_until(f"transactions commit without broker {victim}",
+               lambda: len(outcomes.committed) >= before + 5 or outcomes.unknown, 90)
+    cluster.start(victim)
+    wait_until(f"transactions commit after broker {victim} restarted",
+               lambda: len(outcomes.committed) >= before + 10 or outcomes.unknown, 90)
+
+
 @pytest.mark.slow
-def test_killing_the_transaction_coordinator_loses_no_commit_and_shows_no_abort(
+def test_killing_the_coordinator_and_a_leader_loses_no_commit_and_shows_no_abort(
     cluster: ClusterProcess,
 ) -> None:
     topic = new_topic("txn-faults")
@@ -121,14 +133,13 @@ def test_killing_the_transaction_coordinator_loses_no_commit_and_shows_no_abort(
         cluster.bootstrap, topic, transactional_id, stop, outcomes))
     worker.start()
     wait_until("some transactions commit", lambda: len(outcomes.committed) >= 5)
-    victim = _coordinator(view, transactional_id)
-    cluster.kill(victim)
-    before = len(outcomes.committed)
-    wait_until("transactions commit with a new coordinator",
-               lambda: len(outcomes.committed) >= before + 5 or outcomes.unknown, 90)
-    cluster.start(victim)
-    wait_until("transactions commit after the restart",
-               lambda: len(outcomes.committed) >= before + 10 or outcomes.unknown, 90)
+    coordinator = _coordinator(view, transactional_id)
+    _kill_and_restart(cluster, coordinator, outcomes)
+    coordinator = _coordinator(view, transactional_id)
+    leader = wait_until("a partition led away from the coordinator", lambda: next(
+        (v.leader for v in view.partitions(topic).values()
+         if v.leader not in (coordinator, -1)), None))
+    _kill_and_restart(cluster, leader, outcomes)
     stop.set()
     worker.join(90)
 
