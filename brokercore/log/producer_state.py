@@ -118,8 +118,9 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerAppend:
     """The producer-state changes of one record set, applied only if all of it is written."""
 
-    def __init__(self, producers: dict[int, ProducerEntry]) -> None:
+    def __init__(self, producers: dict[int, ProducerEntry], open_txns: dict[int, int]) -> None:
         self._producers = producers
+        self._open_txns = open_txns
         self.pending: dict[int, ProducerEntry] = {}
         self.completed: list[CompletedTxn] = []
 
@@ -183,17 +184,23 @@ class ProducerAppend:
 
     def first_unstable_offset(self) -> int | None:
         """As ``ProducerStateManager.first_unstable_offset``, with this append's changes."""
-        entries = {**self._producers, **self.pending}
-        return first_open_offset(entries.values())
+        open_txns = dict(self._open_txns)
+        _track_open(open_txns, self.pending.values())
+        return min(open_txns.values(), default=None)
 
     def commit(self) -> None:
         self._producers.update(self.pending)
+        _track_open(self._open_txns, self.pending.values())
         self.pending = {}
 
 
-def first_open_offset(entries: Iterable[ProducerEntry]) -> int | None:
-    open_txns = [e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0]
-    return min(open_txns) if open_txns else None
+def _track_open(open_txns: dict[int, int], entries: Iterable[ProducerEntry]) -> None:
+    """Keep `open_txns` (producer id -> first offset of its open transaction) in step."""
+    for entry in entries:
+        if entry.current_txn_first_offset >= 0:
+            open_txns[entry.producer_id] = entry.current_txn_first_offset
+        else:
+            open_txns.pop(entry.producer_id, None)
 
 
 class ProducerStateManager:
@@ -212,13 +219,24 @@ class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.path = directory / self.SNAPSHOT
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> the first offset of its open transaction: the last stable offset
+        # is asked on every fetch, so it must not cost a pass over every producer.
+        self.open_txns: dict[int, int] = {}
 
     def begin(self) -> ProducerAppend:
-        return ProducerAppend(self.producers)
+        return ProducerAppend(self.producers, self.open_txns)
+
+    def reset(self) -> None:
+        self.producers = {}
+        self.open_txns = {}
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction; None if none is open."""
-        return first_open_offset(self.producers.values())
+        return min(self.open_txns.values(), default=None)
+
+    def _reindex(self) -> None:
+        self.open_txns = {}
+        _track_open(self.open_txns, self.producers.values())
 
     def remove_before(self, log_start_offset: int) -> None:
         """Forget producers whose every batch now lies below the log start."""
@@ -227,6 +245,7 @@ class ProducerStateManager:
             for pid, entry in self.producers.items()
             if entry.last_offset >= log_start_offset
         }
+        self._reindex()
 
     def load_snapshot(self, log_end_offset: int) -> bool:
         try:
@@ -244,6 +263,7 @@ class ProducerStateManager:
                                   last_timestamp=txn[3])
             entry.batches.extend(BatchMetadata(*batch) for batch in batches)
             self.producers[pid] = entry
+        self._reindex()
         return True
 
     def write_snapshot(self, log_end_offset: int) -> None:

@@ -118,7 +118,7 @@ def rebuild_producer_state(log: PartitionLog) -> None:
     each marker's record). Each abort is indexed by the segment holding its marker."""
     for segment in log.segments:
         segment.txn_index.reset()
-    log.producers.producers = {}
+    log.producers.reset()
     producer_append = log.producers.begin()
     for segment, found in log.batches():
         header = found.header
