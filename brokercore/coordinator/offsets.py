@@ -147,6 +147,12 @@ class Offsets:
                     self._hold(partition, (producer_id, r.producer_epoch),
                                {r.group_id: {r.tp: r.offset}})
 
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with offsets an open transaction has committed."""
+        partition = self.c.partition_of(group_id)
+        return {tp for (p, _), (_, groups) in self.pending.items() if p == partition
+                for tp in groups.get(group_id, {})}
+
     def unload(self, partition: int) -> None:
         for key in [key for key in self.pending if key[0] == partition]:
             del self.pending[key]

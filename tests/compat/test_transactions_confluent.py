@@ -4,6 +4,7 @@ read_uncommitted consumers see."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -213,3 +214,23 @@ def test_a_transaction_timeout_above_the_brokers_maximum_is_refused(
     with pytest.raises(confluent_kafka.KafkaException) as raised:
         producer.init_transactions(TIMEOUT)
     assert raised.value.args[0].code() == confluent_kafka.KafkaError.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_a_committed_offset_an_open_transaction_moves_waits_for_the_transaction(
+    kafka_bootstrap: str,
+) -> None:
+    """KIP-447: librdkafka asks OffsetFetch with require_stable; the broker answers
+    UNSTABLE_OFFSET_COMMIT while the offsets are pending, and the client retries."""
+    source = create_topic(kafka_bootstrap, "stable-in")
+    group = f"stable-{uuid.uuid4().hex[:8]}"
+    producer = _producer(kafka_bootstrap, f"stable-{uuid.uuid4().hex[:8]}")
+    consumer = _consumer(kafka_bootstrap, "read_committed", group)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([TopicPartition(source, 0, 7)],
+                                         consumer.consumer_group_metadata(), TIMEOUT)
+    committer = threading.Timer(2.0, producer.commit_transaction, args=(TIMEOUT,))
+    committer.start()
+    [found] = consumer.committed([TopicPartition(source, 0)], TIMEOUT)
+    committer.join()
+    consumer.close()
+    assert found.offset == 7  # not the "nothing committed" of before the transaction ended

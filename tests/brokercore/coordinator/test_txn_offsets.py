@@ -66,3 +66,13 @@ async def test_offsets_of_a_fenced_epoch_never_count() -> None:
     assert committed(h) is None
     h.restart()
     assert committed(h) is None
+
+
+async def test_partitions_with_pending_offsets_are_unstable_until_the_marker() -> None:
+    h = Harness()
+    offsets = h.coordinator.offsets
+    await offsets.txn_commit("g", PRODUCER, -1, "", None, {T0: (5, -1, None)})
+    assert offsets.unstable("g") == {T0}
+    assert offsets.unstable("other") == set()
+    offsets.complete_txn(h.coordinator.partition_of("g"), marker(h, commit=True))
+    assert offsets.unstable("g") == set()
