@@ -234,3 +234,24 @@ def test_a_committed_offset_an_open_transaction_moves_waits_for_the_transaction(
     committer.join()
     consumer.close()
     assert found.offset == 7  # not the "nothing committed" of before the transaction ended
+
+
+def test_a_transaction_open_across_a_broker_crash_commits_after_recovery(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """The broker is killed -9 mid-transaction: on restart it rebuilds the open transaction
+    from the log (producer state, transaction index) and the coordinator's state from
+    __transaction_state, and the producer carries on."""
+    broker = broker_factory()
+    topic = create_topic(broker.bootstrap, "crash")
+    producer = _producer(broker.bootstrap, f"crash-{uuid.uuid4().hex[:8]}")
+    producer.begin_transaction()
+    _send(producer, topic, _values("aborted", 2))
+    producer.abort_transaction(TIMEOUT)
+    producer.begin_transaction()
+    _send(producer, topic, _values("kept", 3))
+    broker.kill()
+    broker.start()
+    assert _read_all(broker.bootstrap, topic, "read_committed", settle=1.0) == []
+    producer.commit_transaction(TIMEOUT)
+    assert _read_all(broker.bootstrap, topic, "read_committed") == _values("kept", 3)
