@@ -81,7 +81,7 @@ class Offsets:
     ) -> dict[TopicPartition, ErrorCode]:
         """Write a transaction's offsets; they count once its commit marker arrives."""
         try:
-            group = self._group_for_commit(group_id, generation_id, member_id, instance_id)
+            group = self._group_for_txn_commit(group_id, generation_id, member_id, instance_id)
         except GroupError as exc:
             return dict.fromkeys(commits, exc.error_code)
         now_ms = self.c.clock.time_ms()
@@ -102,6 +102,24 @@ class Offsets:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
             self._hold(group.partition, producer, {group_id: accepted})
         return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
+
+    def _group_for_txn_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> Group:
+        """Kafka's rule, laxer than OffsetCommit's: a member and generation are checked only
+        if given (TxnOffsetCommit before v3, and clients that know only the group id, send
+        neither), whatever state the group is in."""
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        self.c.check_coordinator(group_id)
+        group = self.c.groups.get(group_id) or self.c.create_group(group_id)
+        if group.state is S.DEAD:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if member_id:
+            group.known_member(member_id, instance_id)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        return group
 
     def _hold(self, partition: int, producer: tuple[int, int], offsets: GroupsOffsets) -> None:
         """Keep a transaction's offsets until its marker; a newer epoch of the producer

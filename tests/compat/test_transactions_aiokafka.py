@@ -55,3 +55,30 @@ def test_read_committed_returns_the_committed_transaction_and_not_the_aborted_on
     assert asyncio.run(_read(kafka_bootstrap, topic, "read_committed")) == kept
     assert asyncio.run(_read(kafka_bootstrap, topic, "read_uncommitted")) == kept + [
         f"dropped-{i}".encode() for i in range(3)]
+
+
+async def _commit_offsets(bootstrap: str, topic: str, group: str) -> int | None:
+    producer = aiokafka.AIOKafkaProducer(
+        bootstrap_servers=bootstrap, transactional_id=f"aio-{uuid.uuid4().hex[:8]}")
+    await producer.start()
+    try:
+        async with producer.transaction():
+            await producer.send(topic, b"output", partition=0)
+            await producer.send_offsets_to_transaction(
+                {aiokafka.TopicPartition(topic, 0): 3}, group)
+    finally:
+        await producer.stop()
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                         isolation_level="read_committed")
+    await consumer.start()
+    try:
+        committed: int | None = await consumer.committed(aiokafka.TopicPartition(topic, 0))
+        return committed
+    finally:
+        await consumer.stop()
+
+
+def test_send_offsets_to_transaction_commits_the_groups_offsets(kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, "aio-offsets")
+    group = f"aio-{uuid.uuid4().hex[:8]}"
+    assert asyncio.run(_commit_offsets(kafka_bootstrap, topic, group)) == 3

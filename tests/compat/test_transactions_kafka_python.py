@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import kafka
 from kafka.admin import KafkaAdminClient
@@ -79,3 +80,37 @@ def test_admin_clients_see_an_open_transaction(kafka_bootstrap: str) -> None:
     assert active.current_transaction_start_offset == 0
     producer.abort_transaction()
     producer.close()
+
+
+def test_consume_transform_produce_commits_the_groups_offsets_with_the_output(
+    kafka_bootstrap: str,
+) -> None:
+    source = create_topic(kafka_bootstrap, "kp-ctp-in")
+    sink = create_topic(kafka_bootstrap, "kp-ctp-out")
+    feeder = kafka.KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for i in range(5):
+        feeder.send(source, f"in-{i}".encode(), partition=0)
+    feeder.close()
+    group = f"kp-ctp-{uuid.uuid4().hex[:8]}"
+    consumer = kafka.KafkaConsumer(
+        source, bootstrap_servers=kafka_bootstrap, group_id=group,
+        auto_offset_reset="earliest", enable_auto_commit=False,
+        isolation_level="read_committed")
+    records: list[Any] = []
+    deadline = time.monotonic() + 30
+    while len(records) < 5 and time.monotonic() < deadline:
+        for batch in consumer.poll(500).values():
+            records += batch
+    producer = _producer(kafka_bootstrap, f"kp-ctp-{uuid.uuid4().hex[:8]}")
+    producer.begin_transaction()
+    for record in records:
+        producer.send(sink, record.value.upper(), partition=0)
+    tp = kafka.TopicPartition(source, 0)
+    producer.send_offsets_to_transaction({tp: kafka.OffsetAndMetadata(5, "", -1)}, group)
+    producer.commit_transaction()
+    producer.close()
+    committed = consumer.committed(tp)  # while the consumer is still a member of the group
+    consumer.close()
+    assert committed == 5
+    assert _read(kafka_bootstrap, sink, "read_committed") == [
+        f"IN-{i}".encode() for i in range(5)]

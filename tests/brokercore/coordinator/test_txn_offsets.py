@@ -76,3 +76,19 @@ async def test_partitions_with_pending_offsets_are_unstable_until_the_marker() -
     assert offsets.unstable("other") == set()
     offsets.complete_txn(h.coordinator.partition_of("g"), marker(h, commit=True))
     assert offsets.unstable("g") == set()
+
+
+async def test_a_transaction_may_commit_for_a_group_with_members_checking_only_what_it_names(
+) -> None:
+    h = Harness()
+    [member] = await h.stable_group(1)
+    offsets = h.coordinator.offsets
+    commit = {T0: (5, -1, None)}
+    assert await offsets.txn_commit("g", PRODUCER, -1, "", None, commit) == {T0: OK}
+    assert await offsets.txn_commit("g", PRODUCER, member.generation_id, member.member_id,
+                                    None, commit) == {T0: OK}
+    assert await offsets.txn_commit("g", PRODUCER, member.generation_id + 1,
+                                    member.member_id, None, commit) == {
+        T0: ErrorCode.ILLEGAL_GENERATION}
+    assert await offsets.txn_commit("g", PRODUCER, -1, "stranger", None, commit) == {
+        T0: ErrorCode.UNKNOWN_MEMBER_ID}
