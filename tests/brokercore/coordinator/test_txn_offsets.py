@@ -3,6 +3,7 @@ applied (commit) or dropped (abort), the same after a replay."""
 
 from __future__ import annotations
 
+from brokercore.coordinator.offsets import Commit
 from brokercore.coordinator.records import TxnMarker
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
@@ -83,7 +84,7 @@ async def test_a_transaction_may_commit_for_a_group_with_members_checking_only_w
     h = Harness()
     [member] = await h.stable_group(1)
     offsets = h.coordinator.offsets
-    commit = {T0: (5, -1, None)}
+    commit: dict[TopicPartition, Commit] = {T0: (5, -1, None)}
     assert await offsets.txn_commit("g", PRODUCER, -1, "", None, commit) == {T0: OK}
     assert await offsets.txn_commit("g", PRODUCER, member.generation_id, member.member_id,
                                     None, commit) == {T0: OK}
