@@ -55,11 +55,8 @@ class TransactionRequests:
                                        TxnRecord(-1, -1, timeout_ms, S.EMPTY))
             self.c.txns[transactional_id] = meta
         record = meta.record
-        if producer_id >= 0:  # KIP-360: a producer that knows its id asks for a bump
-            if producer_id != record.producer_id:
-                raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            if producer_epoch != record.producer_epoch:
-                raise TxnError(ErrorCode.PRODUCER_FENCED)
+        if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):
+            return record.producer_id, record.producer_epoch
         async with self.c.owning(meta):
             if record.state is S.ONGOING:
                 # Fence the old instance: abort its transaction at a new epoch; the new
@@ -75,7 +72,26 @@ class TransactionRequests:
             await self.c.transit(meta, TxnRecord(
                 new_id, new_epoch, timeout_ms, S.EMPTY, frozenset(),
                 self.c.clock.time_ms(), -1))
+            meta.last_producer_epoch = producer_epoch if new_id == producer_id else -1
         return new_id, new_epoch
+
+    @staticmethod
+    def _is_retry(meta: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
+        """KIP-360: a producer that names its id and epoch asks for the next epoch. True if
+        it already got it (a retry whose answer was lost); PRODUCER_FENCED if it is not
+        the current producer."""
+        record = meta.record
+        if producer_id != record.producer_id:
+            raise TxnError(ErrorCode.PRODUCER_FENCED, f"producer id {producer_id} is not "
+                           f"{record.producer_id}")
+        if producer_epoch == record.producer_epoch:
+            return False
+        if (producer_epoch >= 0 and producer_epoch == meta.last_producer_epoch
+                and producer_epoch + 1 == record.producer_epoch
+                and record.state is S.EMPTY and not meta.pending):
+            return True
+        raise TxnError(ErrorCode.PRODUCER_FENCED,
+                       f"epoch {producer_epoch}, current {record.producer_epoch}")
 
     async def _new_producer_id(self) -> int:
         try:

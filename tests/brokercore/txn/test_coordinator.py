@@ -202,3 +202,18 @@ async def test_requests_are_checked_as_kafka_checks_them(make: Make) -> None:
     assert await c.requests.add_partitions("t", pid, epoch, {TP, missing}, {TP}) == {
         TP: ErrorCode.OPERATION_NOT_ATTEMPTED, missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert c.txns["t"].record.state is S.EMPTY
+
+
+async def test_a_producer_naming_its_epoch_gets_the_next_and_its_retry_the_same(
+    make: Make,
+) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch) == (pid, epoch + 1)
+    # The answer was lost and the producer asks again: the same epoch, not another bump.
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch) == (pid, epoch + 1)
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch + 1) == (pid, epoch + 2)
+    for stale in ((pid, epoch), (pid + 1, epoch + 2)):
+        with pytest.raises(TxnError) as fenced:
+            await c.requests.init_producer_id("t", 60_000, *stale)
+        assert fenced.value.error_code == ErrorCode.PRODUCER_FENCED
