@@ -294,7 +294,9 @@ class PartitionLog:
         """Where the oldest open transaction starts, or the log end: the last stable offset
         is the smaller of this and the high watermark."""
         first = self.producers.first_unstable_offset()
-        return self.log_end_offset if first is None else first
+        # An open transaction whose start was deleted (DeleteRecords) holds nothing below
+        # the log start, as in Kafka.
+        return self.log_end_offset if first is None else max(first, self._log_start_offset)
 
     def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions with data in [start, end), for read_committed fetches. Each

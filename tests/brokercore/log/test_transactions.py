@@ -112,3 +112,13 @@ def test_compaction_drops_aborted_records_instead_of_letting_them_shadow_committ
     log.clean()
     data = [(key, value) for _, key, value in everything(log) if key in (b"k", b"other")]
     assert data == [(b"k", b"committed"), (b"other", b"x")]
+
+
+def test_an_open_transaction_deleted_from_the_start_holds_nothing_below_the_log_start(
+    open_log: OpenLog,
+) -> None:
+    log = open_log()
+    log.append_as_leader(txn_batch(7, 0, count=4), EPOCH)
+    log.append_as_leader(txn_batch(7, 4, count=4), EPOCH)
+    log.delete_records_before(4)
+    assert log.first_unstable_offset() == 4
