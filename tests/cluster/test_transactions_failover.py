@@ -104,6 +104,8 @@ def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
 
 
 def _coordinator(view: ClusterView, transactional_id: str) -> int:
+    """The transactional id's coordinator: the leader of its __transaction_state partition."""
+    assert len(view.partitions("__transaction_state")) == TXN_STATE_PARTITIONS
     partition = partition_for(transactional_id, TXN_STATE_PARTITIONS)
     return wait_until("the transaction coordinator is known", lambda: max(
         view.partition("__transaction_state", partition).leader, 0))
