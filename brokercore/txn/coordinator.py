@@ -205,9 +205,13 @@ class TransactionCoordinator:
         while self.txns.get(meta.transactional_id) is meta:
             coordinator_epoch = self.loaded.get(meta.partition, -1)
             if remaining:
-                remaining -= await self.markers.write(
-                    prepared.producer_id, prepared.producer_epoch, commit, coordinator_epoch,
-                    frozenset(remaining))
+                try:
+                    remaining -= await self.markers.write(
+                        prepared.producer_id, prepared.producer_epoch, commit,
+                        coordinator_epoch, frozenset(remaining))
+                except Exception:  # a bug must not leave the transaction prepared for good
+                    log.exception("transaction %s: sending markers failed",
+                                  meta.transactional_id)
             if not remaining and not meta.pending:
                 try:
                     async with self.owning(meta):
@@ -223,16 +227,20 @@ class TransactionCoordinator:
     # -- expiry -----------------------------------------------------------------------------
     def abort_timed_out(self) -> None:
         """Abort, fencing the producer, every open transaction past its timeout."""
-        now = self.clock.time_ms()
         for meta in list(self.txns.values()):
-            record = meta.record
-            if (record.state is S.ONGOING and not meta.pending
-                    and record.start_ms + record.timeout_ms < now):
-                log.info("transaction %s: timed out after %d ms; aborting",
-                         meta.transactional_id, record.timeout_ms)
+            if self._timed_out(meta):
                 self._spawn(self._abort_quietly(meta))
 
+    def _timed_out(self, meta: TransactionMetadata) -> bool:
+        record = meta.record
+        return (record.state is S.ONGOING and not meta.pending
+                and record.start_ms + record.timeout_ms < self.clock.time_ms())
+
     async def _abort_quietly(self, meta: TransactionMetadata) -> None:
+        if not self._timed_out(meta):
+            return  # it ended (or another began) since the sweep
+        log.info("transaction %s: timed out after %d ms; aborting", meta.transactional_id,
+                 meta.record.timeout_ms)
         try:
             async with self.owning(meta):
                 await self.end(meta, commit=False, bump_epoch=True)
