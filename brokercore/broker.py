@@ -1,4 +1,4 @@
-"""One broker: configuration, controller, replica manager, coordinator and listener."""
+"""One broker: configuration, controller, replica manager, coordinators and listener."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
+from brokercore.txn import broker_transaction_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +42,15 @@ class Broker:
         self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
         self.group_coordinator = broker_group_coordinator(
             config, self.replica_manager, self.controller, self.clock)
+        self.transaction_coordinator = broker_transaction_coordinator(
+            config, self.replica_manager, self.controller, self.clock)
         self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
         listener = self.kafka_listener = _kafka_listener(config)
         sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"), self.clock)
         self.parts = BrokerParts(self.node_id, config, self.log_dir, self.replica_manager,
-                                 self.controller, self.group_coordinator, sessions)
+                                 self.controller, self.group_coordinator,
+                                 self.transaction_coordinator, sessions)
         self.server = KafkaServer(self.parts, listener.host, listener.port)
         self.advertised: Listener = listener
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
@@ -71,6 +75,7 @@ class Broker:
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         self.replica_manager.start()
         self.group_coordinator.start()
+        self.transaction_coordinator.start()
         self.metrics = await start_metrics_server(
             self.config, self.replica_manager, self.controller, self.parts.fetch_sessions)
         log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
@@ -154,6 +159,7 @@ class Broker:
             ("metrics", self.metrics.stop if self.metrics is not None else None),
             ("Kafka listener", self.server.stop),
             ("group coordinator", self.group_coordinator.stop),
+            ("transaction coordinator", self.transaction_coordinator.stop),
             ("replica manager", self.replica_manager.stop),
             ("controller", self.controller.stop),
         ]

@@ -29,8 +29,10 @@ def broker_config(brokers: int) -> dict[str, str]:
     return {
         "default.replication.factor": str(replicas),
         "offsets.topic.replication.factor": str(replicas),
+        "transaction.state.log.replication.factor": str(replicas),
         # Two of three in sync: one broker may be down and acks=all still succeeds.
         "min.insync.replicas": str(2 if replicas >= 3 else 1),
+        "transaction.state.log.min.isr": str(2 if replicas >= 3 else 1),
         "broker.session.timeout.ms": "4000",
         "broker.heartbeat.interval.ms": "500",
         "replica.lag.time.max.ms": "4000",

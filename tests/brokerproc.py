@@ -39,6 +39,7 @@ class BrokerProcess:
             # Tests do not wait for late joiners; Kafka's test configs do the same.
             "group.initial.rebalance.delay.ms": "0",
             "offsets.topic.num.partitions": "4",
+            "transaction.state.log.num.partitions": "4",
             **(overrides or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
@@ -130,6 +131,7 @@ class ClusterProcess:
             # Tests do not wait for late joiners; Kafka's test configs do the same.
             "group.initial.rebalance.delay.ms": "0",
             "offsets.topic.num.partitions": "4",
+            "transaction.state.log.num.partitions": "4",
             **(overrides or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None

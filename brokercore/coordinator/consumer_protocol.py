@@ -35,9 +35,8 @@ from .consumer_group import (
     compile_subscription,
     topics_of,
 )
-from .offsets_topic import KeyValue
 from .reconciliation import MemberAssignment, current, reconcile
-from .records import group_key
+from .records import KeyValue, group_key
 from .state import GroupError, GroupState
 
 if TYPE_CHECKING:

@@ -28,9 +28,10 @@ from .consumer_records import replay as replay_consumer_record
 from .loading import PartitionLoads, Slices
 from .membership import Membership
 from .offsets import Offsets
-from .offsets_topic import OFFSETS_TOPIC, KeyValue, OffsetsStore
+from .offsets_topic import OFFSETS_TOPIC, OffsetsStore
 from .records import (
     GroupRecord,
+    KeyValue,
     MemberRecord,
     OffsetsRecord,
     group_key,
@@ -186,9 +187,11 @@ class GroupCoordinator:
             await asyncio.gather(*self.partitions.loading.values(), return_exceptions=True)
 
     # -- persistence ----------------------------------------------------------------------
-    def write(self, partition: int, records: list[KeyValue]) -> int:
-        """Append to the partition's log; the offset to pass to `replicated`."""
-        return self.store.append(partition, records, self.clock.time_ms())
+    def write(self, partition: int, records: list[KeyValue],
+              producer: tuple[int, int] | None = None) -> int:
+        """Append to the partition's log (as a transactional batch of `producer`, if given);
+        the offset to pass to `replicated`."""
+        return self.store.append(partition, records, self.clock.time_ms(), producer)
 
     async def replicated(self, partition: int, offset: int) -> None:
         """Wait until the ISR has the log below `offset`; GroupError in Kafka's mapping."""
@@ -233,7 +236,8 @@ class GroupCoordinator:
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
         metadata: dict[str, GroupRecord | None] = {}
         consumer: dict[str, ConsumerGroup] = {}
-        for n, record in enumerate(self.store.replay(partition), 1):
+        records = self.offsets.replay_transactions(partition, self.store.replay(partition))
+        for n, record in enumerate(records, 1):
             if record.consumer is not None:
                 replay_consumer_record(consumer, record.consumer, partition)
             elif record.tp is not None:
@@ -288,6 +292,7 @@ class GroupCoordinator:
             del self.groups[group.group_id]
         for group_id in [g for g, cg in self.consumer_groups.items() if cg.partition == partition]:
             del self.consumer_groups[group_id]
+        self.offsets.unload(partition)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
     def list_groups(self, states: set[str] | None = None,

@@ -1,14 +1,21 @@
-"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and expiry.
+"""Committed offsets: OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups
+and expiry.
 
 A commit is checked against the group (generation and member, or a "simple" commit with
 generation -1 into an Empty or unknown group), written to `__consumer_offsets`, and applied
 to the in-memory table only once the partition's in-sync replicas have it. So what clients
 read back is always what a restart, or a new coordinator after a failover, replays.
+
+A transactional commit (TxnOffsetCommit) is written the same way, as a transactional batch
+of its producer, but stays pending, apart from the group's offsets, until the transaction's
+marker reaches this partition: a commit marker applies the offsets, an abort drops them.
+Replaying the partition does the same with the markers it finds.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from brokercore.protocol.errors import ErrorCode
@@ -16,7 +23,7 @@ from brokercore.topic_partition import TopicPartition
 
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import group_tombstones
-from .records import group_key, offset_key, offset_value
+from .records import OffsetsRecord, TxnMarker, group_key, offset_key, offset_value
 from .state import Group, GroupError, GroupState, OffsetAndMetadata
 
 if TYPE_CHECKING:
@@ -29,9 +36,14 @@ S = GroupState
 Commit = tuple[int, int, str | None]
 
 
+GroupsOffsets = dict[str, dict[TopicPartition, OffsetAndMetadata]]
+Pending = dict[tuple[int, int], tuple[int, GroupsOffsets]]
+
+
 class Offsets:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.c = coordinator
+        self.pending: Pending = {}
 
     # -- OffsetCommit ---------------------------------------------------------------------
     async def commit(
@@ -64,6 +76,113 @@ class Offsets:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
             self._apply(group, accepted, written_at)
         return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
+
+    # -- TxnOffsetCommit ------------------------------------------------------------------
+    async def txn_commit(
+        self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
+        instance_id: str | None, commits: dict[TopicPartition, Commit],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Write a transaction's offsets; they count once its commit marker arrives."""
+        try:
+            group = self._group_for_txn_commit(group_id, generation_id, member_id, instance_id)
+        except GroupError as exc:
+            return dict.fromkeys(commits, exc.error_code)
+        now_ms = self.c.clock.time_ms()
+        errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, _, metadata) in
+                  commits.items() if metadata is not None
+                  and len(metadata.encode()) > self.c.config.metadata_max_bytes}
+        errors |= {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in commits
+                   if tp not in errors and not self.c.topic_exists(tp)}
+        accepted = {tp: OffsetAndMetadata(offset, epoch, metadata or "", now_ms)
+                    for tp, (offset, epoch, metadata) in commits.items() if tp not in errors}
+        if accepted:
+            try:
+                written_at = self.c.write(group.partition, [
+                    (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
+                ], producer)
+                await self.c.replicated(group.partition, written_at)
+            except GroupError as exc:
+                return {**errors, **dict.fromkeys(accepted, exc.error_code)}
+            self._hold(group.partition, producer, {group_id: accepted})
+        return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
+
+    def _group_for_txn_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> Group | ConsumerGroup:
+        """Kafka's rule, laxer than OffsetCommit's: a member and generation are checked only
+        if given (TxnOffsetCommit before v3, and clients that know only the group id, send
+        neither), whatever state the group is in."""
+        if not group_id:
+            raise GroupError(ErrorCode.INVALID_GROUP_ID)
+        self.c.check_coordinator(group_id)
+        consumer_group = self.c.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if member_id:
+                _check_consumer_commit(consumer_group, generation_id, member_id, api_version=9)
+            return consumer_group
+        group = self.c.groups.get(group_id) or self.c.create_group(group_id)
+        if group.state is S.DEAD:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if member_id:
+            group.known_member(member_id, instance_id)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        return group
+
+    def _hold(self, partition: int, producer: tuple[int, int], offsets: GroupsOffsets) -> None:
+        """Keep a transaction's offsets until its marker; a newer epoch of the producer
+        replaces what an older (fenced) one left."""
+        producer_id, epoch = producer
+        held_epoch, held = self.pending.get((partition, producer_id), (epoch, {}))
+        if held_epoch != epoch:
+            held = {}
+        for group_id, group_offsets in offsets.items():
+            held.setdefault(group_id, {}).update(group_offsets)
+        self.pending[(partition, producer_id)] = (epoch, held)
+
+    def complete_txn(self, partition: int, marker: TxnMarker) -> None:
+        """The transaction's marker is in the partition: apply its offsets or drop them.
+        Offsets a fenced epoch of the producer wrote never count."""
+        epoch, pending = self.pending.pop((partition, marker.producer_id), (-1, {}))
+        if not marker.commit or epoch != marker.producer_epoch:
+            return
+        for group_id, offsets in pending.items():
+            group = (self.c.groups.get(group_id) or self.c.consumer_groups.get(group_id)
+                     or self.c.create_group(group_id))
+            self._apply(group, offsets, marker.offset)
+
+    def replay_transactions(
+        self, partition: int, records: Iterable[OffsetsRecord | TxnMarker]
+    ) -> Iterator[OffsetsRecord]:
+        """The records of a partition as they count: a transaction's offsets where its commit
+        marker is; the offsets of transactions still open are kept pending."""
+        held: dict[int, list[OffsetsRecord]] = {}
+        for record in records:
+            if isinstance(record, TxnMarker):
+                done = held.pop(record.producer_id, [])
+                if record.commit:
+                    yield from (r for r in done if r.producer_epoch == record.producer_epoch)
+            elif record.producer_id >= 0 and record.tp is not None:
+                kept = [r for r in held.get(record.producer_id, [])
+                        if r.producer_epoch == record.producer_epoch]
+                held[record.producer_id] = [*kept, record]
+            else:
+                yield record
+        for producer_id, open_records in held.items():
+            for r in open_records:
+                if r.offset is not None and r.tp is not None:
+                    self._hold(partition, (producer_id, r.producer_epoch),
+                               {r.group_id: {r.tp: r.offset}})
+
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with offsets an open transaction has committed."""
+        partition = self.c.partition_of(group_id)
+        return {tp for (p, _), (_, groups) in self.pending.items() if p == partition
+                for tp in groups.get(group_id, {})}
+
+    def unload(self, partition: int) -> None:
+        for key in [key for key in self.pending if key[0] == partition]:
+            del self.pending[key]
 
     def _apply(self, group: Group | ConsumerGroup,
                accepted: dict[TopicPartition, OffsetAndMetadata], written_at: int) -> None:

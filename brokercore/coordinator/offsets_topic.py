@@ -20,20 +20,30 @@ from typing import Protocol
 
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller, NewTopic
+from brokercore.log import InvalidProducerEpochError
+from brokercore.log.transactions import build_control_batch
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.topic_partition import TopicPartition
 
-from .records import OffsetsRecord, build_batch, decode_record, read_batches
+from .records import (
+    KeyValue,
+    OffsetsRecord,
+    StoredBatch,
+    TxnMarker,
+    build_batch,
+    decode_record,
+    read_batches,
+)
 from .state import GroupError
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _READ_CHUNK = 1 << 20
-
-KeyValue = tuple[bytes, bytes | None]
+# A transactional write's producer: (producer id, epoch).
+Producer = tuple[int, int] | None
 
 
 class OffsetsStore(Protocol):
@@ -49,14 +59,16 @@ class OffsetsStore(Protocol):
     async def ensure_exists(self) -> None:
         """Create the topic on first use; GroupError if that fails."""
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
+               producer: Producer = None) -> int:
         """Append to the leader's log and return the offset after the records, or raise
-        GroupError (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+        GroupError (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE). With a producer, the
+        records are a transactional batch of that producer (TxnOffsetCommit)."""
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         """Return once the ISR has everything below `offset`, or raise GroupError."""
 
-    def replay(self, partition: int) -> Iterator[OffsetsRecord]: ...
+    def replay(self, partition: int) -> Iterator[OffsetsRecord | TxnMarker]: ...
 
 
 class MemoryOffsetsTopic:
@@ -91,10 +103,11 @@ class MemoryOffsetsTopic:
     async def ensure_exists(self) -> None:
         pass
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
+               producer: Producer = None) -> int:
         if partition not in self.led:
             raise GroupError(ErrorCode.NOT_COORDINATOR)
-        self.batches[partition].append(build_batch(records, timestamp_ms))
+        self.batches[partition].append(build_batch(records, timestamp_ms, producer))
         self.log_end[partition] += len(records)
         if self.replicate_on_append:
             self.high_watermark[partition] = self.log_end[partition]
@@ -119,14 +132,31 @@ class MemoryOffsetsTopic:
             self._failure = GroupError(code)
             self._moved.notify_all()
 
-    def replay(self, partition: int) -> Iterator[OffsetsRecord]:
+    def append_marker(self, partition: int, producer: tuple[int, int], commit: bool) -> int:
+        """A transaction marker, as the partition leader writes one (WriteTxnMarkers)."""
+        marker = bytearray(build_control_batch(*producer, commit, 0, 0))
+        marker[0:8] = self.log_end[partition].to_bytes(8, "big")
+        self.batches[partition].append(bytes(marker))
+        self.log_end[partition] += 1
+        if self.replicate_on_append:
+            self.high_watermark[partition] = self.log_end[partition]
+        return self.log_end[partition]
+
+    def replay(self, partition: int) -> Iterator[OffsetsRecord | TxnMarker]:
         for batch in self.batches[partition]:
-            for _, records in read_batches(batch):
-                yield from _decode_all(records)
+            for stored in read_batches(batch):
+                yield from _decode_all(stored)
 
 
 class BrokerOffsetsTopic:
-    """`__consumer_offsets` on this broker's logs, created through the controller."""
+    """`__consumer_offsets` on this broker's logs, created through the controller.
+
+    The transaction coordinator keeps `__transaction_state` the same way: a subclass names
+    its topic, its configs (`config_prefix`) and what it replays.
+    """
+
+    topic = OFFSETS_TOPIC
+    config_prefix = "offsets.topic"
 
     def __init__(
         self, replicas: ReplicaManager, controller: Controller, config: BrokerConfig
@@ -139,34 +169,33 @@ class BrokerOffsetsTopic:
 
     @property
     def exists(self) -> bool:
-        return OFFSETS_TOPIC in self.image.topics
+        return self.topic in self.image.topics
 
     @property
     def num_partitions(self) -> int:
-        topic = self.image.topics.get(OFFSETS_TOPIC)
+        topic = self.image.topics.get(self.topic)
         if topic is not None:
             return len(topic.partitions)
-        return self.config.get_int("offsets.topic.num.partitions")
+        return self.config.get_int(f"{self.config_prefix}.num.partitions")
 
     async def ensure_exists(self) -> None:
         if self.exists:
             return
-        config = self.config
         live = sum(1 for b in self.image.brokers.values() if not b.fenced)
-        rf = max(1, min(config.get_int("offsets.topic.replication.factor"), live))
-        topic = NewTopic(
-            OFFSETS_TOPIC, config.get_int("offsets.topic.num.partitions"), rf,
-            configs={"cleanup.policy": "compact",
-                     "segment.bytes": str(config.get_int("offsets.topic.segment.bytes"))},
-        )
+        rf = max(1, min(self.config.get_int(f"{self.config_prefix}.replication.factor"), live))
+        topic = NewTopic(self.topic, self.num_partitions, rf, configs=self.topic_configs(rf))
         [(_, error)] = await self.controller.create_topics([topic])
         if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("node %d: cannot create %s: %s", self.node_id, OFFSETS_TOPIC,
+            log.warning("node %d: cannot create %s: %s", self.node_id, self.topic,
                         error.message)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, error.message)
 
+    def topic_configs(self, replication_factor: int) -> dict[str, str]:
+        return {"cleanup.policy": "compact",
+                "segment.bytes": str(self.config.get_int(f"{self.config_prefix}.segment.bytes"))}
+
     def leader(self, partition: int) -> int:
-        topic = self.image.topics.get(OFFSETS_TOPIC)
+        topic = self.image.topics.get(self.topic)
         if topic is None or partition not in topic.partitions:
             return -1
         return int(topic.partitions[partition].leader)
@@ -174,13 +203,14 @@ class BrokerOffsetsTopic:
     def leader_epoch(self, partition: int) -> int | None:
         try:
             leader = self.replicas.leader_partition(
-                TopicPartition(OFFSETS_TOPIC, partition))
+                TopicPartition(self.topic, partition))
         except PartitionError:
             return None
         return leader.leader_epoch
 
-    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int) -> int:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+    def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
+               producer: Producer = None) -> int:
+        tp = TopicPartition(self.topic, partition)
         try:
             leader = self.replicas.leader_partition(tp)
         except PartitionError as exc:
@@ -192,13 +222,16 @@ class BrokerOffsetsTopic:
             # retriable COORDINATOR_NOT_AVAILABLE.
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{tp}: {exc}") from None
         try:
-            return leader.append_as_leader(build_batch(records, timestamp_ms)).last_offset + 1
+            batch = build_batch(records, timestamp_ms, producer)
+            return leader.append_as_leader(batch).last_offset + 1
+        except InvalidProducerEpochError as exc:  # a TxnOffsetCommit of a fenced producer
+            raise GroupError(ErrorCode.INVALID_PRODUCER_EPOCH, str(exc)) from None
         except Exception as exc:  # the log's own errors: the write did not happen
             log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        tp = TopicPartition(self.topic, partition)
         try:
             leader = self.replicas.leader_partition(tp)
         except PartitionError as exc:
@@ -207,23 +240,31 @@ class BrokerOffsetsTopic:
         if code != ErrorCode.NONE:
             raise GroupError(code, f"{tp}: {code.name} waiting for offset {offset - 1}")
 
-    def replay(self, partition: int) -> Iterator[OffsetsRecord]:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+    def replay(self, partition: int) -> Iterator[OffsetsRecord | TxnMarker]:
+        for stored in self.read_batches(partition):
+            yield from _decode_all(stored)
+
+    def read_batches(self, partition: int) -> Iterator[StoredBatch]:
+        """Every batch of the partition's log, from the log start."""
+        tp = TopicPartition(self.topic, partition)
         plog = self.replicas.partitions[tp].log
         offset = plog.log_start_offset
         while offset < plog.log_end_offset:
             data = plog.read(offset, _READ_CHUNK, min_one_batch=True)
             next_offset = offset
-            for batch_end, records in read_batches(bytes(data.records)):
-                yield from _decode_all(records)
-                next_offset = batch_end
+            for stored in read_batches(bytes(data.records)):
+                yield stored
+                next_offset = stored.next_offset
             if next_offset <= offset:
                 break  # an empty read: nothing more to replay
             offset = next_offset
 
 
-def _decode_all(records: list[KeyValue]) -> Iterator[OffsetsRecord]:
-    for key, value in records:
-        record = decode_record(key, value)
+def _decode_all(stored: StoredBatch) -> Iterator[OffsetsRecord | TxnMarker]:
+    if stored.commit is not None:
+        yield TxnMarker(stored.producer_id, stored.producer_epoch, stored.commit,
+                        stored.next_offset - 1)
+    for key, value in stored.records:
+        record = decode_record(key, value, (stored.producer_id, stored.producer_epoch))
         if record is not None:
             yield record

@@ -14,7 +14,10 @@ are int32-length. We write, and read back:
                             group_instance_id?, client_id, client_host, rebalance_timeout int32,
                             session_timeout int32, subscription bytes, assignment bytes]
 
-Records are written as uncompressed v2 batches without a producer id, one batch per write.
+Records are written as uncompressed v2 batches, one batch per write: without a producer id,
+except the offsets of a TxnOffsetCommit, which are a transactional batch of the producer's
+id and epoch. They count only once a commit marker (a control batch) of that producer
+follows; an abort marker drops them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -194,6 +198,8 @@ class OffsetsRecord:
     offset: OffsetAndMetadata | None = None
     group: GroupRecord | None = None
     consumer: ConsumerRecord | None = None
+    producer_id: int = -1  # a transactional offset commit's producer, pending its marker
+    producer_epoch: int = -1
 
     @property
     def is_tombstone(self) -> bool:
@@ -202,7 +208,19 @@ class OffsetsRecord:
         return self.offset is None and self.group is None
 
 
-def decode_record(key: bytes, value: bytes | None) -> OffsetsRecord | None:
+@dataclass(frozen=True)
+class TxnMarker:
+    """A transaction marker in the log: the producer's pending offsets count, or not."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    offset: int
+
+
+def decode_record(
+    key: bytes, value: bytes | None, producer: tuple[int, int] = (-1, -1)
+) -> OffsetsRecord | None:
     """The record, or None for key versions this broker does not know."""
     r = _Reader(key)
     version = r.i16()
@@ -210,7 +228,8 @@ def decode_record(key: bytes, value: bytes | None) -> OffsetsRecord | None:
         group_id, topic, partition = r.str(), r.str(), r.i32()
         tp = TopicPartition(topic, partition)
         offset = decode_offset_value(value) if value is not None else None
-        return OffsetsRecord(group_id, tp, offset=offset)
+        return OffsetsRecord(group_id, tp, offset=offset, producer_id=producer[0],
+                             producer_epoch=producer[1])
     if version == GROUP_KEY_VERSION:
         group_id = r.str()
         group = decode_group_value(value) if value is not None else None
@@ -223,30 +242,52 @@ def decode_record(key: bytes, value: bytes | None) -> OffsetsRecord | None:
 
 
 # -- batches ------------------------------------------------------------------------------
-def build_batch(records: list[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes:
+KeyValue = tuple[bytes, bytes | None]
+_CONTROL_KEY = struct.Struct(">hh")  # version, type (0 abort, 1 commit)
+
+
+class StoredBatch(NamedTuple):
+    next_offset: int  # the offset after the batch
+    records: list[KeyValue]  # its keyed records; none for a control batch
+    producer_id: int  # of a transactional batch or a marker; -1 otherwise
+    producer_epoch: int
+    commit: bool | None  # a transaction marker: commit or abort; None for data
+
+
+def build_batch(
+    records: list[KeyValue], timestamp_ms: int, producer: tuple[int, int] | None = None
+) -> bytes:
+    """One uncompressed batch; transactional, of `producer` (id, epoch), if given."""
+    producer_id, producer_epoch = producer or (-1, -1)
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=2**31 - 1,
+        magic=2, compression_type=0, is_transactional=producer is not None,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=-1,
+        batch_size=2**31 - 1,
     )
     for i, (key, value) in enumerate(records):
         builder.append(i, timestamp=timestamp_ms, key=key, value=value, headers=[])
     return bytes(builder.build())
 
 
-def read_batches(data: bytes) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
-    """(offset after the batch, its keyed records) for every data batch in a record set."""
+def read_batches(data: bytes) -> Iterator[StoredBatch]:
+    """Every batch of a record set: its keyed records, or the transaction marker it is."""
     records = MemoryRecords(data)
     while records.has_next():
         batch = records.next_batch()
         if batch is None:
             break
+        producer_id = batch.producer_id if batch.is_transactional else -1
+        epoch = batch.producer_epoch if batch.is_transactional else -1
         if batch.is_control_batch:
-            yield batch.next_offset, []
+            keys = [bytes(r.key) for r in batch if r.key is not None]
+            kind = _CONTROL_KEY.unpack_from(keys[0])[1] if keys else -1
+            yield StoredBatch(batch.next_offset, [], producer_id, epoch,
+                              {0: False, 1: True}.get(kind))
             continue
-        yield batch.next_offset, [
+        yield StoredBatch(batch.next_offset, [
             (bytes(r.key), None if r.value is None else bytes(r.value))
             for r in batch if r.key is not None
-        ]
+        ], producer_id, epoch, None)
 
 
 def subscription_topics(metadata: bytes) -> set[str]:

@@ -1,6 +1,8 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from brokercore.handlers import (  # noqa: F401
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -18,7 +20,9 @@ from brokercore.handlers import (  # noqa: F401
     describe_producers,
     describe_quorum,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -29,6 +33,7 @@ from brokercore.handlers import (  # noqa: F401
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -36,4 +41,6 @@ from brokercore.handlers import (  # noqa: F401
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )

@@ -1,4 +1,5 @@
-"""DescribeProducers (61): the idempotent producers a partition leader remembers."""
+"""DescribeProducers (61): the producers a partition leader remembers, with the start of
+each one's open transaction and the coordinator epoch of its last marker."""
 
 from typing import Any
 
@@ -41,9 +42,9 @@ def _describe(broker: BrokerParts, topic: str, index: int) -> Any:
             ProducerState(
                 producer_id=entry.producer_id, producer_epoch=entry.epoch,
                 last_sequence=entry.last_seq,
-                last_timestamp=entry.batches[-1].timestamp if entry.batches else -1,
-                # No transactions yet: no coordinator epoch, no open transaction.
-                coordinator_epoch=-1, current_txn_start_offset=-1,
+                last_timestamp=entry.last_timestamp,
+                coordinator_epoch=entry.coordinator_epoch,
+                current_txn_start_offset=entry.current_txn_first_offset,
             )
             for entry in sorted(producers.values(), key=lambda e: e.producer_id)
         ],

@@ -11,6 +11,8 @@ once they are read, which of them the answer carries. Reading one partition is `
 the leader and epoch checks, KIP-320's diverging epoch (v12+), then the log up to the
 offset the reader may see (`_read_limit`).
 From v13 topics are named by topic id; an id this broker does not know is UNKNOWN_TOPIC_ID.
+A read_committed consumer (isolation_level 1) reads below the last stable offset and gets
+the aborted transactions of what it read, from the log's transaction indexes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ PartitionData = TopicData.PartitionData
 ZERO_UUID = uuid.UUID(int=0)
 TOPIC_IDS_VERSION = 13
 READ_COMMITTED = 1
+AbortedTransaction = PartitionData.AbortedTransaction
 
 
 @dataclass
@@ -255,8 +258,15 @@ def _read_records(reader: _Reader, partition: Partition, p: FetchPosition, budge
                                   max_offset=_read_limit(reader, partition), min_one_batch=first)
     except LogError as exc:
         result.error = exc.error_code
+        result.aborted_transactions = None
         return
     result.records = data.records
+    if reader.isolation_level == READ_COMMITTED and data.records and not reader.follower:
+        # Which transactions aborted in what was read, so the client can skip their records.
+        result.aborted_transactions = [
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in partition.log.aborted_transactions(p.fetch_offset,
+                                                        partition.last_stable_offset)]
 
 
 def _response(reader: _Reader, session_id: int, reads: list[_Read]) -> Any:

@@ -1,21 +1,21 @@
-"""FindCoordinator (10): which broker coordinates a group; batched keys from v4.
+"""FindCoordinator (10): which broker coordinates a group (key type 0) or a transactional
+id (key type 1); batched keys from v4.
 
-This broker has no transactions. Transaction coordinator lookups (key_type 1) get
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message "transactions are not supported by
-this broker": librdkafka and kafka-python treat that code as fatal and fail
-init_transactions() at once (librdkafka shows the message), whereas
-COORDINATOR_NOT_AVAILABLE or INVALID_REQUEST make librdkafka retry until its timeout.
+The coordinator is the leader of the key's partition of `__consumer_offsets` or
+`__transaction_state`, which the first lookup creates.
 """
 
 from typing import Any
 
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+from brokercore.coordinator import GroupCoordinator
 from brokercore.coordinator.state import GroupError
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.txn import TransactionCoordinator
 
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
@@ -36,12 +36,13 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 async def _find(broker: BrokerParts, key: str, key_type: int) -> Any:
-    if key_type == TRANSACTION_KEY_TYPE:
-        return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                      "transactions are not supported by this broker")
-    if key_type != GROUP_KEY_TYPE:
+    coordinator: GroupCoordinator | TransactionCoordinator
+    if key_type == GROUP_KEY_TYPE:
+        coordinator = broker.groups
+    elif key_type == TRANSACTION_KEY_TYPE:
+        coordinator = broker.transactions
+    else:
         return _error(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    coordinator = broker.groups
     try:
         await coordinator.store.ensure_exists()
     except GroupError as exc:

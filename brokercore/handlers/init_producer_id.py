@@ -1,6 +1,9 @@
-"""InitProducerId (22): producer ids and epochs for idempotent producers.
+"""InitProducerId (22): producer ids and epochs for idempotent and transactional producers.
 
-Transactions are not implemented yet (COMPAT.md): a transactional id is refused.
+Without a transactional id, any broker hands out a new producer id (or, KIP-360, bumps the
+epoch of the one the producer names). With one, the transactional id's coordinator answers
+(`brokercore.txn`): it bumps the epoch, fencing older instances, after aborting their open
+transaction.
 """
 
 from typing import Any
@@ -11,6 +14,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.txn import TxnError, fenced_for_version
 
 MAX_EPOCH = 32767
 
@@ -21,10 +25,17 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=code,
                                       producer_id=producer_id, producer_epoch=epoch)
 
+    producer_id = request.producer_id if ctx.api_version >= 3 else -1
+    producer_epoch = request.producer_epoch if ctx.api_version >= 3 else -1
     if request.transactional_id is not None:
-        return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    controller = broker.controller
+        try:
+            producer_id, epoch = await broker.transactions.requests.init_producer_id(
+                request.transactional_id, request.transaction_timeout_ms, producer_id,
+                producer_epoch)
+        except TxnError as exc:
+            return answer(fenced_for_version(exc.error_code, ctx.api_version, since=4))
+        return answer(ErrorCode.NONE, producer_id, epoch)
     # KIP-360: an idempotent producer may ask to bump its own epoch after an error.
-    if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
-        return answer(ErrorCode.NONE, request.producer_id, request.producer_epoch + 1)
-    return answer(ErrorCode.NONE, await controller.allocate_producer_id(), 0)
+    if producer_id >= 0 and 0 <= producer_epoch < MAX_EPOCH - 1:
+        return answer(ErrorCode.NONE, producer_id, producer_epoch + 1)
+    return answer(ErrorCode.NONE, await broker.controller.allocate_producer_id(), 0)

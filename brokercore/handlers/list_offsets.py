@@ -5,6 +5,8 @@ is -1, as on a Kafka broker without tiered storage: every segment is local. v10'
 `timeout_ms` bounds remote-storage reads, which never happen here.
 
 Latest is the high watermark: clients never learn of offsets that are not committed yet.
+With isolation_level 1 (read_committed, v2+) it is the last stable offset, and timestamp
+lookups find only offsets below it, as Kafka answers.
 A leader elected moments ago may still hold a high watermark below the start of its own
 epoch (the old leader's may have been higher); until its followers report, it answers a
 client's latest or timestamp lookup with OFFSET_NOT_AVAILABLE, a retriable error, rather
@@ -26,6 +28,7 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = TopicResponse.ListOffsetsPartitionResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 
 
 @serves(ListOffsetsRequest, ListOffsetsResponse, min_version=1, max_version=10)
@@ -34,13 +37,17 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         topics=[
             TopicResponse(name=t.name, partitions=[
-                _offset(broker, t.name, p, request.replica_id) for p in t.partitions])
+                _offset(broker, t.name, p, request.replica_id,
+                        ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED)
+                for p in t.partitions])
             for t in request.topics
         ],
     )
 
 
-def _offset(broker: BrokerParts, topic: str, p: Any, replica_id: int) -> Any:
+def _offset(
+    broker: BrokerParts, topic: str, p: Any, replica_id: int, read_committed: bool
+) -> Any:
     def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
         return PartitionResponse(partition_index=p.partition_index, error_code=code,
                                  old_style_offsets=[], timestamp=timestamp, offset=offset,
@@ -53,9 +60,12 @@ def _offset(broker: BrokerParts, topic: str, p: Any, replica_id: int) -> Any:
     except PartitionError as exc:
         return answer(exc.error_code)
     epoch = partition.leader_epoch
-    # Clients see up to the high watermark; a follower (replica_id >= 0) to the log end.
+    # Clients see up to the high watermark (read_committed ones to the last stable offset);
+    # a follower (replica_id >= 0) to the log end.
     client = replica_id < 0
     fetchable = partition.high_watermark if client else partition.log_end_offset
+    if client and read_committed:
+        fetchable = partition.last_stable_offset
     lagging = client and partition.leader_epoch_start_offset > partition.high_watermark
     if p.timestamp == LATEST:
         if lagging:

@@ -1,4 +1,9 @@
-"""OffsetFetch (9): committed offsets of a group, or of several groups at once from v8."""
+"""OffsetFetch (9): committed offsets of a group, or of several groups at once from v8.
+
+With `require_stable` (v7+, KIP-447), a partition whose offset an open transaction has
+committed (TxnOffsetCommit, no marker yet) answers UNSTABLE_OFFSET_COMMIT, which consumers
+retry, so a new member does not start from an offset the transaction is about to move.
+"""
 
 from collections import defaultdict
 from typing import Any
@@ -22,37 +27,44 @@ Fetched = dict[TopicPartition, OffsetAndMetadata | None]
 @serves(OffsetFetchRequest, OffsetFetchResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 8:
-        return R(throttle_time_ms=0, groups=[_fetch_group(broker, g, ctx.api_version)
+        return R(throttle_time_ms=0, groups=[_fetch_group(broker, g, ctx.api_version,
+                                                          request.require_stable)
                                              for g in request.groups])
     wanted = _partitions(request.topics)
+    stable = ctx.api_version >= 7 and request.require_stable
     try:
         fetched = broker.groups.offsets.fetch(request.group_id, wanted)
+        unstable = broker.groups.offsets.unstable(request.group_id) if stable else set()
     except GroupError as exc:
         if ctx.api_version >= 2:
             return R(throttle_time_ms=0, error_code=exc.error_code, topics=[])
         fetched, error = dict.fromkeys(wanted or []), exc.error_code  # v0-1: per partition
+        unstable = set()
     else:
         error = ErrorCode.NONE
     return R(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
         R.OffsetFetchResponseTopic(name=topic, partitions=[
-            R.OffsetFetchResponseTopic.OffsetFetchResponsePartition(**_partition(p, om, error))
+            R.OffsetFetchResponseTopic.OffsetFetchResponsePartition(
+                **_partition(p, om, _stable(error, topic, p, unstable)))
             for p, om in partitions
         ])
         for topic, partitions in _by_topic(fetched).items()
     ])
 
 
-def _fetch_group(broker: BrokerParts, group: Any, version: int) -> Any:
+def _fetch_group(broker: BrokerParts, group: Any, version: int, stable: bool) -> Any:
     Group = R.OffsetFetchResponseGroup
     Topic = Group.OffsetFetchResponseTopics
     member = (group.member_id, group.member_epoch) if version >= 9 else None
     try:
         fetched = broker.groups.offsets.fetch(group.group_id, _partitions(group.topics), member)
+        unstable = broker.groups.offsets.unstable(group.group_id) if stable else set()
     except GroupError as exc:
         return Group(group_id=group.group_id, topics=[], error_code=exc.error_code)
     return Group(group_id=group.group_id, error_code=ErrorCode.NONE, topics=[
         Topic(name=topic, partitions=[
-            Topic.OffsetFetchResponsePartitions(**_partition(p, om, ErrorCode.NONE))
+            Topic.OffsetFetchResponsePartitions(
+                **_partition(p, om, _stable(ErrorCode.NONE, topic, p, unstable)))
             for p, om in partitions
         ])
         for topic, partitions in _by_topic(fetched).items()
@@ -72,8 +84,15 @@ def _by_topic(fetched: Fetched) -> dict[str, list[tuple[int, OffsetAndMetadata |
     return topics
 
 
+def _stable(error: ErrorCode, topic: str, index: int,
+            unstable: set[TopicPartition]) -> ErrorCode:
+    if error == ErrorCode.NONE and TopicPartition(topic, index) in unstable:
+        return ErrorCode.UNSTABLE_OFFSET_COMMIT
+    return error
+
+
 def _partition(index: int, om: OffsetAndMetadata | None, error: ErrorCode) -> dict[str, Any]:
-    if om is None:
+    if om is None or error == ErrorCode.UNSTABLE_OFFSET_COMMIT:
         return {"partition_index": index, "committed_offset": -1,
                 "committed_leader_epoch": -1, "metadata": "", "error_code": error}
     return {"partition_index": index, "committed_offset": om.offset,

@@ -1,6 +1,6 @@
 """The parts of a broker that API handlers work with, handed to every handler call.
 
-Handlers reach the replica manager, the controller, the group coordinator and the fetch
+Handlers reach the replica manager, the controller, the coordinators and the fetch
 sessions through this
 typed record, never through the `Broker` that owns them, so this package and the broker
 that builds it import each other in one direction only.
@@ -17,6 +17,7 @@ from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import GroupCoordinator
 from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.txn import TransactionCoordinator
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class BrokerParts:
     replicas: ReplicaManager
     controller: Controller
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     @property

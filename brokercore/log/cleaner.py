@@ -3,12 +3,15 @@
 A pass (Kafka's LogCleaner, single-threaded and synchronous here):
 
 1. Cleanable range: the closed segments (never the active one), stopping at the
-   first whose newest timestamp is within ``min.compaction.lag.ms``.
+   first whose newest timestamp is within ``min.compaction.lag.ms`` or that reaches into
+   an open transaction (past the first unstable offset).
 2. Skip the pass unless the dirty part (past ``cleaner-offset-checkpoint``) is at
    least ``min.cleanable.dirty.ratio`` of the range.
 3. Map each key to its last offset in the range, then rewrite each segment keeping
    only records that are their key's latest, dropping tombstones whose batch is older
-   than ``delete.retention.ms``. Batches keep their baseOffset, lastOffsetDelta and
+   than ``delete.retention.ms``. Records of aborted transactions (from the transaction
+   indexes) are dropped and never count as their key's latest, as in Kafka; markers stay.
+   Batches keep their baseOffset, lastOffsetDelta and
    producer fields; a batch left empty is kept (header only) if it is its
    producer's last, so idempotence state survives.
 
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING
 from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
 from brokercore.log.records import Record, RecordBatchHeader, decode_records, rebuild_batch
 from brokercore.log.segment import LogSegment
+from brokercore.log.transactions import AbortedTxn
 
 if TYPE_CHECKING:
     from brokercore.log.partition_log import PartitionLog
@@ -46,13 +50,15 @@ def clean(log: PartitionLog) -> int:
     dirty = sum(segment.size for segment in segments if segment.next_offset > first_dirty)
     if total == 0 or dirty == 0 or dirty / total < log.config.min_cleanable_dirty_ratio:
         return 0
-    latest = _offset_map(segments)
+    aborted = log.aborted_transactions(log.log_start_offset, segments[-1].next_offset)
+    latest = _offset_map(segments, aborted)
     producer_last_offsets = {entry.last_offset for entry in log.producers.producers.values()}
     tombstone_horizon = now - log.config.delete_retention_ms
     reclaimed = 0
     for slot, segment in enumerate(log.segments):
         if segment in segments:
-            cleaned = _clean_segment(segment, latest, producer_last_offsets, tombstone_horizon)
+            cleaned = _clean_segment(segment, latest, producer_last_offsets, tombstone_horizon,
+                                     aborted)
             if cleaned is not None:
                 reclaimed += segment.size - len(cleaned)
                 log.segments[slot] = swap_in(log, segment, cleaned)
@@ -62,8 +68,10 @@ def clean(log: PartitionLog) -> int:
 
 def _cleanable_segments(log: PartitionLog, now: int) -> list[LogSegment]:
     cleanable = []
+    first_unstable = log.first_unstable_offset()
     for segment in log.segments[:-1]:
-        if segment.max_timestamp > now - log.config.min_compaction_lag_ms:
+        if (segment.max_timestamp > now - log.config.min_compaction_lag_ms
+                or segment.next_offset > first_unstable):
             break
         cleanable.append(segment)
     return cleanable
@@ -76,11 +84,17 @@ def _stored_batches(segment: LogSegment) -> list[tuple[RecordBatchHeader, bytes]
     ]
 
 
-def _offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
+def _is_aborted(header: RecordBatchHeader, aborted: list[AbortedTxn]) -> bool:
+    return header.is_transactional and not header.is_control and any(
+        a.producer_id == header.producer_id and a.first_offset <= header.base_offset
+        <= a.last_offset for a in aborted)
+
+
+def _offset_map(segments: list[LogSegment], aborted: list[AbortedTxn]) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for header, batch in _stored_batches(segment):
-            if header.is_control:
+            if header.is_control or _is_aborted(header, aborted):
                 continue
             for record in decode_records(batch, header):
                 if record.key is not None:
@@ -93,6 +107,7 @@ def _clean_segment(
     latest: dict[bytes, int],
     producer_last_offsets: set[int],
     tombstone_horizon: int,
+    aborted: list[AbortedTxn],
 ) -> bytes | None:
     """The segment's new contents, or None if nothing would change."""
     out, changed = bytearray(), False
@@ -102,7 +117,9 @@ def _clean_segment(
             continue
         records = decode_records(batch, header)
         expired = header.max_timestamp < tombstone_horizon
-        kept = [record for record in records if _keep(record, header, latest, expired)]
+        dropped = _is_aborted(header, aborted)
+        kept = [record for record in records
+                if not dropped and _keep(record, header, latest, expired)]
         if len(kept) == len(records):
             out += batch
             continue

@@ -39,6 +39,10 @@ class InvalidProducerEpochError(LogError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class TransactionCoordinatorFencedError(LogError):
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class UnknownProducerIdError(LogError):
     error_code = ErrorCode.UNKNOWN_PRODUCER_ID
 

@@ -24,6 +24,13 @@ from brokercore.log.records import (
     stamp_log_append_time,
 )
 from brokercore.log.segment import FoundBatch, LogSegment
+from brokercore.log.transactions import (
+    AbortedTxn,
+    ControlMarker,
+    build_control_batch,
+    index_if_aborted,
+    marker_of,
+)
 from brokercore.log.validation import validate_record_set, with_topic_codec
 
 logger = logging.getLogger(__name__)
@@ -142,13 +149,34 @@ class PartitionLog:
                 producer_append.validate(header)
             stamped.append(self._stamp(buf, found, offset, leader_epoch, now, producer_append))
             offset = stamped[-1].header.next_offset
+        return self._write_stamped(buf, stamped, leader_epoch, producer_append, now)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+        leader_epoch: int,
+    ) -> AppendResult:
+        """Write the control batch that ends a producer's transaction (WriteTxnMarkers)."""
+        now = self.clock.time_ms()
+        buf = bytearray(build_control_batch(producer_id, producer_epoch, commit,
+                                            coordinator_epoch, now))
+        [found] = validate_record_set(buf, self.config, from_leader=True)
+        producer_append = self.producers.begin()
+        producer_append.validate_marker(found.header, coordinator_epoch)
+        stamped = self._stamp(buf, found, self.log_end_offset, leader_epoch, now,
+                              producer_append, ControlMarker(commit, coordinator_epoch))
+        return self._write_stamped(buf, [stamped], leader_epoch, producer_append, now)
+
+    def _write_stamped(
+        self, buf: bytearray, stamped: list[FoundBatch], leader_epoch: int,
+        producer_append: ProducerAppend, now: int,
+    ) -> AppendResult:
         first = stamped[0].header.base_offset
         self._write(buf, stamped, now)
-        producer_append.commit()
+        self._complete(producer_append)
         self.epochs.assign(leader_epoch, first)
         return AppendResult(
             first,
-            offset - 1,
+            stamped[-1].header.last_offset,
             now if self.config.log_append_time else -1,
             self._log_start_offset,
             sum(found.header.records_count for found in stamped),
@@ -163,14 +191,15 @@ class PartitionLog:
         epoch: int,
         now: int,
         producer_append: ProducerAppend,
+        marker: ControlMarker | None = None,
     ) -> FoundBatch:
         patch_offset_and_epoch(buf, found.position, offset, epoch)
         header = dataclasses.replace(found.header, base_offset=offset, partition_leader_epoch=epoch)
-        if self.config.log_append_time:
+        if self.config.log_append_time and not header.is_control:
             stamp_log_append_time(buf, found.position, header, now)
             header = RecordBatchHeader.unpack(buf, found.position)
         if header.has_producer_id:
-            producer_append.record(header)
+            producer_append.record(header, marker)
         return FoundBatch(found.position, header)
 
     def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
@@ -188,10 +217,12 @@ class PartitionLog:
         self._write(buf, batches, now)
         producer_append = self.producers.begin()
         for found in batches:
-            self.epochs.assign(found.header.partition_leader_epoch, found.header.base_offset)
-            if found.header.has_producer_id:
-                producer_append.record(found.header)
-        producer_append.commit()
+            header = found.header
+            self.epochs.assign(header.partition_leader_epoch, header.base_offset)
+            if header.has_producer_id:
+                marker = marker_of(buf[found.position : found.position + header.size], header)
+                producer_append.record(header, marker)
+        self._complete(producer_append)
         first, last = batches[0].header, batches[-1].header
         return AppendResult(
             first.base_offset,
@@ -201,6 +232,12 @@ class PartitionLog:
             sum(found.header.records_count for found in batches),
             False,
         )
+
+    def _complete(self, producer_append: ProducerAppend) -> None:
+        """Commit an append's producer changes; index the transactions it aborted."""
+        producer_append.commit()
+        for done in producer_append.completed:
+            index_if_aborted(self.active_segment, done, producer_append)
 
     def _write(self, buf: bytes | bytearray, batches: list[FoundBatch], now: int) -> None:
         first, last = batches[0].header, batches[-1].header
@@ -254,6 +291,24 @@ class PartitionLog:
             data = segment.read_from(found, max_bytes, limit, min_one_batch)
             return FetchData(data, found.header.base_offset if data else -1)
         return FetchData(b"", -1)
+
+    def first_unstable_offset(self) -> int:
+        """Where the oldest open transaction starts, or the log end: the last stable offset
+        is the smaller of this and the high watermark."""
+        first = self.producers.first_unstable_offset()
+        # An open transaction whose start was deleted (DeleteRecords) holds nothing below
+        # the log start, as in Kafka.
+        return self.log_end_offset if first is None else max(first, self._log_start_offset)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions with data in [start, end), for read_committed fetches. Each
+        is indexed by the segment holding its marker, which is at or after ``start``."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_slot(start) :]:
+            if segment.base_offset >= end and found:
+                break
+            found += segment.txn_index.overlapping(start, end)
+        return found
 
     def _segment_slot(self, offset: int) -> int:
         bases = [segment.base_offset for segment in self.segments]
@@ -331,7 +386,7 @@ class PartitionLog:
                 self.segments.pop().delete()
             self.active_segment.truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
-        self.producers.rebuild(found.header for _, found in self.batches())
+        self.rebuild_producer_state()
         recovery.lower_recovery_point(self, self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -339,7 +394,7 @@ class PartitionLog:
         continues at ``offset``, the leader's log start."""
         self._truncate_fully_and_start_at(offset)
         self.epochs.clear()
-        self.producers.rebuild(())
+        self.rebuild_producer_state()
         write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, offset)
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
@@ -403,6 +458,10 @@ class PartitionLog:
 
     def latest_epoch(self) -> int | None:
         return self.epochs.latest_epoch()
+
+    def rebuild_producer_state(self) -> None:
+        """Producer state and every transaction index, from the log (recovery, truncation)."""
+        recovery.rebuild_producer_state(self)
 
     def producer_state(self) -> dict[int, ProducerEntry]:
         """Idempotent producers of this partition, by producer id (DescribeProducers)."""

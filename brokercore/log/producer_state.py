@@ -1,8 +1,11 @@
-"""Idempotent-producer state for one partition (Kafka's ProducerStateManager, reduced).
+"""Producer state for one partition (Kafka's ProducerStateManager, reduced).
 
 For each producer id the log keeps its epoch and the metadata of its last five
 batches. A Produce retry of one of those batches is answered with the original
 offsets instead of being written twice; anything else out of sequence is refused.
+It also keeps each producer's open transaction (the offset of its first transactional
+batch since the last marker), from which the last stable offset follows, and the
+transactions that end (a control batch) in each append.
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brokercore.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from brokercore.log.errors import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from brokercore.log.records import INT32_MAX, RecordBatchHeader
+from brokercore.log.transactions import ControlMarker
 
 CACHED_BATCHES = 5  # Kafka's limit on in-flight requests per idempotent producer
 
@@ -29,23 +37,35 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a control batch ended: data from first_offset, marker at last_offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     producer_id: int
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    current_txn_first_offset: int = -1  # -1: no open transaction
+    coordinator_epoch: int = -1  # of the last marker written for this producer
+    last_offset: int = -1  # of its last batch, marker or coordinator write included
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
 
-    @property
-    def last_offset(self) -> int:
-        return self.batches[-1].last_offset if self.batches else -1
-
     def copy(self) -> ProducerEntry:
         return ProducerEntry(
-            self.producer_id, self.epoch, deque(self.batches, maxlen=CACHED_BATCHES)
+            self.producer_id, self.epoch, deque(self.batches, maxlen=CACHED_BATCHES),
+            self.current_txn_first_offset, self.coordinator_epoch, self.last_offset,
+            self.last_timestamp,
         )
 
     def find_duplicate(self, header: RecordBatchHeader) -> BatchMetadata | None:
@@ -61,6 +81,12 @@ class ProducerEntry:
         if header.producer_epoch != self.epoch:
             self.epoch = header.producer_epoch
             self.batches.clear()
+        self.last_offset = header.last_offset
+        self.last_timestamp = header.max_timestamp
+        if header.is_transactional and self.current_txn_first_offset < 0:
+            self.current_txn_first_offset = header.base_offset
+        if header.base_sequence < 0:
+            return  # a coordinator's write (TxnOffsetCommit): no sequence to remember
         self.batches.append(
             BatchMetadata(
                 header.base_sequence,
@@ -71,6 +97,19 @@ class ProducerEntry:
             )
         )
 
+    def end_txn(self, header: RecordBatchHeader, marker: ControlMarker) -> CompletedTxn | None:
+        """A marker at ``header.base_offset`` ends the open transaction, if there is one."""
+        if header.producer_epoch > self.epoch:
+            self.epoch = header.producer_epoch
+            self.batches.clear()
+        self.coordinator_epoch = marker.coordinator_epoch
+        self.last_offset = header.last_offset
+        self.last_timestamp = header.max_timestamp
+        first, self.current_txn_first_offset = self.current_txn_first_offset, -1
+        if first < 0:
+            return None
+        return CompletedTxn(self.producer_id, first, header.base_offset, not marker.commit)
+
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
@@ -79,9 +118,11 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerAppend:
     """The producer-state changes of one record set, applied only if all of it is written."""
 
-    def __init__(self, producers: dict[int, ProducerEntry]) -> None:
+    def __init__(self, producers: dict[int, ProducerEntry], open_txns: dict[int, int]) -> None:
         self._producers = producers
+        self._open_txns = open_txns
         self.pending: dict[int, ProducerEntry] = {}
+        self.completed: list[CompletedTxn] = []
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         if producer_id in self.pending:
@@ -96,8 +137,10 @@ class ProducerAppend:
     def validate(self, header: RecordBatchHeader) -> None:
         """Kafka's epoch and sequence rules for a client (leader) append."""
         entry = self.entry(header.producer_id)
-        if entry is None:
-            return  # unknown producer (new, or its data was deleted): any sequence (KIP-360)
+        if entry is None or header.base_sequence < 0:
+            # unknown producer (new, or its data was deleted): any sequence (KIP-360); or a
+            # coordinator's own write, which carries none
+            return
         if header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
                 f"producer {header.producer_id} epoch {header.producer_epoch} < {entry.epoch}"
@@ -114,16 +157,50 @@ class ProducerAppend:
                 f"does not follow {entry.last_seq}"
             )
 
-    def record(self, header: RecordBatchHeader) -> None:
+    def validate_marker(self, header: RecordBatchHeader, coordinator_epoch: int) -> None:
+        """A marker from a fenced producer epoch or an older coordinator is refused."""
+        entry = self.entry(header.producer_id)
+        if entry is None:
+            return
+        if header.producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {header.producer_id} epoch {header.producer_epoch} "
+                f"< {entry.epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"coordinator epoch {coordinator_epoch} < {entry.coordinator_epoch}")
+
+    def record(self, header: RecordBatchHeader, marker: ControlMarker | None = None) -> None:
         entry = self.entry(header.producer_id) or ProducerEntry(
             header.producer_id, header.producer_epoch
         )
-        entry.record(header)
+        if marker is not None:
+            completed = entry.end_txn(header, marker)
+            if completed is not None:
+                self.completed.append(completed)
+        elif not header.is_control:
+            entry.record(header)
         self.pending[header.producer_id] = entry
+
+    def first_unstable_offset(self) -> int | None:
+        """As ``ProducerStateManager.first_unstable_offset``, with this append's changes."""
+        open_txns = dict(self._open_txns)
+        _track_open(open_txns, self.pending.values())
+        return min(open_txns.values(), default=None)
 
     def commit(self) -> None:
         self._producers.update(self.pending)
+        _track_open(self._open_txns, self.pending.values())
         self.pending = {}
+
+
+def _track_open(open_txns: dict[int, int], entries: Iterable[ProducerEntry]) -> None:
+    """Keep `open_txns` (producer id -> first offset of its open transaction) in step."""
+    for entry in entries:
+        if entry.current_txn_first_offset >= 0:
+            open_txns[entry.producer_id] = entry.current_txn_first_offset
+        else:
+            open_txns.pop(entry.producer_id, None)
 
 
 class ProducerStateManager:
@@ -131,7 +208,8 @@ class ProducerStateManager:
 
     On-disk format: ``producer-state.snapshot``, written on clean close only — a JSON
     object ``{"offset": <log end offset>, "producers": [[pid, epoch, [[first_seq,
-    last_seq, first_offset, last_offset, timestamp], ...]], ...]}``. It is used only if
+    last_seq, first_offset, last_offset, timestamp], ...], current_txn_first_offset,
+    coordinator_epoch, last_offset, last_timestamp], ...]}``. It is used only if
     its offset equals the recovered log end offset; otherwise the state is rebuilt by
     scanning batch headers, so the log stays the source of truth.
     """
@@ -141,17 +219,24 @@ class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.path = directory / self.SNAPSHOT
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> the first offset of its open transaction: the last stable offset
+        # is asked on every fetch, so it must not cost a pass over every producer.
+        self.open_txns: dict[int, int] = {}
 
     def begin(self) -> ProducerAppend:
-        return ProducerAppend(self.producers)
+        return ProducerAppend(self.producers, self.open_txns)
 
-    def rebuild(self, headers: Iterable[RecordBatchHeader]) -> None:
+    def reset(self) -> None:
         self.producers = {}
-        append = self.begin()
-        for header in headers:
-            if header.has_producer_id:
-                append.record(header)
-        append.commit()
+        self.open_txns = {}
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction; None if none is open."""
+        return min(self.open_txns.values(), default=None)
+
+    def _reindex(self) -> None:
+        self.open_txns = {}
+        _track_open(self.open_txns, self.producers.values())
 
     def remove_before(self, log_start_offset: int) -> None:
         """Forget producers whose every batch now lies below the log start."""
@@ -160,6 +245,7 @@ class ProducerStateManager:
             for pid, entry in self.producers.items()
             if entry.last_offset >= log_start_offset
         }
+        self._reindex()
 
     def load_snapshot(self, log_end_offset: int) -> bool:
         try:
@@ -169,15 +255,22 @@ class ProducerStateManager:
         if data.get("offset") != log_end_offset:
             return False
         self.producers = {}
-        for pid, epoch, batches in data["producers"]:
-            entry = ProducerEntry(pid, epoch)
+        for pid, epoch, batches, *txn in data["producers"]:
+            if len(txn) != 4:
+                return False  # a snapshot from before transactions: rebuild from the log
+            entry = ProducerEntry(pid, epoch, current_txn_first_offset=txn[0],
+                                  coordinator_epoch=txn[1], last_offset=txn[2],
+                                  last_timestamp=txn[3])
             entry.batches.extend(BatchMetadata(*batch) for batch in batches)
             self.producers[pid] = entry
+        self._reindex()
         return True
 
     def write_snapshot(self, log_end_offset: int) -> None:
         producers = [
-            [pid, entry.epoch, [list(_fields(batch)) for batch in entry.batches]]
+            [pid, entry.epoch, [list(_fields(batch)) for batch in entry.batches],
+             entry.current_txn_first_offset, entry.coordinator_epoch, entry.last_offset,
+             entry.last_timestamp]
             for pid, entry in self.producers.items()
         ]
         temporary = self.path.with_suffix(".tmp")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
 from brokercore.log.segment import LogSegment
+from brokercore.log.transactions import index_if_aborted, marker_of
 
 if TYPE_CHECKING:
     from brokercore.log.partition_log import PartitionLog
@@ -44,8 +45,7 @@ def load(log: PartitionLog) -> None:
     end = log.log_end_offset
     log.set_log_start_offset(min(max(log_start, log.segments[0].base_offset), end))
     if not (clean_shutdown and log.producers.load_snapshot(end)):
-        log.producers.rebuild(found.header for _, found in log.batches())
-        log.producers.remove_before(log.log_start_offset)
+        log.rebuild_producer_state()  # and the transaction indexes
     log.producers.delete_snapshot()
     log.epochs.truncate_from_end(end)
     if not clean_shutdown:
@@ -92,7 +92,7 @@ def _is_segment_stem(stem: str) -> bool:
 
 
 def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
-    for pattern in ("*.index", "*.timeindex"):
+    for pattern in ("*.index", "*.timeindex", "*.txnindex"):
         for path in directory.glob(pattern):
             if _is_segment_stem(path.stem) and int(path.stem) not in bases:
                 path.unlink()
@@ -111,6 +111,28 @@ def finish_swaps(directory: Path) -> None:
         target.with_suffix(".timeindex").unlink(missing_ok=True)
         logger.info("%s: completed interrupted swap of %s", directory.name, target.name)
     fsync_directory(directory)
+
+
+def rebuild_producer_state(log: PartitionLog) -> None:
+    """Producer state and every transaction index, from the batch headers of the log (and
+    each marker's record). Each abort is indexed by the segment holding its marker."""
+    for segment in log.segments:
+        segment.txn_index.reset()
+    log.producers.reset()
+    producer_append = log.producers.begin()
+    for segment, found in log.batches():
+        header = found.header
+        if not header.has_producer_id:
+            continue
+        marker = None
+        if header.is_control:
+            marker = marker_of(segment.read_bytes(found.position, header.size), header)
+        producer_append.record(header, marker)
+        for done in producer_append.completed:
+            index_if_aborted(segment, done, producer_append)
+        producer_append.completed.clear()
+    producer_append.commit()
+    log.producers.remove_before(log.log_start_offset)
 
 
 def lower_recovery_point(log: PartitionLog, offset: int) -> None:

@@ -17,6 +17,7 @@ from brokercore.log.records import (
     crc_ok,
     read_header,
 )
+from brokercore.log.transactions import TransactionIndex
 
 HEADER_WINDOW = 8 * 1024
 RECOVERY_CHUNK = 8 * 1024 * 1024
@@ -39,6 +40,8 @@ class LogSegment:
     - ``<base>.log``: RecordBatch v2 batches back to back, byte for byte as appended
       (baseOffset and partitionLeaderEpoch stamped by the leader). No segment header.
     - ``<base>.index`` and ``<base>.timeindex``: see ``OffsetIndex`` and ``TimeIndex``.
+    - ``<base>.txnindex``: the aborted transactions whose marker lies here, only once there
+      is one (``TransactionIndex``); rebuilt with the producer state after a crash.
 
     The log file is opened O_APPEND; an append is one write() of all the batches of a
     record set. ``recover()`` rescans the file, checks every CRC, rebuilds both
@@ -57,6 +60,7 @@ class LogSegment:
         self.time_index = TimeIndex(
             self.log_path.with_suffix(".timeindex"), base_offset, config.segment_index_bytes
         )
+        self.txn_index = TransactionIndex(self.log_path.with_suffix(".txnindex"))
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
@@ -257,6 +261,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.index.fsync()
         self.time_index.fsync()
+        self.txn_index.fsync()
         self.dirty = False
 
     def close(self) -> None:
@@ -272,6 +277,7 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.index.delete_file()
         self.time_index.delete_file()
+        self.txn_index.delete_file()
 
     def last_modified_ms(self) -> int:
         return int(os.stat(self.log_path).st_mtime * 1000)

@@ -80,8 +80,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        # No transactions yet: everything below the high watermark is stable.
-        return self.high_watermark
+        """Below it every transaction has ended: what read_committed consumers may read."""
+        return min(self.high_watermark, self.log.first_unstable_offset())
 
     @property
     def is_leader(self) -> bool:
@@ -198,6 +198,15 @@ class Partition:
         if not result.duplicate:
             self.bytes_in += len(records)
             self.messages_in += result.record_count
+        self.maybe_increment_high_watermark()
+        self.wake_waiters()
+        return result
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> AppendResult:
+        """End a producer's transaction here with a commit or abort marker."""
+        result = self.log.append_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                                        self.leader_epoch)
         self.maybe_increment_high_watermark()
         self.wake_waiters()
         return result

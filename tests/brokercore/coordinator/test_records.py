@@ -60,7 +60,7 @@ def test_group_metadata_round_trips(group: str, protocol_type: str, generation: 
 def test_batches_carry_tombstones_as_null_values() -> None:
     tp = TopicPartition("t", 1)
     batch = build_batch([(offset_key("g", tp), None), (group_key("g"), None)], 1000)
-    [(next_offset, records)] = list(read_batches(batch))
+    [(next_offset, records, _, _, _)] = list(read_batches(batch))
     assert next_offset == 2
     decoded = [decode_record(k, v) for k, v in records]
     assert all(r is not None and r.is_tombstone for r in decoded)

@@ -69,7 +69,8 @@ class Node:
         # Replication's handlers (Produce, Fetch, ListOffsets...) use no groups, and of the
         # controller only its image (the leaders that KIP-951's hints name).
         parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
-                            controller=_ImageOnly(self.image), groups=None)  # type: ignore[arg-type]
+                            controller=_ImageOnly(self.image), groups=None,  # type: ignore[arg-type]
+                            transactions=None)  # type: ignore[arg-type]
         self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 

@@ -1,0 +1,41 @@
+"""TxnOffsetCommit (28): a transaction's consumed offsets, sent to the group's coordinator.
+
+They are written to `__consumer_offsets` as a transactional batch of the producer and
+count only once the transaction commits (its marker reaches the partition); see
+`brokercore/coordinator/offsets.py`. v3+ carry the consumer's generation and member,
+checked as OffsetCommit checks them.
+"""
+
+from typing import Any
+
+from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.registry import serves
+from brokercore.protocol.context import RequestContext
+from brokercore.topic_partition import TopicPartition
+
+TopicResponse = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+PartitionResponse = TopicResponse.TxnOffsetCommitResponsePartition
+
+
+@serves(TxnOffsetCommitRequest, TxnOffsetCommitResponse, min_version=0, max_version=4)
+async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    v3 = ctx.api_version >= 3
+    commits = {
+        TopicPartition(t.name, p.partition_index): (
+            p.committed_offset, p.committed_leader_epoch if ctx.api_version >= 2 else -1,
+            p.committed_metadata)
+        for t in request.topics for p in t.partitions
+    }
+    errors = await broker.groups.offsets.txn_commit(
+        request.group_id, (request.producer_id, request.producer_epoch),
+        request.generation_id if v3 else -1, request.member_id if v3 else "",
+        request.group_instance_id if v3 else None, commits)
+    by_topic: dict[str, list[Any]] = {}
+    for tp, code in errors.items():
+        by_topic.setdefault(tp.topic, []).append(
+            PartitionResponse(partition_index=tp.partition, error_code=code))
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[TopicResponse(name=name, partitions=parts) for name, parts in by_topic.items()])

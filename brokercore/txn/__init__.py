@@ -1,0 +1,36 @@
+"""The transaction coordinator: exactly-once transactions, with their state in
+`__transaction_state`.
+
+See README.md in this package for the state machine and the storage format.
+"""
+
+from __future__ import annotations
+
+from brokercore.clock import Clock
+from brokercore.config import BrokerConfig
+from brokercore.controller.controller import Controller
+from brokercore.replication.replica_manager import ReplicaManager
+
+from .coordinator import TransactionCoordinator, TxnConfig
+from .markers import MarkerChannel
+from .state import TxnError, TxnState, fenced_for_version
+from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
+
+__all__ = [
+    "TRANSACTION_STATE_TOPIC", "TransactionCoordinator", "TxnConfig", "TxnError", "TxnState",
+    "broker_transaction_coordinator", "fenced_for_version",
+]
+
+
+def broker_transaction_coordinator(
+    config: BrokerConfig, replicas: ReplicaManager, controller: Controller, clock: Clock
+) -> TransactionCoordinator:
+    """The transaction coordinator of a broker; `start()` loads the partitions it leads."""
+    # A marker request waits for the partition's ISR on the leader (acks=all), which gives
+    # up after offsets.commit.timeout.ms: twice that bounds a request to a stalled broker.
+    timeout = 2 * config.get_int("offsets.commit.timeout.ms") / 1000
+    return TransactionCoordinator(
+        TransactionStateTopic(replicas, controller, config), clock,
+        TxnConfig.from_broker(config), MarkerChannel(controller.image, config.node_id, timeout),
+        controller.allocate_producer_id,
+    )

@@ -1,0 +1,254 @@
+"""The transaction coordinator of one broker: the transactional ids whose
+`__transaction_state` partition it leads.
+
+It owns the `txns` table and is its only writer, on the event loop. Every transition is
+written to the log and applied only once the in-sync replicas have it (`_transit`), so a
+coordinator that takes over after a failover replays exactly what clients were told. A
+transaction that is being changed is `pending`: other requests for it get
+CONCURRENT_TRANSACTIONS, which clients retry. Requests decide (`requests.py`); ending a
+transaction (markers, then the Complete state) runs here, in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from brokercore.clock import Clock
+from brokercore.config import BrokerConfig
+from brokercore.coordinator.state import GroupError
+from brokercore.protocol.errors import ErrorCode
+
+from .markers import MarkerWriter
+from .metadata import TransactionMetadata
+from .records import TxnRecord, encode_key, encode_value, partition_for
+from .requests import TransactionRequests
+from .state import VALID_PREVIOUS_STATES, TxnError, TxnState
+from .state_topic import TransactionStore
+
+log = logging.getLogger(__name__)
+S = TxnState
+TICK_SECONDS = 0.1
+RETRY_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class TxnConfig:
+    max_timeout_ms: int = 900_000
+    abort_interval_ms: int = 10_000
+    write_timeout_ms: int = 5000
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> TxnConfig:
+        return cls(
+            max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+            abort_interval_ms=config.get_int(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            write_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
+        )
+
+
+class TransactionCoordinator:
+    def __init__(
+        self, store: TransactionStore, clock: Clock, config: TxnConfig,
+        markers: MarkerWriter, allocate_producer_id: Callable[[], Awaitable[int]],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.markers = markers
+        self.allocate_producer_id = allocate_producer_id
+        self.txns: dict[str, TransactionMetadata] = {}
+        self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
+        self._background: set[asyncio.Task[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._next_abort = clock.monotonic()
+        self.requests = TransactionRequests(self)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.refresh_partitions()
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for task in list(self._background):
+            task.cancel()
+        for partition in list(self.loaded):
+            self.unload_partition(partition)
+        self.markers.close()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                self.tick()
+            except Exception:
+                log.exception("transaction coordinator tick failed")
+
+    def tick(self) -> None:
+        self.refresh_partitions()
+        if self.clock.monotonic() >= self._next_abort:
+            self._next_abort = self.clock.monotonic() + self.config.abort_interval_ms / 1000
+            self.abort_timed_out()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- which transactional ids are ours ---------------------------------------------------
+    def partition_of(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.store.num_partitions)
+
+    def refresh_partitions(self) -> None:
+        if not self.store.exists:
+            return
+        for partition in range(self.store.num_partitions):
+            self._refresh(partition)
+
+    def _refresh(self, partition: int) -> None:
+        """Follow the partition's leadership; a new leader epoch means reading it again."""
+        epoch = self.store.leader_epoch(partition)
+        loaded = self.loaded.get(partition)
+        if loaded is not None and loaded != epoch:
+            self.unload_partition(partition)
+        if epoch is not None and partition not in self.loaded:
+            self.load_partition(partition, epoch)
+
+    def metadata(self, transactional_id: str) -> TransactionMetadata | None:
+        """The id's state if this broker coordinates it; NOT_COORDINATOR otherwise."""
+        partition = self.partition_of(transactional_id)
+        if self.store.exists:
+            self._refresh(partition)
+        if partition not in self.loaded:
+            raise TxnError(ErrorCode.NOT_COORDINATOR)
+        return self.txns.get(transactional_id)
+
+    def load_partition(self, partition: int, epoch: int) -> None:
+        states: dict[str, TxnRecord] = {}
+        for transactional_id, record in self.store.replay_states(partition):
+            if record is None:
+                states.pop(transactional_id, None)
+            else:
+                states[transactional_id] = record
+        for transactional_id, record in states.items():
+            meta = TransactionMetadata(transactional_id, partition, record)
+            self.txns[transactional_id] = meta
+            if record.state.preparing:  # decided before the failover: finish it
+                self._spawn(self.complete(meta))
+        self.loaded[partition] = epoch
+        log.info("loaded __transaction_state-%d in leader epoch %d: %d transactional id(s)",
+                 partition, epoch, len(states))
+
+    def unload_partition(self, partition: int) -> None:
+        for meta in [m for m in self.txns.values() if m.partition == partition]:
+            del self.txns[meta.transactional_id]
+        self.loaded.pop(partition, None)
+
+    # -- transitions ------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def owning(self, meta: TransactionMetadata) -> AsyncIterator[None]:
+        """Exclusive use of one transaction while it changes."""
+        if meta.pending:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        meta.pending = True
+        try:
+            yield
+        finally:
+            meta.pending = False
+
+    async def transit(self, meta: TransactionMetadata, new: TxnRecord) -> None:
+        """Write the new state and apply it once the in-sync replicas have it."""
+        if meta.record.state not in VALID_PREVIOUS_STATES[new.state]:
+            raise TxnError(ErrorCode.INVALID_TXN_STATE,
+                           f"{meta.record.state.kafka_name} -> {new.state.kafka_name}")
+        key = encode_key(meta.transactional_id)
+        try:
+            offset = self.store.append(meta.partition, [(key, encode_value(new))],
+                                       self.clock.time_ms())
+            await self.store.wait_replicated(meta.partition, offset,
+                                             self.config.write_timeout_ms)
+        except GroupError as exc:
+            code = exc.error_code
+            if code not in (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            raise TxnError(ErrorCode(code), str(exc)) from None
+        if self.txns.get(meta.transactional_id) is not meta:
+            raise TxnError(ErrorCode.NOT_COORDINATOR, "the partition moved meanwhile")
+        meta.record = new
+
+    async def end(self, meta: TransactionMetadata, commit: bool, bump_epoch: bool) -> None:
+        """Prepare to commit or abort (while owning `meta`), then finish in the background.
+        A bumped epoch fences the producer: its late writes are refused everywhere."""
+        record = meta.record
+        await self.transit(meta, dataclasses.replace(
+            record, producer_epoch=record.producer_epoch + (1 if bump_epoch else 0),
+            state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+            last_update_ms=self.clock.time_ms()))
+        self._spawn(self.complete(meta))
+
+    async def complete(self, meta: TransactionMetadata) -> None:
+        """Send the markers of a prepared transaction until every partition has its own,
+        then write the Complete state. Stops when this broker stops coordinating it."""
+        prepared = meta.record
+        commit = prepared.state is S.PREPARE_COMMIT
+        remaining = set(prepared.partitions)
+        while self.txns.get(meta.transactional_id) is meta:
+            coordinator_epoch = self.loaded.get(meta.partition, -1)
+            if remaining:
+                try:
+                    remaining -= await self.markers.write(
+                        prepared.producer_id, prepared.producer_epoch, commit,
+                        coordinator_epoch, frozenset(remaining))
+                except Exception:  # a bug must not leave the transaction prepared for good
+                    log.exception("transaction %s: sending markers failed",
+                                  meta.transactional_id)
+            if not remaining and not meta.pending:
+                try:
+                    async with self.owning(meta):
+                        await self.transit(meta, dataclasses.replace(
+                            prepared, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT,
+                            partitions=frozenset(), last_update_ms=self.clock.time_ms()))
+                    return
+                except TxnError as exc:
+                    log.info("transaction %s: cannot complete yet: %s",
+                             meta.transactional_id, exc)
+            await asyncio.sleep(RETRY_SECONDS)
+
+    # -- expiry -----------------------------------------------------------------------------
+    def abort_timed_out(self) -> None:
+        """Abort, fencing the producer, every open transaction past its timeout."""
+        for meta in list(self.txns.values()):
+            if self._timed_out(meta):
+                self._spawn(self._abort_quietly(meta))
+
+    def _timed_out(self, meta: TransactionMetadata) -> bool:
+        record = meta.record
+        return (record.state is S.ONGOING and not meta.pending
+                and record.start_ms + record.timeout_ms < self.clock.time_ms())
+
+    async def _abort_quietly(self, meta: TransactionMetadata) -> None:
+        if not self._timed_out(meta):
+            return  # it ended (or another began) since the sweep
+        log.info("transaction %s: timed out after %d ms; aborting", meta.transactional_id,
+                 meta.record.timeout_ms)
+        try:
+            async with self.owning(meta):
+                await self.end(meta, commit=False, bump_epoch=True)
+        except TxnError as exc:
+            log.info("transaction %s: abort failed: %s", meta.transactional_id, exc)
+
+    # -- DescribeTransactions, ListTransactions ---------------------------------------------
+    def list_transactions(self) -> list[TransactionMetadata]:
+        self.refresh_partitions()
+        return [m for m in self.txns.values() if m.record.producer_id >= 0]
+

@@ -1,0 +1,149 @@
+"""What the transaction coordinator answers: InitProducerId with a transactional id,
+AddPartitionsToTxn, AddOffsetsToTxn (as AddPartitionsToTxn of the group's
+`__consumer_offsets` partition) and EndTxn, with Kafka's checks and error codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from brokercore.controller.errors import ControllerError
+from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
+
+from .metadata import TransactionMetadata
+from .records import TxnRecord
+from .state import TxnError, TxnState
+
+if TYPE_CHECKING:
+    from .coordinator import TransactionCoordinator
+
+S = TxnState
+MAX_EPOCH = 32767  # Short.MAX_VALUE: an epoch this high takes a new producer id
+
+
+class TransactionRequests:
+    def __init__(self, coordinator: TransactionCoordinator) -> None:
+        self.c = coordinator
+
+    def _known(self, transactional_id: str, producer_id: int,
+               producer_epoch: int) -> TransactionMetadata:
+        meta = self.c.metadata(transactional_id)
+        if meta is None or meta.record.producer_id != producer_id:
+            raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if producer_epoch != meta.record.producer_epoch:
+            raise TxnError(ErrorCode.PRODUCER_FENCED,
+                           f"epoch {producer_epoch}, current {meta.record.producer_epoch}")
+        return meta
+
+    # -- InitProducerId -------------------------------------------------------------------
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int
+    ) -> tuple[int, int]:
+        """(producer id, epoch) for a (re)starting transactional producer: the epoch goes up,
+        so any older instance is fenced; its open transaction is aborted first."""
+        if not transactional_id:
+            raise TxnError(ErrorCode.INVALID_REQUEST, "empty transactional id")
+        if not 0 < timeout_ms <= self.c.config.max_timeout_ms:
+            raise TxnError(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+                           f"transaction.timeout.ms {timeout_ms} is not in "
+                           f"(0, {self.c.config.max_timeout_ms}]")
+        meta = self.c.metadata(transactional_id)
+        if meta is None:
+            meta = TransactionMetadata(transactional_id, self.c.partition_of(transactional_id),
+                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY))
+            self.c.txns[transactional_id] = meta
+        record = meta.record
+        if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):
+            return record.producer_id, record.producer_epoch
+        async with self.c.owning(meta):
+            if record.state is S.ONGOING:
+                # Fence the old instance: abort its transaction at a new epoch; the new
+                # producer retries (CONCURRENT_TRANSACTIONS) until the abort completes.
+                await self.c.end(meta, commit=False, bump_epoch=True)
+                raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+            if not record.state.completed:
+                raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+            if record.producer_id < 0 or record.producer_epoch >= MAX_EPOCH - 1:
+                new_id, new_epoch = await self._new_producer_id(), 0
+            else:
+                new_id, new_epoch = record.producer_id, record.producer_epoch + 1
+            await self.c.transit(meta, TxnRecord(
+                new_id, new_epoch, timeout_ms, S.EMPTY, frozenset(),
+                self.c.clock.time_ms(), -1))
+            meta.last_producer_epoch = producer_epoch if new_id == producer_id else -1
+        return new_id, new_epoch
+
+    @staticmethod
+    def _is_retry(meta: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
+        """KIP-360: a producer that names its id and epoch asks for the next epoch. True if
+        it already got it (a retry whose answer was lost); PRODUCER_FENCED if it is not
+        the current producer."""
+        record = meta.record
+        if producer_id != record.producer_id:
+            raise TxnError(ErrorCode.PRODUCER_FENCED, f"producer id {producer_id} is not "
+                           f"{record.producer_id}")
+        if producer_epoch == record.producer_epoch:
+            return False
+        if (producer_epoch >= 0 and producer_epoch == meta.last_producer_epoch
+                and producer_epoch + 1 == record.producer_epoch
+                and record.state is S.EMPTY and not meta.pending):
+            return True
+        raise TxnError(ErrorCode.PRODUCER_FENCED,
+                       f"epoch {producer_epoch}, current {record.producer_epoch}")
+
+    async def _new_producer_id(self) -> int:
+        try:
+            return await self.c.allocate_producer_id()
+        except ControllerError as exc:
+            raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE, exc.message) from None
+
+    # -- AddPartitionsToTxn, AddOffsetsToTxn ----------------------------------------------
+    async def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: set[TopicPartition], exists: set[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Per partition: NONE once the transaction includes it. `exists` are the
+        partitions the cluster has; with one missing, none is added."""
+        meta = self._known(transactional_id, producer_id, producer_epoch)
+        record = meta.record
+        if meta.pending or record.state.preparing:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        missing = partitions - exists
+        if missing:
+            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
+        if record.state is not S.ONGOING or not partitions <= record.partitions:
+            now = self.c.clock.time_ms()
+            async with self.c.owning(meta):
+                await self.c.transit(meta, dataclasses.replace(
+                    record, state=S.ONGOING, partitions=record.partitions | partitions,
+                    start_ms=record.start_ms if record.state is S.ONGOING else now,
+                    last_update_ms=now))
+        return dict.fromkeys(partitions, ErrorCode.NONE)
+
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: set[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ `verify_only`: which partitions the transaction has."""
+        record = self._known(transactional_id, producer_id, producer_epoch).record
+        return {tp: ErrorCode.NONE if record.state is S.ONGOING and tp in record.partitions
+                else ErrorCode.INVALID_TXN_STATE for tp in partitions}
+
+    # -- EndTxn ---------------------------------------------------------------------------
+    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                      commit: bool) -> None:
+        meta = self._known(transactional_id, producer_id, producer_epoch)
+        state = meta.record.state
+        if meta.pending or state.preparing:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if state is S.ONGOING:
+            async with self.c.owning(meta):
+                await self.c.end(meta, commit, bump_epoch=False)
+            return
+        if state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
+            return  # a retry of the request that ended it
+        raise TxnError(ErrorCode.INVALID_TXN_STATE,
+                       f"cannot {'commit' if commit else 'abort'} in state {state.kafka_name}")

@@ -1,0 +1,219 @@
+"""The transaction coordinator's state machine, driven with a fake clock and no sockets:
+`__transaction_state` in memory, markers written straight into real partition logs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from brokercore.clock import FakeClock
+from brokercore.log import LogConfig, LogError, PartitionLog
+from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
+from brokercore.txn import TransactionCoordinator, TxnConfig, TxnError, TxnState
+from brokercore.txn.records import TxnRecord
+from brokercore.txn.state_topic import MemoryTransactionStateTopic
+
+TP = TopicPartition("orders", 0)
+S = TxnState
+
+
+class LogMarkers:
+    """Markers written into real partition logs, as their leaders would; `down` partitions
+    refuse them until they come back."""
+
+    def __init__(self, directory: Path, clock: FakeClock) -> None:
+        self.logs: dict[TopicPartition, PartitionLog] = {}
+        self.directory = directory
+        self.clock = clock
+        self.down: set[TopicPartition] = set()
+
+    def log(self, tp: TopicPartition) -> PartitionLog:
+        if tp not in self.logs:
+            self.logs[tp] = PartitionLog.open(self.directory / str(tp), LogConfig(), self.clock)
+        return self.logs[tp]
+
+    async def write(self, producer_id: int, producer_epoch: int, commit: bool,
+                    coordinator_epoch: int, partitions: frozenset[TopicPartition],
+                    ) -> set[TopicPartition]:
+        done = set()
+        for tp in partitions - self.down:
+            try:
+                self.log(tp).append_marker(producer_id, producer_epoch, commit,
+                                           coordinator_epoch, 0)
+            except LogError:
+                continue
+            done.add(tp)
+        return done
+
+    def close(self) -> None:
+        pass
+
+
+Make = Callable[..., TransactionCoordinator]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store() -> MemoryTransactionStateTopic:
+    return MemoryTransactionStateTopic(num_partitions=4)
+
+
+@pytest.fixture
+def markers(tmp_path: Path, clock: FakeClock) -> LogMarkers:
+    return LogMarkers(tmp_path, clock)
+
+
+@pytest.fixture
+def make(store: MemoryTransactionStateTopic, markers: LogMarkers, clock: FakeClock) -> Make:
+    ids = iter(range(1000, 2000))
+
+    async def allocate() -> int:
+        return next(ids)
+
+    def coordinator(**config: int) -> TransactionCoordinator:
+        c = TransactionCoordinator(store, clock, TxnConfig(**config), markers, allocate)
+        c.refresh_partitions()
+        return c
+
+    return coordinator
+
+
+def transactional_batch(producer_id: int, epoch: int) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, True, producer_id, epoch, 0, 2**31 - 1)
+    builder.append(0, 1_700_000_000_000, None, b"v", [])
+    return bytes(builder.build())
+
+
+async def settled(c: TransactionCoordinator, transactional_id: str) -> TxnState:
+    """The state once the background work (abort, markers) has completed the transaction."""
+    for _ in range(200):
+        meta = c.txns[transactional_id]
+        if meta.record.state.completed and not meta.pending:
+            break
+        await asyncio.sleep(0.01)
+    return c.txns[transactional_id].record.state
+
+
+async def test_each_init_bumps_the_epoch_and_a_spent_epoch_takes_a_new_producer_id(
+    make: Make,
+) -> None:
+    c = make()
+    first = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    second = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    assert (first[1], second) == (0, (first[0], 1))
+    meta = c.txns["t"]
+    meta.record = TxnRecord(first[0], 32766, 60_000, S.EMPTY)  # as if bumped 32,766 times
+    assert await c.requests.init_producer_id("t", 60_000, -1, -1) == (first[0] + 1, 0)
+
+
+async def test_a_commit_writes_markers_then_completes(make: Make, markers: LogMarkers) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    markers.log(TP).append_as_leader(transactional_batch(pid, epoch), 0)
+    assert markers.log(TP).first_unstable_offset() == 0
+    await c.requests.end_txn("t", pid, epoch, commit=True)
+    assert await settled(c, "t") is S.COMPLETE_COMMIT
+    assert markers.log(TP).first_unstable_offset() == markers.log(TP).log_end_offset == 2
+    await c.requests.end_txn("t", pid, epoch, commit=True)  # a retry is answered NONE
+    with pytest.raises(TxnError) as refused:
+        await c.requests.end_txn("t", pid, epoch, commit=False)
+    assert refused.value.error_code == ErrorCode.INVALID_TXN_STATE
+
+
+async def test_a_new_instance_aborts_the_open_transaction_and_fences_the_old_one(
+    make: Make, markers: LogMarkers,
+) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    markers.log(TP).append_as_leader(transactional_batch(pid, epoch), 0)
+    with pytest.raises(TxnError) as busy:
+        await c.requests.init_producer_id("t", 60_000, -1, -1)
+    assert busy.value.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert await settled(c, "t") is S.COMPLETE_ABORT
+    assert await c.requests.init_producer_id("t", 60_000, -1, -1) == (pid, epoch + 2)
+    assert markers.log(TP).aborted_transactions(0, 10)[0].producer_id == pid
+    with pytest.raises(TxnError) as fenced:
+        await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    assert fenced.value.error_code == ErrorCode.PRODUCER_FENCED
+    with pytest.raises(LogError):  # and the partition refuses its late writes
+        markers.log(TP).append_as_leader(transactional_batch(pid, epoch), 0)
+
+
+async def test_a_transaction_past_its_timeout_is_aborted_at_a_new_epoch(
+    make: Make, clock: FakeClock,
+) -> None:
+    c = make(abort_interval_ms=1000)
+    pid, epoch = await c.requests.init_producer_id("t", 5000, -1, -1)
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    clock.advance(4)
+    c.tick()
+    assert c.txns["t"].record.state is S.ONGOING
+    clock.advance(2)
+    c.tick()
+    assert await settled(c, "t") is S.COMPLETE_ABORT
+    assert c.txns["t"].record.producer_epoch == epoch + 1
+
+
+async def test_a_new_coordinator_finishes_a_decided_transaction(
+    make: Make, markers: LogMarkers, store: MemoryTransactionStateTopic,
+) -> None:
+    old = make()
+    pid, epoch = await old.requests.init_producer_id("t", 60_000, -1, -1)
+    await old.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    markers.down.add(TP)  # the partition's leader is away: the markers cannot be written
+    await old.requests.end_txn("t", pid, epoch, commit=True)
+    await old.stop()  # the coordinator dies with PrepareCommit in the log
+    markers.down.clear()
+    store.epochs = dict.fromkeys(store.epochs, 1)  # leadership moved: a new coordinator epoch
+
+    new = make()
+    assert new.txns["t"].record.state is S.PREPARE_COMMIT
+    assert await settled(new, "t") is S.COMPLETE_COMMIT
+    assert markers.log(TP).producer_state()[pid].coordinator_epoch == 1
+
+
+async def test_requests_are_checked_as_kafka_checks_them(make: Make) -> None:
+    c = make(max_timeout_ms=10_000)
+
+    async def code(request: Awaitable[object]) -> ErrorCode:
+        with pytest.raises(TxnError) as refused:
+            await request
+        return refused.value.error_code
+
+    assert await code(c.requests.init_producer_id("t", 20_000, -1, -1)) == (
+        ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+    pid, epoch = await c.requests.init_producer_id("t", 10_000, -1, -1)
+    assert await code(c.requests.add_partitions("t", pid + 1, epoch, {TP}, {TP})) == (
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    assert await code(c.requests.end_txn("t", pid, epoch, commit=True)) == (
+        ErrorCode.INVALID_TXN_STATE)
+    missing = TopicPartition("gone", 0)
+    assert await c.requests.add_partitions("t", pid, epoch, {TP, missing}, {TP}) == {
+        TP: ErrorCode.OPERATION_NOT_ATTEMPTED, missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert c.txns["t"].record.state is S.EMPTY
+
+
+async def test_a_producer_naming_its_epoch_gets_the_next_and_its_retry_the_same(
+    make: Make,
+) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch) == (pid, epoch + 1)
+    # The answer was lost and the producer asks again: the same epoch, not another bump.
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch) == (pid, epoch + 1)
+    assert await c.requests.init_producer_id("t", 60_000, pid, epoch + 1) == (pid, epoch + 2)
+    for stale in ((pid, epoch), (pid + 1, epoch + 2)):
+        with pytest.raises(TxnError) as fenced:
+            await c.requests.init_producer_id("t", 60_000, *stale)
+        assert fenced.value.error_code == ErrorCode.PRODUCER_FENCED
