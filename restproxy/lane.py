@@ -9,13 +9,15 @@ and its response goes through the same `api._completed` (a `Later` awaited on th
 the bytes and headers are the ones Django sends.
 
 Anything else declines (returns None) before a record is produced, and Django's handler
-serves the request as before: anything that needs a thread (`need_thread`: stale metadata, a
-schema registry call, an instance held by another process), any error (Django renders it),
-a topic name or Host header that is not plain.
+serves the request as before: anything that needs a thread (`need_thread`: a schema
+registry call, an unknown topic, an instance held by another process), any error (Django
+renders it), a topic name or Host header that is not plain. Metadata that has aged is
+refreshed on a thread first, so produce stays in the lane.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -64,7 +66,7 @@ def _handler(view_class: type[ProxyView]) -> LaneHandler:
     async def handle(scope: dict[str, Any], path: dict[str, str], body: bytes
                      ) -> HttpResponseBase | None:
         request = LaneRequest(scope, body)
-        if not _allowed_host(request.META.get("HTTP_HOST", "")):
+        if not _allowed_host(request.META.get("HTTP_HOST", "")) or not await _fresh_metadata():
             return None
         view = _prepared(view_class, request, path)
         if view is None:
@@ -110,6 +112,18 @@ def _prepared(view_class: type[ProxyView], request: LaneRequest, path: dict[str,
             return None
         view.instance = location.instance
     return view
+
+
+async def _fresh_metadata() -> bool:
+    """Refresh the cluster's metadata on a thread when it has aged (every METADATA_TTL),
+    rather than leave the request to a thread of Django's."""
+    if cluster().cached_metadata() is not None:
+        return True
+    try:
+        await asyncio.to_thread(cluster().metadata)
+    except Exception:  # the cluster does not answer: Django's path says so
+        return False
+    return True
 
 
 class _ClusterOnly:

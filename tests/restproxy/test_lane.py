@@ -137,3 +137,43 @@ def test_a_fetch_from_an_instance_here_answers_from_the_lane(
         assert mismatch.json()["error_code"] == 40601
     finally:
         call(django, "DELETE", instance, content_type=V2)
+
+
+def test_a_stream_s_report_lines_are_the_json_of_its_reports() -> None:
+    from confluent_kafka import KafkaError
+
+    from restproxy import errors, records
+    from restproxy.client import OutgoingRecord, PendingBatch
+    from restproxy.views_v3_records import report, report_line
+
+    entries: list[records.V3Entry | errors.RestProxyError] = [
+        records.V3Entry(OutgoingRecord(b"v", b"key"), "STRING", "BINARY"),
+        records.V3Entry(OutgoingRecord(None, None), None, "JSON"),
+        records.V3Entry(OutgoingRecord(b"{}", None), None, "AVRO"),
+        errors.bad_request("Malformed JSON record"),
+        records.V3Entry(OutgoingRecord(b"v"), None, "BINARY"),
+    ]
+    batch = PendingBatch(len(entries))
+
+    class Delivered:
+        def __init__(self, partition: int, offset: int, ms: int) -> None:
+            self.values = partition, offset, ms
+
+        def partition(self) -> int:
+            return self.values[0]
+
+        def offset(self) -> int:
+            return self.values[1]
+
+        def timestamp(self) -> tuple[int, int]:
+            return 1, self.values[2]
+
+    batch.delivered(0, None, Delivered(3, 41, 1_700_000_000_123))
+    batch.delivered(1, None, Delivered(0, 0, -1))
+    batch.delivered(2, None, Delivered(1, 2**40, 0))
+    batch.complete(3)
+    batch.fail(4, KafkaError(KafkaError._MSG_TIMED_OUT))
+    head = json.dumps({"error_code": 200, "cluster_id": "c-1", "topic_name": "t.x"})[:-1]
+    for index, entry in enumerate(entries):
+        expected = json.dumps(report("c-1", "t.x", entry, batch, index)) + "\n"
+        assert report_line(head, "c-1", "t.x", entry, batch, index) == expected
