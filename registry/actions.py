@@ -1,18 +1,23 @@
 """Every change to the registry's state, each in one database transaction.
 
 Registrations in a subject serialize on the subject's row (SELECT ... FOR UPDATE), so
-concurrent ones get consecutive versions; new ids come from max(id) + 1 with a retry when
+concurrent ones get consecutive versions (on SQLite, every change first takes this
+machine's registry write lock, see `_writing`); new ids come from max(id) + 1 with a retry when
 a concurrent transaction took the same one, and the unique fingerprint makes concurrent
 registrations of one schema end with one id.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from . import avro, errors, lookups
@@ -94,7 +99,7 @@ def _optional_int(value: Any) -> int | None:
 
 def register_schema(subject: str, request: SchemaRequest, normalize: bool) -> int:
     """Register `request` under `subject` and return its id (an existing one if known)."""
-    with transaction.atomic():
+    with _writing():
         mode = lookups.mode(subject)
         if mode in (READONLY, READONLY_OVERRIDE):
             raise _read_only(subject)
@@ -200,7 +205,7 @@ def _reference_rows(schema: Schema, references: list[dict[str, Any]]) -> list[Re
 
 
 def delete_subject(subject: str, permanent: bool) -> list[int]:
-    with transaction.atomic():
+    with _writing():
         rows = _lock_existing(subject)
         live = [r for r in rows if not r.deleted]
         if permanent:
@@ -220,7 +225,7 @@ def delete_subject(subject: str, permanent: bool) -> list[int]:
 
 
 def delete_version(subject: str, number: int, permanent: bool) -> int:
-    with transaction.atomic():
+    with _writing():
         rows = _lock_existing(subject)
         if not permanent and all(r.deleted for r in rows):
             raise errors.subject_not_found(subject)
@@ -241,6 +246,29 @@ def delete_version(subject: str, number: int, permanent: bool) -> int:
         SubjectVersion.objects.filter(id=row.id).update(deleted=True)
         _changed()
         return row.version
+
+
+@contextmanager
+def _writing() -> Iterator[None]:
+    """One transaction; on a SQLite file, inside this machine's registry write lock.
+
+    SQLite lets one writer in at a time and a second one sleeps in its busy handler, in
+    steps of up to 100 ms however soon the first commits: two web workers registering
+    measured 32 registrations/s with a p99 over 3 s. A waiter on an flock'ed file next to
+    the database is woken the moment the holder lets go.
+    """
+    name = str(connection.settings_dict["NAME"])
+    if connection.vendor != "sqlite" or name.startswith("file:") or ":memory:" in name:
+        with transaction.atomic():
+            yield
+        return
+    with Path(f"{name}.registry-lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with transaction.atomic():
+                yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _changed() -> None:
@@ -266,7 +294,7 @@ def _refuse_if_referenced(subject: str, number: int) -> None:
 
 
 def set_compatibility(subject: str | None, level: str, normalize: bool | None) -> None:
-    with transaction.atomic():
+    with _writing():
         Config.objects.update_or_create(
             subject=subject or GLOBAL,
             defaults={"compatibility": Level(level).value, "normalize": normalize},
@@ -276,7 +304,7 @@ def set_compatibility(subject: str | None, level: str, normalize: bool | None) -
 
 def delete_compatibility(subject: str | None) -> Level:
     """Remove the subject's level (or reset the global one); return the level it had."""
-    with transaction.atomic():
+    with _writing():
         if subject is not None and not Config.objects.filter(subject=subject).exists():
             raise errors.subject_config_not_found(subject)
         previous = lookups.compatibility_level(subject)
@@ -286,7 +314,7 @@ def delete_compatibility(subject: str | None) -> Level:
 
 
 def set_mode(subject: str | None, mode: str, force: bool) -> None:
-    with transaction.atomic():
+    with _writing():
         if mode == IMPORT and not force and _has_versions(subject):
             raise errors.operation_not_permitted("Cannot import since found existing subjects")
         if subject is None and mode == READWRITE:
@@ -297,7 +325,7 @@ def set_mode(subject: str | None, mode: str, force: bool) -> None:
 
 
 def delete_mode(subject: str | None) -> str:
-    with transaction.atomic():
+    with _writing():
         if subject is not None and not Mode.objects.filter(subject=subject).exists():
             raise errors.subject_mode_not_found(subject)
         previous = lookups.mode(subject)

@@ -21,6 +21,7 @@ fills the cache.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 import uuid
 from collections.abc import Callable, Hashable, Iterator
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
+from django.core.cache.backends.filebased import FileBasedCache
 
 MAX_ENTRIES = 10_000
 _memory_only = contextvars.ContextVar("registry_memory_only", default=False)
@@ -63,6 +65,7 @@ class ReaderCache:
         self._generation: str | None = None
         self._lock = threading.Lock()
         self._shared: BaseCache | None = None
+        self._token_seen: tuple[tuple[int, ...] | None, str] = (None, "")
 
     def get(self, key: Hashable, load: Callable[[], Any]) -> Any:
         generation = self._current_generation()
@@ -90,12 +93,29 @@ class ReaderCache:
 
     def _current_generation(self) -> str:
         tokens = self._tokens()
+        seen, (last_seen, last_generation) = self._token_file_state(tokens), self._token_seen
+        if seen is not None and seen == last_seen:
+            return last_generation
         generation = tokens.get(self.token_key)
         if generation is None:
             # Missing or evicted: start one. `add` lets concurrent starters agree on one.
             tokens.add(self.token_key, uuid.uuid4().hex, timeout=None)
             generation = tokens.get(self.token_key)
+        self._token_seen = (seen, str(generation))
         return str(generation)
+
+    def _token_file_state(self, tokens: BaseCache) -> tuple[int, ...] | None:
+        """With the file cache, the token file's identity: FileBasedCache writes a value to
+        a new file and renames it over the old one, so the token has not changed while this
+        has not (read before the token, it can only make the next read a needless one).
+        A stat is a small part of opening and unpickling the file on every read."""
+        if not isinstance(tokens, FileBasedCache):
+            return None
+        try:
+            found = os.stat(tokens._key_to_file(self.token_key))  # type: ignore[attr-defined]
+        except OSError:
+            return None
+        return (found.st_ino, found.st_mtime_ns, found.st_ctime_ns, found.st_size)
 
     def _tokens(self) -> BaseCache:
         """The shared cache, one client for the process: `django.core.cache.cache` builds

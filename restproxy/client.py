@@ -47,12 +47,15 @@ class OutgoingRecord:
     timestamp: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeliveryReport:
     partition: int | None = None
     offset: int | None = None
     timestamp: int | None = None
     error: KafkaError | None = None
+
+
+NOT_DELIVERED = DeliveryReport()
 
 
 class PendingBatch:
@@ -64,7 +67,7 @@ class PendingBatch:
     """
 
     def __init__(self, count: int) -> None:
-        self.reports = [DeliveryReport() for _ in range(count)]
+        self.reports = [NOT_DELIVERED] * count  # each replaced as its report comes in
         self.done = [False] * count
         self.remaining = count
         self.lock = threading.Lock()
@@ -74,15 +77,14 @@ class PendingBatch:
         return partial(self.delivered, index)
 
     def delivered(self, index: int, err: KafkaError | None, msg: Message) -> None:
-        report = self.reports[index]
-        report.error = err
         if err is None:
-            report.partition, report.offset = msg.partition(), msg.offset()
-            report.timestamp = msg.timestamp()[1]
+            self.reports[index] = DeliveryReport(msg.partition(), msg.offset(), msg.timestamp()[1])
+        else:
+            self.reports[index] = DeliveryReport(error=err)
         self.complete(index)
 
     def fail(self, index: int, error: KafkaError) -> None:
-        self.reports[index].error = error
+        self.reports[index] = DeliveryReport(error=error)
         self.complete(index)
 
     def complete(self, index: int) -> None:

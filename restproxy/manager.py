@@ -3,6 +3,12 @@
 With RESTPROXY_INTERNAL_URL set, every instance is also recorded in the database with the
 URL of its owning process (`ConsumerInstanceOwner`); `locate` then tells a view whether to
 serve a request here or forward it to the owner, so no sticky load balancer is needed.
+
+Owners found in the database are remembered (`OwnerCache`), so that a request for another
+process's instance is forwarded from the event loop without a query on a thread. The
+memory is stamped, like the registry's reader cache, with a generation token in Django's
+shared cache: every process writes a new one after recording or forgetting an instance,
+so no process forwards by a row that has changed.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
 from django.db import IntegrityError, close_old_connections
 
 from . import errors
@@ -36,9 +43,63 @@ def internal_url() -> str:
     return settings.RESTPROXY_INTERNAL_URL.rstrip("/")
 
 
+class OwnerCache:
+    """Owner URLs of other processes' instances, valid while the shared generation holds."""
+
+    TOKEN_KEY = "millrace:restproxy:owners"
+    MAX_ENTRIES = 10_000
+
+    def __init__(self) -> None:
+        self._owners: dict[tuple[str, str], str] = {}
+        self._generation: str | None = None
+        self._lock = threading.Lock()
+        self._shared: BaseCache | None = None
+
+    def generation(self) -> str:
+        """The current token (one shared-cache read); drops what an older one stamped."""
+        tokens = self._tokens()
+        found = tokens.get(self.TOKEN_KEY)
+        if found is None:  # missing or evicted: `add` lets concurrent starters agree
+            tokens.add(self.TOKEN_KEY, uuid.uuid4().hex, timeout=None)
+            found = tokens.get(self.TOKEN_KEY)
+        generation = str(found)
+        with self._lock:
+            if generation != self._generation:
+                self._owners.clear()
+                self._generation = generation
+        return generation
+
+    def get(self, key: tuple[str, str]) -> str | None:
+        self.generation()
+        with self._lock:
+            return self._owners.get(key)
+
+    def put(self, key: tuple[str, str], owner_url: str, generation: str) -> None:
+        """Remember an owner read from the database under the token read before it."""
+        with self._lock:
+            if self._generation == generation:
+                if len(self._owners) >= self.MAX_ENTRIES:
+                    self._owners.clear()
+                self._owners[key] = owner_url
+
+    def invalidate(self) -> None:
+        """A new generation for every process; call after an owner row changed."""
+        self._tokens().set(self.TOKEN_KEY, uuid.uuid4().hex, timeout=None)
+        with self._lock:
+            self._owners.clear()
+            self._generation = None
+
+    def _tokens(self) -> BaseCache:
+        # One client for the process (django.core.cache.cache makes one per async context).
+        if self._shared is None:
+            self._shared = caches.create_connection(DEFAULT_CACHE_ALIAS)
+        return self._shared
+
+
 class ConsumerManager:
     def __init__(self) -> None:
         self._instances: dict[tuple[str, str], ConsumerInstance] = {}
+        self._owners = OwnerCache()
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
 
@@ -73,6 +134,7 @@ class ConsumerManager:
             raise errors.consumer_already_exists(group, name) from exc
         finally:
             close_old_connections()
+        self._owners.invalidate()
 
     def locate(self, group: str, name: str, forwarded: bool) -> Location:
         with self._lock:
@@ -81,14 +143,22 @@ class ConsumerManager:
             return Location(instance=instance)
         if not internal_url() or forwarded:
             raise errors.consumer_instance_not_found(group, name)
-        need_thread()
+        owner_url = self._owners.get((group, name))
+        if owner_url is None:
+            need_thread()
+            owner_url = self._stored_owner(group, name)
+        return Location(owner_url=owner_url)
+
+    def _stored_owner(self, group: str, name: str) -> str:
+        generation = self._owners.generation()
         try:
             row = ConsumerInstanceOwner.objects.filter(group=group, name=name).first()
         finally:
             close_old_connections()
         if row is None or row.owner_url == internal_url():
             raise errors.consumer_instance_not_found(group, name)
-        return Location(owner_url=row.owner_url)
+        self._owners.put((group, name), row.owner_url, generation)
+        return row.owner_url
 
     def delete(self, group: str, name: str) -> None:
         with self._lock:
@@ -106,6 +176,7 @@ class ConsumerManager:
                 ).delete()
             finally:
                 close_old_connections()
+            self._owners.invalidate()
 
     def expire_idle(self, now: float | None = None) -> list[ConsumerInstance]:
         """Close instances idle for longer than consumer.instance.timeout.ms."""

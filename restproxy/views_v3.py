@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from clusterclient import PartitionMetadata
 
 from . import actions, client, errors, resources
-from .api import V3View, json_object, parse_json, read_body
+from .api import V3View, json_object, need_thread, parse_json, read_body
 from .client import cluster
 from .resources import Links
 
@@ -24,7 +24,11 @@ class ClusterView(V3View):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        cluster_id = cluster().metadata().cluster_id or "millrace"
+        metadata = cluster().cached_metadata()
+        if metadata is None:
+            need_thread()  # a refresh blocks: not on the event loop
+            metadata = cluster().metadata()
+        cluster_id = metadata.cluster_id or "millrace"
         wanted = kwargs.get("cluster_id")
         if wanted is not None and wanted != cluster_id:
             raise errors.cluster_not_found(wanted)

@@ -1,0 +1,161 @@
+"""The proxy's fast lane: produce and fetch answered on the event loop, without Django's
+handler.
+
+`controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
+produce (to a topic or a partition), v3 produce (one record, or a stream) and v2 fetch from
+a consumer instance this process holds. Each runs the same view method that
+`api.as_proxy_view` runs on the event loop, with what DRF's dispatch would have given it,
+and its response goes through the same `api._completed` (a `Later` awaited on the loop), so
+the bytes and headers are the ones Django sends.
+
+Anything else declines (returns None) before a record is produced, and Django's handler
+serves the request as before: anything that needs a thread (`need_thread`: a schema
+registry call, an unknown topic, an instance held by another process), any error (Django
+renders it), a topic name or Host header that is not plain. Metadata that has aged is
+refreshed on a thread first, so produce stays in the lane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from django.conf import settings
+from django.http import QueryDict
+from django.http.request import split_domain_port, validate_host
+from django.http.response import HttpResponseBase
+
+from . import errors, views_consumers, views_v2, views_v3_records
+from .api import ProxyView, _completed, _on_loop
+from .client import cluster
+from .forwarding import is_forwarded
+from .manager import manager
+
+LaneHandler = Any  # see controlcenter.asgi.LaneHandler
+T = r"(?P<topic>[A-Za-z0-9._-]+)"
+P = r"(?P<partition>[0-9]+)"
+INSTANCE = r"consumers/(?P<group>[A-Za-z0-9._-]+)/instances/(?P<instance>[A-Za-z0-9._-]+)"
+EMPTY_QUERY = QueryDict()
+
+
+def routes() -> list[tuple[str, re.Pattern[str], LaneHandler]]:
+    table: list[tuple[str, str, type[ProxyView]]] = [
+        ("POST", f"topics/{T}", views_v2.TopicView),
+        ("POST", f"topics/{T}/partitions/{P}", views_v2.PartitionView),
+        ("POST", rf"v3/clusters/(?P<cluster_id>[A-Za-z0-9_-]+)/topics/{T}/records",
+         views_v3_records.RecordsView),
+        ("GET", f"{INSTANCE}/records", views_consumers.RecordsView),
+    ]
+    return [(method, re.compile(pattern + "/?"), _handler(view))
+            for method, pattern, view in table]
+
+
+class LaneRequest:
+    """What the proxy's views read from DRF's Request: META, the body, query parameters."""
+
+    def __init__(self, scope: dict[str, Any], body: bytes) -> None:
+        self.method: str = scope["method"]
+        self.META = _meta(scope)
+        self.kept_body = body  # see api.read_body
+        raw = scope.get("query_string", b"")
+        self.query_params = QueryDict(raw) if raw else EMPTY_QUERY
+
+
+def _handler(view_class: type[ProxyView]) -> LaneHandler:
+    async def handle(scope: dict[str, Any], path: dict[str, str], body: bytes
+                     ) -> HttpResponseBase | None:
+        request = LaneRequest(scope, body)
+        if not _allowed_host(request.META.get("HTTP_HOST", "")) or not await _fresh_metadata():
+            return None
+        view = _prepared(view_class, request, path)
+        if view is None:
+            return None
+        token = _on_loop.set(True)
+        try:
+            response = getattr(view, request.method.lower())(request, **path)
+        except Exception:  # an error, or NeedsThread: Django serves (and renders) it
+            return None
+        finally:
+            _on_loop.reset(token)
+        renderer = view.renderer_classes[0]()
+        request.accepted_renderer, request.accepted_media_type = (  # type: ignore[attr-defined]
+            renderer, str(renderer.media_type))
+        final = view.finalize_response(request, response)  # type: ignore[arg-type]
+        return await _completed(final, {"view": view_class, "request": request})
+
+    return handle
+
+
+def _prepared(view_class: type[ProxyView], request: LaneRequest, path: dict[str, str]
+              ) -> ProxyView | None:
+    """The view with what its `initial` sets up, or None where that would need Django."""
+    view = view_class()
+    view.setup(request, **path)  # type: ignore[arg-type]  # as as_view() does: HEAD too
+    view.headers = view.default_response_headers
+    if isinstance(view, views_v3_records.RecordsView):
+        cached = cluster().cached_metadata()
+        cluster_id = (cached.cluster_id or "millrace") if cached is not None else None
+        if cluster_id is None or cluster_id != path["cluster_id"]:
+            return None
+        view.links = _ClusterOnly(cluster_id)  # type: ignore[assignment]
+    if isinstance(view, views_consumers.InstanceView):
+        token = _on_loop.set(True)
+        try:
+            forwarded = is_forwarded(request)  # type: ignore[arg-type]
+            location = manager().locate(path["group"], path["instance"], forwarded)
+        except (errors.RestProxyError, errors.NeedsThread):
+            return None
+        finally:
+            _on_loop.reset(token)
+        if location.instance is None:
+            return None
+        view.instance = location.instance
+    return view
+
+
+async def _fresh_metadata() -> bool:
+    """Refresh the cluster's metadata on a thread when it has aged (every METADATA_TTL),
+    rather than leave the request to a thread of Django's."""
+    if cluster().cached_metadata() is not None:
+        return True
+    try:
+        await asyncio.to_thread(cluster().metadata)
+    except Exception:  # the cluster does not answer: Django's path says so
+        return False
+    return True
+
+
+class _ClusterOnly:
+    """What produce reads of `ClusterView.links`: the cluster id."""
+
+    def __init__(self, cluster_id: str) -> None:
+        self.cluster_id = cluster_id
+
+
+def _meta(scope: dict[str, Any]) -> dict[str, str]:
+    """Request headers under Django's META names (repeated headers joined, as Django does)."""
+    meta: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1").upper().replace("-", "_")
+        if name not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            name = "HTTP_" + name
+        value = raw_value.decode("latin-1")
+        meta[name] = f"{meta[name]},{value}" if name in meta else value
+    return meta
+
+
+_hosts: dict[str, bool] = {}
+
+
+def _allowed_host(host: str) -> bool:
+    """Django's own ALLOWED_HOSTS check (a refused Host is Django's to answer)."""
+    allowed = _hosts.get(host)
+    if allowed is None:
+        domain, _ = split_domain_port(host)
+        allowed = bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+        if len(_hosts) >= 256:
+            _hosts.clear()
+        _hosts[host] = allowed
+    return allowed
+
