@@ -60,6 +60,8 @@ class Reading:
     processes: dict[int, BrokerProcess] | None = None  # None: not the built-in cluster
     broker_counters: dict[int, dict[str, float]] = field(default_factory=dict)
     log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
+    # Partitions whose offsets are the last good ones, not this cycle's (no answer).
+    stale: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass
@@ -78,7 +80,8 @@ class Sampler:
         self.supervisor = SupervisorClient(supervisor_dir, timeout=5.0) if supervisor_dir else None
         self.metrics_timeout = metrics_timeout
         self.min_isr: dict[str, int] = {}  # topic configs change rarely: read once per topic
-        self.log_start: dict[TopicPartition, int] = {}
+        self.log_start: dict[TopicPartition, int] = {}  # the last good offsets
+        self.log_end: dict[TopicPartition, int] = {}
         self.log_start_read = -math.inf  # monotonic time all log starts were last read
         self.pool = ThreadPoolExecutor(4, thread_name_prefix="collector-io")
 
@@ -88,42 +91,59 @@ class Sampler:
         metadata = self.client.metadata(refresh=True, timeout=self.probe_timeout)
         procs = processes.result()
         scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
-        partitions = [TopicPartition(t.name, p.partition) for t in metadata.topics.values()
-                      for p in t.partitions if not p.offline]
+        partitions = [TopicPartition(p.topic, p.partition) for p in metadata.partitions]
         at = time.time()
-        ends = {tp: o.offset for tp, o in
-                self.client.list_offsets(dict.fromkeys(partitions, LATEST)).offsets.items()}
-        starts = self._log_starts(partitions, ends)
+        fresh = self._read_log_ends([TopicPartition(p.topic, p.partition)
+                                     for p in metadata.partitions if not p.offline])
+        self._read_log_starts(fresh)
+        self._forget(partitions)
         groups, committed = self._groups()
         self._read_min_isr(metadata)
         scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
-            at=at, metadata=metadata, log_start=starts, log_end=ends,
+            at=at, metadata=metadata, log_start=dict(self.log_start), log_end=dict(self.log_end),
             groups=groups, committed=committed,
             min_isr={t: self.min_isr.get(t, 1) for t in metadata.topics},
             processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
             log_size=_leaders_sizes(metadata, scraped),
+            stale=frozenset(tp for tp in partitions if tp not in fresh),
         )
 
-    def _log_starts(self, partitions: list[TopicPartition], ends: dict[TopicPartition, int]
-                    ) -> dict[TopicPartition, int]:
-        """Log start offsets: all of them once a minute, and at once those of partitions not
-        seen before or whose end fell below the start we knew (a topic deleted and created
-        again). Only retention and DeleteRecords move a log start, and at 10,000 partitions
-        a ListOffsets costs seconds of the interval."""
+    def _read_log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The end offsets that were answered this cycle. A partition without an answer (its
+        leader just died, or it is offline) keeps its last good offsets: a failed answer
+        is never mixed with a good one."""
+        answer = self.client.list_offsets(dict.fromkeys(partitions, LATEST))
+        if answer.errors:
+            first = min(answer.errors)
+            log.info("%d partitions without an end offset this cycle (%s: %s); their last good "
+                     "offsets stay", len(answer.errors), first, answer.errors[first].code_name)
+        fresh = {tp: o.offset for tp, o in answer.offsets.items()}
+        self.log_end.update(fresh)
+        return fresh
+
+    def _read_log_starts(self, ends: dict[TopicPartition, int]) -> None:
+        """Log start offsets of the partitions whose end was just read: all of them once a
+        minute, and at once those not seen before or whose end fell below the start we knew
+        (a topic deleted and created again). Only retention and DeleteRecords move a log
+        start, and at 10,000 partitions a ListOffsets costs seconds of the interval."""
         due = time.monotonic() - self.log_start_read >= LOG_START_EVERY_S
-        wanted = partitions if due else [
-            tp for tp in partitions if tp not in self.log_start
-            or self.log_start[tp] > ends.get(tp, self.log_start[tp])]
+        wanted = list(ends) if due else [
+            tp for tp, end in ends.items() if self.log_start.get(tp, end + 1) > end]
         if wanted:
             found = self.client.list_offsets(dict.fromkeys(wanted, EARLIEST))
             self.log_start.update((tp, o.offset) for tp, o in found.offsets.items())
             if due:
                 self.log_start_read = time.monotonic()
+        for tp in wanted:  # a start past the end is an old topic's: better unknown than wrong
+            if self.log_start.get(tp, 0) > ends[tp]:
+                del self.log_start[tp]
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
         current = set(partitions)
-        for gone in [tp for tp in self.log_start if tp not in current]:
-            del self.log_start[gone]
-        return dict(self.log_start)
+        for known in (self.log_start, self.log_end):
+            for gone in [tp for tp in known if tp not in current]:
+                del known[gone]
 
     def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
         ids = [g.group_id for g in self.client.list_groups()]

@@ -1,0 +1,117 @@
+"""The collector on a three-broker cluster while a broker dies: partitions it led keep their
+last good offsets (never a negative start, a start past the end or fewer messages), and the
+history producer does not flood the log while the broker is down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import confluent_kafka
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.test import override_settings
+
+from clusterclient import EARLIEST, LATEST, ClusterClient, TopicPartition
+from controlcenter.management.collector.loop import Collector, CollectorConfig
+from controlcenter.models import PartitionState, TopicState
+from tests.brokerproc import ClusterProcess
+from tests.compat.clients import new_topic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PER_PARTITION = 40
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterProcess]:
+    with ClusterProcess(Path(tmp_path_factory.mktemp("faults")), brokers=3) as running:
+        yield running
+
+
+def fill(bootstrap: str, topics: dict[str, int], partitions: int) -> None:
+    """Creates each topic with its replication factor and PER_PARTITION records a partition."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(t, partitions, rf) for t, rf in topics.items()])
+    for future in futures.values():
+        future.result(30)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # until every new partition has a leader to take them
+        metadata = admin.list_topics(timeout=10)
+        if all(p.leader >= 0 for t in topics for p in metadata.topics[t].partitions.values()):
+            break
+        time.sleep(0.2)
+    for topic in topics:
+        for i in range(PER_PARTITION * partitions):
+            producer.produce(topic, b"v", partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def a_leader_to_kill(cluster: ClusterProcess, topic: str) -> int:
+    """A broker that leads some of `topic`'s partitions and is not the active controller."""
+    status = cluster.status()
+    leaders = {b["id"]: b for b in status["brokers"]}
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
+    led = {p.leader for p in metadata.topics[topic].partitions.values()}
+    return int(next(n for n in sorted(led)
+                    if n in leaders and n != status["active_controller"]))
+
+
+def test_list_offsets_of_a_partition_whose_leader_just_died_is_an_error_value(
+        cluster: ClusterProcess) -> None:
+    topic = new_topic("dying")
+    fill(cluster.bootstrap, {topic: 1}, partitions=6)
+    client = ClusterClient(cluster.bootstrap, timeout=3.0, metadata_ttl=0.0)
+    victim = a_leader_to_kill(cluster, topic)
+    led = {TopicPartition(topic, p.partition) for p in client.metadata().topics[topic].partitions
+           if p.leader == victim}
+    cluster.kill(victim)
+    try:
+        # librdkafka still sends to the dead leader (the metadata has not moved yet) and
+        # answers its partitions with offset -1001 and no error.
+        for query in (LATEST, EARLIEST):
+            answer = client.list_offsets(dict.fromkeys(
+                [TopicPartition(topic, p) for p in range(6)], query))
+            assert set(answer.errors) == led
+            assert {e.code_name for e in answer.errors.values()} <= {
+                "OFFSET_NOT_AVAILABLE", "LEADER_NOT_AVAILABLE"}  # the latter once it moved
+            expected = 0 if query is EARLIEST else PER_PARTITION
+            assert {o.offset for o in answer.offsets.values()} == {expected}
+    finally:
+        cluster.start(victim)
+
+
+def offsets_now(topics: list[str]) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    return {(r.topic, r.partition): (r.log_start_offset, r.log_end_offset)
+            for r in PartitionState.objects.filter(topic__in=topics)}
+
+
+def test_partitions_of_a_killed_leader_keep_their_last_good_offsets(
+        cluster: ClusterProcess) -> None:
+    replicated, single = new_topic("rf3"), new_topic("rf1")
+    topics = {replicated: 3, single: 1}
+    fill(cluster.bootstrap, topics, partitions=6)
+    with override_settings(KAFKA_BOOTSTRAP_SERVERS=cluster.bootstrap):
+        collector = Collector(CollectorConfig(bootstrap_servers=cluster.bootstrap, interval=2.0,
+                                              history_topics=False))
+    victim = a_leader_to_kill(cluster, single)
+    try:
+        collector.cycle()
+        good = offsets_now(list(topics))
+        assert set(good.values()) == {(0, PER_PARTITION)}
+        cluster.kill(victim)
+        seen = []
+        for i in range(4):
+            if i == 2:
+                collector.sampler.log_start_read = 0.0  # the once-a-minute refresh is due
+            collector.cycle()
+            seen.append((offsets_now(list(topics)), dict(
+                TopicState.objects.filter(name__in=topics).values_list("name", "total_messages"))))
+    finally:
+        collector.close()
+        cluster.start(victim)
+    # Nothing was produced or deleted: every cycle shows what the last good one did.
+    for cycle, (offsets, totals) in enumerate(seen):
+        assert offsets == good, f"cycle {cycle} after killing broker {victim}"
+        assert totals == dict.fromkeys(topics, 6 * PER_PARTITION), f"cycle {cycle}"
