@@ -36,6 +36,23 @@ class CollectorConfig:
     history_topics: bool = True
 
 
+class PhaseClock:
+    """Seconds spent in each step of one cycle."""
+
+    def __init__(self) -> None:
+        self.started = self.mark = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> dict[str, float]:
+        now = time.monotonic()
+        self.laps[name] = now - self.mark
+        self.mark = now
+        return self.laps
+
+    def total(self) -> float:
+        return time.monotonic() - self.started
+
+
 class Collector:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
@@ -59,38 +76,47 @@ class Collector:
         self.reachable: bool | None = None  # None until the first cycle
         self.last_compaction = 0.0
         self.cycles = 0
+        self.phases: dict[str, float] = {}  # the last cycle's seconds by step
         # The last snapshot pushed to browsers. Unlike store.previous it survives an
         # unreachable spell, so the first cycle after one still pushes every topic, broker and
         # group whose rows changed meanwhile (a failover's new leaders and ISRs).
         self.published: Snapshot | None = None
 
     def cycle(self) -> float:
-        """One sample of the cluster into every output; returns how long it took."""
-        started = time.monotonic()
+        """One sample of the cluster into every output; returns how long it took.
+        `phases` says where the time went (seconds by step), for the slow-cycle log."""
+        clock = PhaseClock()
         close_old_connections()
         try:
             reading = self.sampler.read()
         except (ClusterUnavailable, ClusterRequestError, KafkaException) as exc:
             self._unreachable(str(exc))
-            return time.monotonic() - started
+            self.phases = clock.lap("read")
+            return clock.total()
+        clock.lap("read")
         snap = self.analyzer.analyze(reading)
-        before = self.store.previous
-        cluster_events = detect.cluster_events(before, snap)
+        cluster_events = detect.cluster_events(self.store.previous, snap)
         changed = detect.live_changes(self.published, snap)
-        self.store.write(snap, time.monotonic() - started, self.config.interval, cluster_events)
+        clock.lap("analyze")
+        self.store.write(snap, clock.total(), self.config.interval, cluster_events)
         self.metrics.snapshot = snap
+        clock.lap("write")
         if self.history is not None:
             self.history.append(snap.lag_samples, cluster_events)
+        clock.lap("history")
         if self.reachable is not True:
             events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
             self.reachable = True
         events.publish_changes(changed)
         self.published = snap
+        clock.lap("publish")
         if time.time() - self.last_compaction >= COMPACT_EVERY_S:
             self.store.compact(time.time())
             self.last_compaction = time.time()
+            clock.lap("compact")
         self.cycles += 1
-        return time.monotonic() - started
+        self.phases = clock.laps
+        return clock.total()
 
     def _unreachable(self, error: str) -> None:
         log.warning("cluster %s unreachable: %s", self.config.bootstrap_servers, error)
@@ -108,8 +134,9 @@ class Collector:
             started = time.monotonic()
             took = self.cycle()
             if took > self.config.interval:
-                log.warning("collector cycle took %.2fs, longer than the %.1fs interval",
-                            took, self.config.interval)
+                log.warning("collector cycle took %.2fs, longer than the %.1fs interval (%s)",
+                            took, self.config.interval,
+                            ", ".join(f"{k} {v:.2f}s" for k, v in self.phases.items()))
             stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
 
     def close(self) -> None:
