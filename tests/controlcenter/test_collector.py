@@ -237,3 +237,21 @@ def test_partition_and_topic_sizes_come_from_the_leaders_metrics(tmp_path: Path)
                  .values_list("partition", "size_bytes"))
     assert sizes == on_disk and all(on_disk.values())
     assert TopicState.objects.get(name=topic).size_bytes == sum(on_disk.values())
+
+
+def test_fragments_that_share_a_context_read_it_once_per_push(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str | None] = []
+
+    def context(key: str | None) -> dict[str, object]:
+        calls.append(key)
+        return {"cluster": None}
+
+    events.fragments("subject")  # the real registrations first, then ours in their place
+    monkeypatch.setitem(events._FRAGMENTS, "subject", [])
+    for element_id in ("first", "second"):
+        events.register_fragment("subject", element_id,
+                                 "controlcenter/fragments/cluster_health.html", context)
+    messages = [json.loads(m) for m in events.render("subject", "orders-value")]
+    assert [m["id"] for m in messages] == ["first", "second"]
+    assert calls == ["orders-value"]
