@@ -255,3 +255,27 @@ def test_fragments_that_share_a_context_read_it_once_per_push(
     messages = [json.loads(m) for m in events.render("subject", "orders-value")]
     assert [m["id"] for m in messages] == ["first", "second"]
     assert calls == ["orders-value"]
+
+
+def test_the_platforms_history_topics_are_internal_last_and_hidden(
+        kafka_bootstrap: str) -> None:
+    from controlcenter.pages.overview import busiest_topics_context
+    from controlcenter.pages.topics import search_topics
+
+    topic = new_topic("user")
+    create_topic(kafka_bootstrap, topic)
+    produce(kafka_bootstrap, topic, 3)
+    collector = collector_for(kafka_bootstrap)
+    try:
+        collector.cycle()  # creates the history topics
+        collector.cycle()
+    finally:
+        collector.close()
+    platform = set(records.TOPIC_SETTINGS)
+    flags = dict(TopicState.objects.values_list("name", "internal"))
+    assert {flags[name] for name in platform} == {True} and flags[topic] is False
+    shown = {t.name for t in search_topics("", show_internal=False)}
+    assert topic in shown and not platform & shown
+    assert platform <= {t.name for t in search_topics("", show_internal=True)}
+    overview = [t.internal for t in busiest_topics_context(None)["topics"]]
+    assert overview == sorted(overview)  # user topics first, however busy the history is

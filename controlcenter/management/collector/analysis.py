@@ -17,11 +17,14 @@ from clusterclient import ConsumerGroup, PartitionLag, TopicPartition, group_lag
 from clusterclient.offsets import ListedOffset, ListOffsetsResult
 from controlcenter.management.collector.sampler import TOPIC_BYTES_IN, Reading
 from laganalysis.burrow import PartitionStatus, Status, Thresholds, group_status, partition_status
-from laganalysis.records import LagSample
+from laganalysis.records import TOPIC_SETTINGS, LagSample
 from laganalysis.timelag import LookupTable, Point
 from laganalysis.window import PartitionWindow
 
 Row = dict[str, Any]
+# The platform's own topics (the history topics, one "_") are internal like Kafka's "__"
+# ones: listed last and hidden by default, so they never lead a fresh platform's pages.
+PLATFORM_TOPICS = frozenset(TOPIC_SETTINGS)
 GTP = tuple[str, str, int]
 
 
@@ -103,7 +106,8 @@ class Analyzer:
             rates = [r["messages_in_per_sec"] for r in parts
                      if r["messages_in_per_sec"] is not None]
             rows[name] = {
-                "internal": topic.internal, "partitions": len(topic.partitions),
+                "internal": topic.internal or name in PLATFORM_TOPICS,
+                "partitions": len(topic.partitions),
                 "replication_factor": max((len(p.replicas) for p in topic.partitions), default=0),
                 "under_replicated": sum(r["under_replicated"] for r in parts),
                 "offline": sum(r["offline"] for r in parts),
