@@ -69,6 +69,11 @@ class ClusterClient:
         self._metadata_at = 0.0
         self._lock = threading.Lock()
 
+    def poll(self) -> None:
+        """Hands librdkafka's queued log lines to the `logger` of the config, if it has one
+        (confluent-kafka forwards them only on poll); without one they go to stderr."""
+        self.admin.poll(0)
+
     def _wait(self, future: Future[Any], topic: str | None = None,
               partition: int | None = None) -> Any:
         # A little longer than librdkafka's own timeout, so that its answer wins the race.

@@ -1,11 +1,13 @@
-"""The collector on a three-broker cluster while a broker dies: partitions it led keep their
-last good offsets (never a negative start, a start past the end or fewer messages), and the
-history producer does not flood the log while the broker is down."""
+"""The collector while brokers die: partitions a killed leader led keep their last good
+offsets (never a negative start, a start past the end or fewer messages), and its Kafka
+clients do not flood the log while the cluster is down."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import confluent_kafka
@@ -14,9 +16,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from django.test import override_settings
 
 from clusterclient import EARLIEST, LATEST, ClusterClient, TopicPartition
+from controlcenter.management.collector import clientlog
 from controlcenter.management.collector.loop import Collector, CollectorConfig
 from controlcenter.models import PartitionState, TopicState
-from tests.brokerproc import ClusterProcess
+from tests.brokerproc import BrokerProcess, ClusterProcess
 from tests.compat.clients import new_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -115,3 +118,47 @@ def test_partitions_of_a_killed_leader_keep_their_last_good_offsets(
     for cycle, (offsets, totals) in enumerate(seen):
         assert offsets == good, f"cycle {cycle} after killing broker {victim}"
         assert totals == dict.fromkeys(topics, 6 * PER_PARTITION), f"cycle {cycle}"
+
+
+def test_librdkafka_logs_one_line_of_each_kind_while_the_cluster_is_down(
+        broker_factory: Callable[..., BrokerProcess], capfd: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    broker = broker_factory()
+    with override_settings(KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap):
+        collector = Collector(CollectorConfig(bootstrap_servers=broker.bootstrap, interval=1.0))
+    try:
+        collector.cycle()  # history topics created, producer connected
+        broker.kill()
+        capfd.readouterr()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger=clientlog.__name__):
+            until = time.monotonic() + 12
+            while time.monotonic() < until:  # every request and produce meets a refusal
+                collector.cycle()
+                time.sleep(0.5)
+    finally:
+        broker.start()
+        collector.close()
+    # Before: librdkafka wrote about a line a second per client straight to stderr.
+    assert "millrace-collector#" not in capfd.readouterr().err
+    kinds = Counter((r.levelname, *r.args[:2]) for r in caplog.records  # type: ignore[index]
+                    if r.name == clientlog.__name__)
+    assert kinds and max(kinds.values()) == 1, kinds
+    assert any("Connection refused" in r.getMessage() for r in caplog.records)
+
+
+def test_the_client_log_filter_passes_one_line_of_a_kind_a_minute_and_counts_the_rest() -> None:
+    now = [0.0]
+    once = clientlog.OncePerInterval(every=60, clock=lambda: now[0])
+
+    def line(client: str) -> logging.LogRecord:
+        return logging.LogRecord("x", logging.ERROR, __file__, 1, "%s [%s] %s",
+                                 ("FAIL", client, "Connection refused"), None)
+
+    assert once.filter(line("admin"))
+    assert not once.filter(line("admin")) and not once.filter(line("admin"))
+    assert once.filter(line("producer"))  # another client is another kind
+    now[0] = 61.0
+    record = line("admin")
+    assert once.filter(record)
+    assert record.getMessage().endswith("(2 alike in the last 60s not shown)")

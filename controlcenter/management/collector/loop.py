@@ -15,7 +15,7 @@ from clusterclient import ClusterClient, ClusterRequestError, ClusterUnavailable
 from controlcenter import events
 from laganalysis.retention import DEFAULT_POLICY, Policy
 
-from . import detect
+from . import clientlog, detect
 from .analysis import Analyzer, Snapshot
 from .history import HistoryTopics
 from .metrics import LagMetrics
@@ -66,8 +66,10 @@ class Collector:
         # Twice the interval (at least 5 s, above the brokers' session timeout) keeps a
         # 10,000-partition ListOffsets (2-4 s here) well inside it.
         probe = max(1.0, config.interval / 2)
-        self.client = ClusterClient(config.bootstrap_servers, {"client.id": "millrace-collector"},
-                                    timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
+        self.client = ClusterClient(config.bootstrap_servers, {
+            "client.id": "millrace-collector", "logger": clientlog.librdkafka,
+            "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 30000,
+        }, timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
         self.sampler = Sampler(self.client, config.supervisor_dir, probe_timeout=probe)
         self.analyzer = Analyzer()
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
@@ -91,6 +93,7 @@ class Collector:
             reading = self.sampler.read()
         except (ClusterUnavailable, ClusterRequestError, KafkaException) as exc:
             self._unreachable(str(exc))
+            self._poll_clients()
             self.phases = clock.lap("read")
             return clock.total()
         clock.lap("read")
@@ -103,6 +106,7 @@ class Collector:
         clock.lap("write")
         if self.history is not None:
             self.history.append(snap.lag_samples, cluster_events)
+        self._poll_clients()
         clock.lap("history")
         if self.reachable is not True:
             events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
@@ -117,6 +121,12 @@ class Collector:
         self.cycles += 1
         self.phases = clock.laps
         return clock.total()
+
+    def _poll_clients(self) -> None:
+        """librdkafka's log lines reach clientlog's logger only on poll."""
+        self.client.poll()
+        if self.history is not None:
+            self.history.poll()
 
     def _unreachable(self, error: str) -> None:
         log.warning("cluster %s unreachable: %s", self.config.bootstrap_servers, error)
