@@ -10,7 +10,9 @@ created for the run at BENCH_POSTGRES_URL and dropped after), and sample the sam
 turn about: the first cycle (every row written), then steady cycles, each after the same
 traffic (a tenth of the topics get a message per partition and the groups on them that
 keep up commit it). Each cycle prints its time and where it went (the collector's
-`phases`); the table prints the medians, PostgreSQL/SQLite ratios and the 5 s interval.
+`phases`, and "pushes after": how long the live pushes, rendered on their own thread,
+took to go out after the cycle ended); the table prints the medians, PostgreSQL/SQLite
+ratios and the 5 s interval.
 `--profile N` runs the last steady cycle of each collector under cProfile and prints the
 N functions with the most cumulative time.
 """
@@ -62,7 +64,12 @@ def child(bootstrap: str) -> None:
                 profiler.enable()
             took = collector.cycle()
             answer: dict[str, Any] = {"took": took,
-                                      "phases": getattr(collector, "phases", {})}
+                                      "phases": dict(getattr(collector, "phases", {}))}
+            pusher = getattr(collector, "pusher", None)  # pushes rendered off the cycle
+            if pusher is not None:
+                started = time.monotonic()
+                pusher.wait(600)
+                answer["phases"]["pushes after"] = time.monotonic() - started
             if profiler is not None:
                 profiler.disable()
                 out = io.StringIO()

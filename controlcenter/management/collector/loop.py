@@ -19,6 +19,7 @@ from . import clientlog, detect
 from .analysis import Analyzer, Snapshot
 from .history import HistoryTopics
 from .metrics import LagMetrics
+from .pushes import Pusher
 from .sampler import Sampler
 from .store import Store
 
@@ -75,6 +76,7 @@ class Collector:
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
         self.history = HistoryTopics(self.client) if config.history_topics else None
         self.metrics = LagMetrics(config.cluster_name)
+        self.pusher = Pusher()  # renders and sends what changed, off the cycle
         self.reachable: bool | None = None  # None until the first cycle
         self.last_compaction = 0.0
         self.cycles = 0
@@ -111,7 +113,7 @@ class Collector:
         if self.reachable is not True:
             events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
             self.reachable = True
-        events.publish_changes(changed)
+        self.pusher.submit(changed)
         self.published = snap
         clock.lap("publish")
         if time.time() - self.last_compaction >= COMPACT_EVERY_S:
@@ -135,7 +137,7 @@ class Collector:
         if self.reachable is not False:
             text = f"Cluster {self.config.bootstrap_servers} is not answering: {error}"
             events.publish(events.ALWAYS, events.banner_message("error", text))
-            events.publish_changes([("overview", None)])
+            self.pusher.submit([("overview", None)])
             self.reachable = False
 
     def run(self, stop: threading.Event) -> None:
@@ -150,6 +152,7 @@ class Collector:
             stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
 
     def close(self) -> None:
+        self.pusher.close()
         if self.history is not None:
             self.history.close()
         self.sampler.close()
