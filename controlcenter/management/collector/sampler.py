@@ -2,11 +2,11 @@
 
 Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
 answered within half an interval or the cluster is unreachable), a batched ListOffsets for
-the end of every partition (and once a minute one for their log starts), ListGroups, one
-DescribeGroups for all groups, OffsetFetch for all groups in flight at once, and topic
-configs (min.insync.replicas) for topics not seen before. For the built-in cluster also the
-supervisor's process states and each running broker's Prometheus endpoint (bytes in/out,
-messages in, active controller, each partition's log size).
+the end of every partition (and once a minute one for their log starts), and meanwhile
+ListGroups, one DescribeGroups for all groups, OffsetFetch for all groups in flight at once;
+then topic configs (min.insync.replicas) for topics not seen before. For the built-in
+cluster also the supervisor's process states and each running broker's Prometheus endpoint
+(bytes in/out, messages in, active controller, each partition's log size).
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ class Sampler:
         self.log_start: dict[TopicPartition, int] = {}  # the last good offsets
         self.log_end: dict[TopicPartition, int] = {}
         self.log_start_read = -math.inf  # monotonic time all log starts were last read
-        self.pool = ThreadPoolExecutor(4, thread_name_prefix="collector-io")
+        # Supervisor status, one scrape per broker, the groups' reads and their describe.
+        self.pool = ThreadPoolExecutor(8, thread_name_prefix="collector-io")
 
     def read(self) -> Reading:
         """Raises clusterclient.ClusterUnavailable when the cluster does not answer."""
@@ -92,12 +93,13 @@ class Sampler:
         procs = processes.result()
         scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
         partitions = [TopicPartition(p.topic, p.partition) for p in metadata.partitions]
+        groups_read = self.pool.submit(self._groups)  # in flight while the offsets are read
         at = time.time()
         fresh = self._read_log_ends([TopicPartition(p.topic, p.partition)
                                      for p in metadata.partitions if not p.offline])
         self._read_log_starts(fresh)
         self._forget(partitions)
-        groups, committed = self._groups()
+        groups, committed = groups_read.result()
         self._read_min_isr(metadata)
         scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
