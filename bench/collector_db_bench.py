@@ -5,7 +5,8 @@
 
 One built-in broker gets the large scale of `controlcenter_bench.py` (1,000 topics x 10
 partitions, 1,000 groups, a quarter of them lagging). Two collectors run in child
-processes, one per database (SQLite in a temporary directory; PostgreSQL in a database
+processes (four with `--baseline DIR`: the same two from an earlier checkout), one per
+database (SQLite in a temporary directory; PostgreSQL in a database
 created for the run at BENCH_POSTGRES_URL and dropped after), and sample the same cluster
 turn about: the first cycle (every row written), then steady cycles, each after the same
 traffic (a tenth of the topics get a message per partition and the groups on them that
@@ -81,11 +82,12 @@ def child(bootstrap: str) -> None:
 
 
 class Child:
-    def __init__(self, name: str, bootstrap: str, env: dict[str, str]) -> None:
+    def __init__(self, name: str, bootstrap: str, env: dict[str, str], repo: Path) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--child", bootstrap], cwd=REPO, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **env})
+            [sys.executable, str(repo / "bench" / Path(__file__).name), "--child", bootstrap],
+            cwd=repo, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, **env})
         self.vendor = self._answer()["vendor"]
         self.times: list[float] = []
         self.phases: list[dict[str, float]] = []
@@ -112,26 +114,28 @@ class Child:
 
 def show(name: str, label: str, answer: dict[str, Any]) -> None:
     phases = ", ".join(f"{k} {v:.2f}" for k, v in answer["phases"].items())
-    print(f"  {name:10} {label:14} {answer['took']:7.3f} s   ({phases})", flush=True)
+    print(f"  {name:17} {label:10} {answer['took']:7.3f} s   ({phases})", flush=True)
 
 
-def run(bootstrap: str, scale: Any, cycles: int, profile: int) -> None:
-    from bench.controlcenter_bench import traffic
-
-    database = f"ccbench_{uuid.uuid4().hex[:10]}"
+def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | None) -> None:
     import psycopg
 
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
-        server.execute(f'CREATE DATABASE "{database}"')
-    postgres_url = POSTGRES_URL.rsplit("/", 1)[0] + "/" + database
+    from bench.controlcenter_bench import traffic
+
+    databases = []
     children = []
     try:
-        for name, env in (("sqlite", {"DATABASE_URL": ""}),
-                          ("postgresql", {"DATABASE_URL": postgres_url})):
-            env["MILLRACE_DATA_DIR"] = tempfile.mkdtemp(prefix=f"ccbench-{name}-")
-            if not env["DATABASE_URL"]:
-                del env["DATABASE_URL"]
-            children.append(Child(name, bootstrap, env))
+        for repo, suffix in ((REPO, ""), (baseline, " before")):
+            if repo is None:
+                continue
+            database = f"ccbench_{uuid.uuid4().hex[:10]}"
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
+                server.execute(f'CREATE DATABASE "{database}"')
+            databases.append(database)
+            for name, env in ((f"sqlite{suffix}", {}), (f"postgresql{suffix}", {
+                    "DATABASE_URL": POSTGRES_URL.rsplit("/", 1)[0] + "/" + database})):
+                env["MILLRACE_DATA_DIR"] = tempfile.mkdtemp(prefix="ccbench-db-")
+                children.append(Child(name, bootstrap, env, repo))
         figures: dict[str, dict[str, list[float]]] = {c.name: {} for c in children}
         for c in children:
             answer = c.cycle()
@@ -143,6 +147,8 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int) -> None:
             for c in children:
                 answer = c.cycle(profile if last else 0)
                 figures[c.name].setdefault("steady cycle", []).append(answer["took"])
+                figures[c.name].setdefault("cycle + pushes sent", []).append(
+                    answer["took"] + answer["phases"].get("pushes after", 0.0))
                 for phase, seconds in answer["phases"].items():
                     figures[c.name].setdefault(f"  {phase}", []).append(seconds)
                 show(c.name, f"steady {i + 1}", answer)
@@ -153,21 +159,32 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int) -> None:
         for c in children:
             c.close()
         with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
-            server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            for database in databases:
+                server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def table(figures: dict[str, dict[str, list[float]]]) -> None:
-    sqlite, postgres = figures["sqlite"], figures["postgresql"]
-    print(f"\n{'median seconds':22}{'sqlite':>10}{'postgresql':>12}{'pg/sqlite':>11}"
-          f"{'pg/interval':>13}")
-    for name, values in postgres.items():
-        if name not in sqlite:
-            continue
-        s, p = statistics.median(sqlite[name]), statistics.median(values)
-        ratio = f"{p / s:11.2f}" if s > 0 else f"{'':11}"
-        print(f"{name:22}{s:10.3f}{p:12.3f}{ratio}{p / INTERVAL:13.2f}")
-    print(f"{'steady cycle (max)':22}{max(sqlite['steady cycle']):10.3f}"
-          f"{max(postgres['steady cycle']):12.3f}")
+    """Medians per collector; PostgreSQL/SQLite, and this code/baseline on PostgreSQL."""
+    names = list(figures)
+    ratios = [("pg/sqlite", "postgresql", "sqlite")]
+    if "postgresql before" in figures:
+        ratios += [("pg/pg before", "postgresql", "postgresql before"),
+                   ("pg before/sqlite before", "postgresql before", "sqlite before")]
+    print(f"\n{'median seconds':22}" + "".join(f"{n:>19}" for n in names)
+          + "".join(f"{r[0]:>25}" for r in ratios))
+    metrics = list(dict.fromkeys(m for n in names for m in figures[n]))
+    for metric in metrics:
+        medians = {n: statistics.median(figures[n][metric]) if figures[n].get(metric) else None
+                   for n in names}
+        line = f"{metric:22}" + "".join(
+            f"{v:19.3f}" if v is not None else f"{'-':>19}" for v in medians.values())
+        for _, top, bottom in ratios:
+            a, b = medians.get(top), medians.get(bottom)
+            line += f"{a / b:25.2f}" if a is not None and b else f"{'-':>25}"
+        print(line)
+    print(f"{'steady cycle (max)':22}" + "".join(
+        f"{max(figures[n]['steady cycle']):19.3f}" for n in names))
+    print(f"(interval {INTERVAL:.0f} s)")
 
 
 def main() -> None:
@@ -180,6 +197,9 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="a checkout of an earlier commit (with this script copied into "
+                             "its bench/): its collector runs side by side, as 'before'")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from bench.controlcenter_bench import Scale, create_scale
@@ -194,7 +214,7 @@ def main() -> None:
         create_scale(broker.bootstrap, scale)
         print(f"{args.topics} topics x {args.partitions} partitions, {args.groups} groups set "
               f"up in {time.perf_counter() - started:.0f} s", flush=True)
-        run(broker.bootstrap, scale, args.cycles, args.profile)
+        run(broker.bootstrap, scale, args.cycles, args.profile, args.baseline)
     finally:
         broker.stop()
 
