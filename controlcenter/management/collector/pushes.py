@@ -43,10 +43,12 @@ class Pusher:
         with self.changed:
             return self.changed.wait_for(lambda: not self.pending and not self.busy, timeout)
 
-    def close(self, timeout: float = 30.0) -> None:
-        """Sends what is pending, then stops the thread."""
+    def close(self, timeout: float = 10.0) -> None:
+        """Stops the thread after the batch it is sending; what is pending is dropped (the
+        collector is stopping: nothing will render the next changes either)."""
         with self.changed:
             self.stopping = True
+            self.pending.clear()
             self.changed.notify_all()
         self.thread.join(timeout)
 
