@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import confluent_kafka
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.test import override_settings
 
 from clusterclient import EARLIEST, LATEST, ClusterClient, TopicPartition
 from controlcenter.management.collector import clientlog
 from controlcenter.management.collector.loop import Collector, CollectorConfig
-from controlcenter.models import PartitionState, TopicState
+from controlcenter.models import ClusterState, GroupState, PartitionState, TopicState
 from tests.brokerproc import BrokerProcess, ClusterProcess
 from tests.compat.clients import new_topic
 
@@ -95,29 +97,40 @@ def test_partitions_of_a_killed_leader_keep_their_last_good_offsets(
     replicated, single = new_topic("rf3"), new_topic("rf1")
     topics = {replicated: 3, single: 1}
     fill(cluster.bootstrap, topics, partitions=6)
+    group = f"g-{uuid.uuid4().hex[:8]}"  # 10 of each partition's 40 committed: lag 180
+    commit = ConsumerGroupTopicPartitions(group, [
+        confluent_kafka.TopicPartition(t, p, 10) for t in topics for p in range(3)])
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # alive until answered
+    admin.alter_consumer_group_offsets([commit])[group].result(30)
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=cluster.bootstrap):
         collector = Collector(CollectorConfig(bootstrap_servers=cluster.bootstrap, interval=2.0,
                                               history_topics=False))
     victim = a_leader_to_kill(cluster, single)
+    collector.cycle()
+    good = offsets_now(list(topics))
+    assert set(good.values()) == {(0, PER_PARTITION)}
+    assert GroupState.objects.get(group_id=group).total_lag == 180
+    cluster.kill(victim)
     try:
-        collector.cycle()
-        good = offsets_now(list(topics))
-        assert set(good.values()) == {(0, PER_PARTITION)}
-        cluster.kill(victim)
         seen = []
         for i in range(4):
             if i == 2:
                 collector.sampler.log_start_read = 0.0  # the once-a-minute refresh is due
             collector.cycle()
             seen.append((offsets_now(list(topics)), dict(
-                TopicState.objects.filter(name__in=topics).values_list("name", "total_messages"))))
+                TopicState.objects.filter(name__in=topics).values_list("name", "total_messages")),
+                ClusterState.objects.get(bootstrap_servers=cluster.bootstrap).reachable,
+                GroupState.objects.get(group_id=group).total_lag))
     finally:
         collector.close()
         cluster.start(victim)
-    # Nothing was produced or deleted: every cycle shows what the last good one did.
-    for cycle, (offsets, totals) in enumerate(seen):
-        assert offsets == good, f"cycle {cycle} after killing broker {victim}"
-        assert totals == dict.fromkeys(topics, 6 * PER_PARTITION), f"cycle {cycle}"
+    # Nothing was produced, consumed or deleted, and two brokers answer all along: every
+    # cycle shows what the last good one did, on a reachable cluster.
+    for cycle, (offsets, totals, reachable, lag) in enumerate(seen):
+        where = f"cycle {cycle} after killing broker {victim}"
+        assert offsets == good, where
+        assert totals == dict.fromkeys(topics, 6 * PER_PARTITION), where
+        assert reachable and lag == 180, where
 
 
 def test_librdkafka_logs_one_line_of_each_kind_while_the_cluster_is_down(

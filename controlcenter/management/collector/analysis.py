@@ -269,8 +269,8 @@ class Analyzer:
 
 def _observed(reading: Reading, part: PartitionLag) -> tuple[int, int] | None:
     """(committed, end) when both were read this cycle: a stale end (its leader did not
-    answer) is shown, never observed or sampled as new."""
-    if part.committed_offset is None or part.log_end_offset is None:
+    answer) or stale groups are shown, never observed or sampled as new."""
+    if part.committed_offset is None or part.log_end_offset is None or reading.groups_stale:
         return None
     if TopicPartition(part.topic, part.partition) in reading.stale:
         return None

@@ -28,6 +28,7 @@ from clusterclient import (
     ClusterClient,
     ClusterMetadata,
     ClusterRequestError,
+    ClusterUnavailable,
     ConsumerGroup,
     TopicPartition,
 )
@@ -62,6 +63,7 @@ class Reading:
     log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
     # Partitions whose offsets are the last good ones, not this cycle's (no answer).
     stale: frozenset[TopicPartition] = frozenset()
+    groups_stale: bool = False  # groups and committed offsets are the last good ones
 
 
 @dataclass
@@ -82,6 +84,8 @@ class Sampler:
         self.min_isr: dict[str, int] = {}  # topic configs change rarely: read once per topic
         self.log_start: dict[TopicPartition, int] = {}  # the last good offsets
         self.log_end: dict[TopicPartition, int] = {}
+        self.last_groups: tuple[dict[str, ConsumerGroup],
+                                dict[str, dict[TopicPartition, int]]] | None = None
         self.log_start_read = -math.inf  # monotonic time all log starts were last read
         # Supervisor status, one scrape per broker, the groups' reads and their describe.
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="collector-io")
@@ -93,13 +97,13 @@ class Sampler:
         procs = processes.result()
         scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
         partitions = [TopicPartition(p.topic, p.partition) for p in metadata.partitions]
-        groups_read = self.pool.submit(self._groups)  # in flight while the offsets are read
+        groups_read = self.pool.submit(self._groups_or_last)  # while the offsets are read
         at = time.time()
         fresh = self._read_log_ends([TopicPartition(p.topic, p.partition)
                                      for p in metadata.partitions if not p.offline])
         self._read_log_starts(fresh)
         self._forget(partitions)
-        groups, committed = groups_read.result()
+        groups, committed, groups_stale = groups_read.result()
         self._read_min_isr(metadata)
         scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
@@ -109,6 +113,7 @@ class Sampler:
             processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
             log_size=_leaders_sizes(metadata, scraped),
             stale=frozenset(tp for tp in partitions if tp not in fresh),
+            groups_stale=groups_stale,
         )
 
     def _read_log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -147,17 +152,34 @@ class Sampler:
             for gone in [tp for tp in known if tp not in current]:
                 del known[gone]
 
+    def _groups_or_last(self) -> tuple[dict[str, ConsumerGroup],
+                                       dict[str, dict[TopicPartition, int]], bool]:
+        """The groups and their committed offsets, and whether they are the last good ones:
+        a broker that just died leaves ListGroups (sent to every broker) or a group's
+        coordinator without an answer while the cluster answers Metadata. That is a partial
+        answer, not an unreachable cluster; the groups shown keep their last good values."""
+        try:
+            self.last_groups = self._groups()
+        except (ClusterUnavailable, ClusterRequestError) as exc:
+            if self.last_groups is None:
+                raise
+            log.info("consumer groups not read this cycle (%s); the last good ones stay", exc)
+            return (*self.last_groups, True)
+        return (*self.last_groups, False)
+
     def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
         ids = [g.group_id for g in self.client.list_groups()]
         if not ids:
             return {}, {}
         described = self.pool.submit(self.client.describe_groups, ids)
         offsets = self.client.committed_offsets_many(ids)
+        last = self.last_groups[1] if self.last_groups else {}
         committed = {}
         for group_id, found in offsets.items():
-            if found.error is not None:
-                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
             committed[group_id] = found.offsets
+            if found.error is not None:  # its coordinator died: its last good offsets stay
+                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
+                committed[group_id] = last.get(group_id, {})
         return described.result(), committed
 
     def _read_min_isr(self, metadata: ClusterMetadata) -> None:
