@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,7 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | 
 
     databases = []
     children = []
+    scratch: list[str] = []  # the collectors' data directories
     try:
         for repo, suffix in ((REPO, ""), (baseline, " before")):
             if repo is None:
@@ -135,6 +137,7 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | 
             for name, env in ((f"sqlite{suffix}", {}), (f"postgresql{suffix}", {
                     "DATABASE_URL": POSTGRES_URL.rsplit("/", 1)[0] + "/" + database})):
                 env["MILLRACE_DATA_DIR"] = tempfile.mkdtemp(prefix="ccbench-db-")
+                scratch.append(env["MILLRACE_DATA_DIR"])
                 children.append(Child(name, bootstrap, env, repo))
         figures: dict[str, dict[str, list[float]]] = {c.name: {} for c in children}
         for c in children:
@@ -161,6 +164,8 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | 
         with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
             for database in databases:
                 server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        for directory in scratch:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def table(figures: dict[str, dict[str, list[float]]]) -> None:
@@ -206,8 +211,8 @@ def main() -> None:
     from tests.brokerproc import BrokerProcess
 
     scale = Scale("large", args.topics, args.partitions, args.groups)
-    broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="ccbench-broker-")),
-                           {"num.partitions": str(args.partitions)})
+    data = Path(tempfile.mkdtemp(prefix="ccbench-broker-"))
+    broker = BrokerProcess(data, {"num.partitions": str(args.partitions)})
     broker.start()
     try:
         started = time.perf_counter()
@@ -217,6 +222,7 @@ def main() -> None:
         run(broker.bootstrap, scale, args.cycles, args.profile, args.baseline)
     finally:
         broker.stop()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
