@@ -35,9 +35,12 @@ from .groups import (
 )
 from .lag import GroupLag, group_lag
 from .metadata import ClusterMetadata, TopicMetadata, TopicPartition, from_confluent
-from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetQuery
+from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetKind, OffsetQuery
 
 UNKNOWN_TOPIC = 3  # Kafka's UNKNOWN_TOPIC_OR_PART
+OFFSET_NOT_AVAILABLE = 78  # Kafka's: the leader cannot answer a ListOffsets yet
+# Queries whose answer may be -1: no record at or after that time (an empty partition).
+BY_TIME = (OffsetKind.TIMESTAMP, OffsetKind.MAX_TIMESTAMP)
 _RESOURCE = {ResourceKind.TOPIC: ConfigResource.Type.TOPIC,
              ResourceKind.BROKER: ConfigResource.Type.BROKER}
 
@@ -65,6 +68,11 @@ class ClusterClient:
         self._metadata: ClusterMetadata | None = None
         self._metadata_at = 0.0
         self._lock = threading.Lock()
+
+    def poll(self) -> None:
+        """Hands librdkafka's queued log lines to the `logger` of the config, if it has one
+        (confluent-kafka forwards them only on poll); without one they go to stderr."""
+        self.admin.poll(0)
 
     def _wait(self, future: Future[Any], topic: str | None = None,
               partition: int | None = None) -> Any:
@@ -190,8 +198,9 @@ class ClusterClient:
         a partition's own error is a value in the result, not an exception."""
         if not queries:
             return ListOffsetsResult()
+        specs = {q: q.spec() for q in set(queries.values())}  # one each: 10,000 cost 1 s
         futures = self.admin.list_offsets(
-            {KafkaTopicPartition(tp.topic, tp.partition): q.spec() for tp, q in queries.items()},
+            {KafkaTopicPartition(tp.topic, tp.partition): specs[q] for tp, q in queries.items()},
             **self._kw())
         found = ListOffsetsResult()
         for k, future in futures.items():
@@ -201,8 +210,16 @@ class ClusterClient:
             except ClusterRequestError as exc:
                 found.errors[tp] = exc
                 continue
-            found.offsets[tp] = ListedOffset(int(info.offset), int(info.timestamp),
-                                             info.leader_epoch)
+            offset = int(info.offset)
+            if offset < 0 and not (offset == -1 and queries[tp].kind in BY_TIME):
+                # librdkafka answers a partition whose leader it could not reach with
+                # OFFSET_INVALID (-1001) and no error: no offset was read, so say so.
+                found.errors[tp] = ClusterRequestError(
+                    OFFSET_NOT_AVAILABLE, "OFFSET_NOT_AVAILABLE",
+                    f"the leader of {tp} gave no {queries[tp].kind} offset (got {offset})",
+                    tp.topic, tp.partition, retriable=True)
+                continue
+            found.offsets[tp] = ListedOffset(offset, int(info.timestamp), info.leader_epoch)
         return found
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> ListOffsetsResult:

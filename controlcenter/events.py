@@ -148,11 +148,19 @@ def _rows_message(rows: Rows, items: list[dict[str, str | None]]) -> str:
 
 
 def render(kind: str, key: str | None = None) -> list[str]:
-    """Every registered fragment of the kind, rendered once, as the JSON sent to browsers."""
-    return [
-        fragment_message(f.element_id, render_to_string(f.template, dict(f.context(key))))
-        for f in fragments(kind)
-    ]
+    """Every registered fragment of the kind, rendered once, as the JSON sent to browsers.
+
+    Fragments that share a context function (a topic's summary, map and partitions) share
+    one call of it: the collector renders hundreds of changed objects a cycle, and each
+    context is a few queries (a round trip each on PostgreSQL)."""
+    contexts: dict[Context, Mapping[str, Any]] = {}
+    messages = []
+    for f in fragments(kind):
+        if f.context not in contexts:
+            contexts[f.context] = f.context(key)
+        messages.append(fragment_message(f.element_id,
+                                         render_to_string(f.template, dict(contexts[f.context]))))
+    return messages
 
 
 def fragment_message(element_id: str, html: str) -> str:

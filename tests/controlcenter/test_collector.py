@@ -4,6 +4,7 @@ live pushes, and a cluster that stops answering and comes back."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 import uuid
@@ -210,6 +211,7 @@ def test_changed_objects_are_pushed_as_fragments_rendered_once(kafka_bootstrap: 
     try:
         with override_settings(KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap):  # ClusterState.current()
             collector.cycle()
+            assert collector.pusher.wait()  # rendered off the cycle, on the pusher's thread
         message = json.loads(async_to_sync(layer.receive)(channel)["text"])
         assert message["type"] == "fragment" and message["id"] == "cluster-health"
         assert "Brokers" in message["html"]
@@ -237,3 +239,74 @@ def test_partition_and_topic_sizes_come_from_the_leaders_metrics(tmp_path: Path)
                  .values_list("partition", "size_bytes"))
     assert sizes == on_disk and all(on_disk.values())
     assert TopicState.objects.get(name=topic).size_bytes == sum(on_disk.values())
+
+
+def test_fragments_that_share_a_context_read_it_once_per_push(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str | None] = []
+
+    def context(key: str | None) -> dict[str, object]:
+        calls.append(key)
+        return {"cluster": None}
+
+    events.fragments("subject")  # the real registrations first, then ours in their place
+    monkeypatch.setitem(events._FRAGMENTS, "subject", [])
+    for element_id in ("first", "second"):
+        events.register_fragment("subject", element_id,
+                                 "controlcenter/fragments/cluster_health.html", context)
+    messages = [json.loads(m) for m in events.render("subject", "orders-value")]
+    assert [m["id"] for m in messages] == ["first", "second"]
+    assert calls == ["orders-value"]
+
+
+def test_the_platforms_history_topics_are_internal_last_and_hidden(
+        kafka_bootstrap: str) -> None:
+    from controlcenter.pages.overview import busiest_topics_context
+    from controlcenter.pages.topics import search_topics
+
+    topic = new_topic("user")
+    create_topic(kafka_bootstrap, topic)
+    produce(kafka_bootstrap, topic, 3)
+    collector = collector_for(kafka_bootstrap)
+    try:
+        collector.cycle()  # creates the history topics
+        collector.cycle()
+    finally:
+        collector.close()
+    platform = set(records.TOPIC_SETTINGS)
+    flags = dict(TopicState.objects.values_list("name", "internal"))
+    assert {flags[name] for name in platform} == {True} and flags[topic] is False
+    shown = {t.name for t in search_topics("", show_internal=False)}
+    assert topic in shown and not platform & shown
+    assert platform <= {t.name for t in search_topics("", show_internal=True)}
+    overview = [t.internal for t in busiest_topics_context(None)["topics"]]
+    assert overview == sorted(overview)  # user topics first, however busy the history is
+
+
+def test_pushes_that_pile_up_during_a_render_go_out_once_in_the_next_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from controlcenter.management.collector.pushes import Pusher
+
+    batches: list[list[tuple[str, str | None]]] = []
+    rendering, release = threading.Event(), threading.Event()
+
+    def publish_changes(changed: list[tuple[str, str | None]]) -> int:
+        batches.append(list(changed))
+        rendering.set()
+        release.wait(10)
+        if len(batches) == 1:
+            raise RuntimeError("a template failed")  # logged; the pushes go on
+        return len(changed)
+
+    monkeypatch.setattr(events, "publish_changes", publish_changes)
+    pusher = Pusher()
+    try:
+        pusher.submit([("group", "a")])
+        assert rendering.wait(10)
+        for key in ("b", "c", "b"):  # arrive while "a" renders
+            pusher.submit([("group", key), ("groups", None)])
+        release.set()
+        assert pusher.wait(10)
+    finally:
+        pusher.close()
+    assert batches == [[("group", "a")], [("group", "b"), ("groups", None), ("group", "c")]]

@@ -13,15 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokercluster.client import BrokerProcess
-from clusterclient import ConsumerGroup, TopicPartition, group_lag
+from clusterclient import ConsumerGroup, PartitionLag, TopicPartition, group_lag
 from clusterclient.offsets import ListedOffset, ListOffsetsResult
 from controlcenter.management.collector.sampler import TOPIC_BYTES_IN, Reading
 from laganalysis.burrow import PartitionStatus, Status, Thresholds, group_status, partition_status
-from laganalysis.records import LagSample
+from laganalysis.records import TOPIC_SETTINGS, LagSample
 from laganalysis.timelag import LookupTable, Point
 from laganalysis.window import PartitionWindow
 
 Row = dict[str, Any]
+# The platform's own topics (the history topics, one "_") are internal like Kafka's "__"
+# ones: listed last and hidden by default, so they never lead a fresh platform's pages.
+PLATFORM_TOPICS = frozenset(TOPIC_SETTINGS)
 GTP = tuple[str, str, int]
 
 
@@ -47,6 +50,8 @@ class Analyzer:
 
     def analyze(self, reading: Reading) -> Snapshot:
         for tp, end in reading.log_end.items():
+            if tp in reading.stale:
+                continue  # the last good end, not one read at this time
             table = self.tables.get(tp, LookupTable())
             self.tables[tp] = table.add(Point(end, reading.at))[0]
         for gone in set(self.tables) - set(reading.log_end):
@@ -76,6 +81,8 @@ class Analyzer:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition)
                 end = reading.log_end.get(tp)
+                rate = None if tp in reading.stale else self._rate(reading.at, end,
+                                                                   before.get(tp))
                 rows[(topic.name, p.partition)] = {
                     "leader": None if p.offline else p.leader,
                     "replicas": list(p.replicas), "isr": list(p.isr),
@@ -83,7 +90,7 @@ class Analyzer:
                     "under_min_isr": not p.offline and len(p.isr) < min_isr,
                     "log_start_offset": reading.log_start.get(tp), "log_end_offset": end,
                     "size_bytes": reading.log_size.get(tp),
-                    "messages_in_per_sec": self._rate(reading.at, end, before.get(tp)),
+                    "messages_in_per_sec": rate,
                 }
         return rows
 
@@ -99,7 +106,8 @@ class Analyzer:
             rates = [r["messages_in_per_sec"] for r in parts
                      if r["messages_in_per_sec"] is not None]
             rows[name] = {
-                "internal": topic.internal, "partitions": len(topic.partitions),
+                "internal": topic.internal or name in PLATFORM_TOPICS,
+                "partitions": len(topic.partitions),
                 "replication_factor": max((len(p.replicas) for p in topic.partitions), default=0),
                 "under_replicated": sum(r["under_replicated"] for r in parts),
                 "offline": sum(r["offline"] for r in parts),
@@ -205,25 +213,25 @@ class Analyzer:
             for part in lag.partitions:
                 key = (group_id, part.topic, part.partition)
                 seen.add(key)
-                row, status, secs = self._partition_lag(reading, group, key, part)
+                observed = _observed(reading, part)
+                row, status, secs = self._partition_lag(reading, key, part, observed)
                 lags[key], statuses[key], seconds[key] = row, status, secs
-                if part.committed_offset is not None and part.log_end_offset is not None:
+                if observed is not None:
                     samples.append(LagSample(group_id, part.topic, part.partition,
-                                             int(reading.at * 1000), part.committed_offset,
-                                             part.log_end_offset, row["lag"], secs,
-                                             status.status))
+                                             int(reading.at * 1000), *observed, row["lag"],
+                                             secs, status.status))
             groups[group_id] = self._group_row(group, lag.partitions, statuses, seconds)
         for gone in set(self.windows) - seen:
             del self.windows[gone]
         return groups, lags, samples
 
-    def _partition_lag(self, reading: Reading, group: ConsumerGroup, key: GTP, part: Any
+    def _partition_lag(self, reading: Reading, key: GTP, part: Any,
+                       observed: tuple[int, int] | None
                        ) -> tuple[Row, PartitionStatus, float | None]:
         tp = TopicPartition(key[1], key[2])
         window = self.windows.get(key, PartitionWindow())
-        if part.committed_offset is not None and part.log_end_offset is not None:
-            window = window.observe(reading.at, part.committed_offset, part.log_end_offset,
-                                    owned=part.member is not None)
+        if observed is not None:
+            window = window.observe(reading.at, *observed, owned=part.member is not None)
             self.windows[key] = window
         status = partition_status(window, reading.at, self.thresholds)
         if not window.samples:
@@ -257,6 +265,16 @@ class Analyzer:
             "max_lag_seconds": max(known) if known else None,
             "status": overall.status.name, "complete": overall.complete,
         }
+
+
+def _observed(reading: Reading, part: PartitionLag) -> tuple[int, int] | None:
+    """(committed, end) when both were read this cycle: a stale end (its leader did not
+    answer) or stale groups are shown, never observed or sampled as new."""
+    if part.committed_offset is None or part.log_end_offset is None or reading.groups_stale:
+        return None
+    if TopicPartition(part.topic, part.partition) in reading.stale:
+        return None
+    return part.committed_offset, part.log_end_offset
 
 
 def _total(values: list[Any]) -> Any:

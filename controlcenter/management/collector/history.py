@@ -17,8 +17,9 @@ from confluent_kafka import KafkaException, Producer
 from clusterclient import ClusterClient, ClusterRequestError, ClusterUnavailable
 from laganalysis import records
 
-log = logging.getLogger(__name__)
+from . import clientlog
 
+log = logging.getLogger(__name__)
 
 class HistoryTopics:
     def __init__(self, client: ClusterClient) -> None:
@@ -27,6 +28,11 @@ class HistoryTopics:
             "bootstrap.servers": client.bootstrap_servers, "client.id": "millrace-collector",
             "linger.ms": 50, "compression.type": "lz4", "queue.buffering.max.messages": 1000000,
             "message.timeout.ms": 60000,
+            # While a broker (or the whole cluster) is down librdkafka retries its connection
+            # from 100 ms on and logs every refusal: back off further (history can wait; a
+            # record has a minute), and log through clientlog, rate-limited.
+            "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 30000,
+            "logger": clientlog.librdkafka,
         })
         self.ready = False
         self.failed = 0
@@ -57,6 +63,10 @@ class HistoryTopics:
             self._produce(records.LAG_SAMPLES_TOPIC, *records.encode_lag_sample(sample))
         for event in events:
             self._produce(records.CLUSTER_EVENTS_TOPIC, *records.encode_cluster_event(event))
+
+    def poll(self) -> None:
+        """Serves delivery reports and librdkafka's log lines (the collector polls every
+        cycle, even one that found the cluster unreachable)."""
         self.producer.poll(0)
 
     def _produce(self, topic: str, key: bytes, value: bytes) -> None:

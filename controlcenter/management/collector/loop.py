@@ -15,10 +15,11 @@ from clusterclient import ClusterClient, ClusterRequestError, ClusterUnavailable
 from controlcenter import events
 from laganalysis.retention import DEFAULT_POLICY, Policy
 
-from . import detect
+from . import clientlog, detect
 from .analysis import Analyzer, Snapshot
 from .history import HistoryTopics
 from .metrics import LagMetrics
+from .pushes import Pusher
 from .sampler import Sampler
 from .store import Store
 
@@ -36,6 +37,23 @@ class CollectorConfig:
     history_topics: bool = True
 
 
+class PhaseClock:
+    """Seconds spent in each step of one cycle."""
+
+    def __init__(self) -> None:
+        self.started = self.mark = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> dict[str, float]:
+        now = time.monotonic()
+        self.laps[name] = now - self.mark
+        self.mark = now
+        return self.laps
+
+    def total(self) -> float:
+        return time.monotonic() - self.started
+
+
 class Collector:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
@@ -49,48 +67,68 @@ class Collector:
         # Twice the interval (at least 5 s, above the brokers' session timeout) keeps a
         # 10,000-partition ListOffsets (2-4 s here) well inside it.
         probe = max(1.0, config.interval / 2)
-        self.client = ClusterClient(config.bootstrap_servers, {"client.id": "millrace-collector"},
-                                    timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
+        self.client = ClusterClient(config.bootstrap_servers, {
+            "client.id": "millrace-collector", "logger": clientlog.librdkafka,
+            "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 30000,
+        }, timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
         self.sampler = Sampler(self.client, config.supervisor_dir, probe_timeout=probe)
         self.analyzer = Analyzer()
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
         self.history = HistoryTopics(self.client) if config.history_topics else None
         self.metrics = LagMetrics(config.cluster_name)
+        self.pusher = Pusher()  # renders and sends what changed, off the cycle
         self.reachable: bool | None = None  # None until the first cycle
         self.last_compaction = 0.0
         self.cycles = 0
+        self.phases: dict[str, float] = {}  # the last cycle's seconds by step
         # The last snapshot pushed to browsers. Unlike store.previous it survives an
         # unreachable spell, so the first cycle after one still pushes every topic, broker and
         # group whose rows changed meanwhile (a failover's new leaders and ISRs).
         self.published: Snapshot | None = None
 
     def cycle(self) -> float:
-        """One sample of the cluster into every output; returns how long it took."""
-        started = time.monotonic()
+        """One sample of the cluster into every output; returns how long it took.
+        `phases` says where the time went (seconds by step), for the slow-cycle log."""
+        clock = PhaseClock()
         close_old_connections()
         try:
             reading = self.sampler.read()
         except (ClusterUnavailable, ClusterRequestError, KafkaException) as exc:
             self._unreachable(str(exc))
-            return time.monotonic() - started
+            self._poll_clients()
+            self.phases = clock.lap("read")
+            return clock.total()
+        clock.lap("read")
         snap = self.analyzer.analyze(reading)
-        before = self.store.previous
-        cluster_events = detect.cluster_events(before, snap)
+        cluster_events = detect.cluster_events(self.store.previous, snap)
         changed = detect.live_changes(self.published, snap)
-        self.store.write(snap, time.monotonic() - started, self.config.interval, cluster_events)
+        clock.lap("analyze")
+        self.store.write(snap, clock.total(), self.config.interval, cluster_events)
         self.metrics.snapshot = snap
+        clock.lap("write")
         if self.history is not None:
             self.history.append(snap.lag_samples, cluster_events)
+        self._poll_clients()
+        clock.lap("history")
         if self.reachable is not True:
             events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
             self.reachable = True
-        events.publish_changes(changed)
+        self.pusher.submit(changed)
         self.published = snap
+        clock.lap("publish")
         if time.time() - self.last_compaction >= COMPACT_EVERY_S:
             self.store.compact(time.time())
             self.last_compaction = time.time()
+            clock.lap("compact")
         self.cycles += 1
-        return time.monotonic() - started
+        self.phases = clock.laps
+        return clock.total()
+
+    def _poll_clients(self) -> None:
+        """librdkafka's log lines reach clientlog's logger only on poll."""
+        self.client.poll()
+        if self.history is not None:
+            self.history.poll()
 
     def _unreachable(self, error: str) -> None:
         log.warning("cluster %s unreachable: %s", self.config.bootstrap_servers, error)
@@ -99,7 +137,7 @@ class Collector:
         if self.reachable is not False:
             text = f"Cluster {self.config.bootstrap_servers} is not answering: {error}"
             events.publish(events.ALWAYS, events.banner_message("error", text))
-            events.publish_changes([("overview", None)])
+            self.pusher.submit([("overview", None)])
             self.reachable = False
 
     def run(self, stop: threading.Event) -> None:
@@ -108,11 +146,13 @@ class Collector:
             started = time.monotonic()
             took = self.cycle()
             if took > self.config.interval:
-                log.warning("collector cycle took %.2fs, longer than the %.1fs interval",
-                            took, self.config.interval)
+                log.warning("collector cycle took %.2fs, longer than the %.1fs interval (%s)",
+                            took, self.config.interval,
+                            ", ".join(f"{k} {v:.2f}s" for k, v in self.phases.items()))
             stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
 
     def close(self) -> None:
+        self.pusher.close()
         if self.history is not None:
             self.history.close()
         self.sampler.close()

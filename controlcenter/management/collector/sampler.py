@@ -2,11 +2,11 @@
 
 Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
 answered within half an interval or the cluster is unreachable), a batched ListOffsets for
-the end of every partition (and once a minute one for their log starts), ListGroups, one
-DescribeGroups for all groups, OffsetFetch for all groups in flight at once, and topic
-configs (min.insync.replicas) for topics not seen before. For the built-in cluster also the
-supervisor's process states and each running broker's Prometheus endpoint (bytes in/out,
-messages in, active controller, each partition's log size).
+the end of every partition (and once a minute one for their log starts), and meanwhile
+ListGroups, one DescribeGroups for all groups, OffsetFetch for all groups in flight at once;
+then topic configs (min.insync.replicas) for topics not seen before. For the built-in
+cluster also the supervisor's process states and each running broker's Prometheus endpoint
+(bytes in/out, messages in, active controller, each partition's log size).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from clusterclient import (
     ClusterClient,
     ClusterMetadata,
     ClusterRequestError,
+    ClusterUnavailable,
     ConsumerGroup,
     TopicPartition,
 )
@@ -60,6 +61,9 @@ class Reading:
     processes: dict[int, BrokerProcess] | None = None  # None: not the built-in cluster
     broker_counters: dict[int, dict[str, float]] = field(default_factory=dict)
     log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
+    # Partitions whose offsets are the last good ones, not this cycle's (no answer).
+    stale: frozenset[TopicPartition] = frozenset()
+    groups_stale: bool = False  # groups and committed offsets are the last good ones
 
 
 @dataclass
@@ -78,9 +82,13 @@ class Sampler:
         self.supervisor = SupervisorClient(supervisor_dir, timeout=5.0) if supervisor_dir else None
         self.metrics_timeout = metrics_timeout
         self.min_isr: dict[str, int] = {}  # topic configs change rarely: read once per topic
-        self.log_start: dict[TopicPartition, int] = {}
+        self.log_start: dict[TopicPartition, int] = {}  # the last good offsets
+        self.log_end: dict[TopicPartition, int] = {}
+        self.last_groups: tuple[dict[str, ConsumerGroup],
+                                dict[str, dict[TopicPartition, int]]] | None = None
         self.log_start_read = -math.inf  # monotonic time all log starts were last read
-        self.pool = ThreadPoolExecutor(4, thread_name_prefix="collector-io")
+        # Supervisor status, one scrape per broker, the groups' reads and their describe.
+        self.pool = ThreadPoolExecutor(8, thread_name_prefix="collector-io")
 
     def read(self) -> Reading:
         """Raises clusterclient.ClusterUnavailable when the cluster does not answer."""
@@ -88,42 +96,76 @@ class Sampler:
         metadata = self.client.metadata(refresh=True, timeout=self.probe_timeout)
         procs = processes.result()
         scrapes = self._scrape_brokers(metadata, procs)  # in flight while offsets are read
-        partitions = [TopicPartition(t.name, p.partition) for t in metadata.topics.values()
-                      for p in t.partitions if not p.offline]
+        partitions = [TopicPartition(p.topic, p.partition) for p in metadata.partitions]
+        groups_read = self.pool.submit(self._groups_or_last)  # while the offsets are read
         at = time.time()
-        ends = {tp: o.offset for tp, o in
-                self.client.list_offsets(dict.fromkeys(partitions, LATEST)).offsets.items()}
-        starts = self._log_starts(partitions, ends)
-        groups, committed = self._groups()
+        fresh = self._read_log_ends([TopicPartition(p.topic, p.partition)
+                                     for p in metadata.partitions if not p.offline])
+        self._read_log_starts(fresh)
+        self._forget(partitions)
+        groups, committed, groups_stale = groups_read.result()
         self._read_min_isr(metadata)
         scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
-            at=at, metadata=metadata, log_start=starts, log_end=ends,
+            at=at, metadata=metadata, log_start=dict(self.log_start), log_end=dict(self.log_end),
             groups=groups, committed=committed,
             min_isr={t: self.min_isr.get(t, 1) for t in metadata.topics},
             processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
             log_size=_leaders_sizes(metadata, scraped),
+            stale=frozenset(tp for tp in partitions if tp not in fresh),
+            groups_stale=groups_stale,
         )
 
-    def _log_starts(self, partitions: list[TopicPartition], ends: dict[TopicPartition, int]
-                    ) -> dict[TopicPartition, int]:
-        """Log start offsets: all of them once a minute, and at once those of partitions not
-        seen before or whose end fell below the start we knew (a topic deleted and created
-        again). Only retention and DeleteRecords move a log start, and at 10,000 partitions
-        a ListOffsets costs seconds of the interval."""
+    def _read_log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The end offsets that were answered this cycle. A partition without an answer (its
+        leader just died, or it is offline) keeps its last good offsets: a failed answer
+        is never mixed with a good one."""
+        answer = self.client.list_offsets(dict.fromkeys(partitions, LATEST))
+        if answer.errors:
+            first = min(answer.errors)
+            log.info("%d partitions without an end offset this cycle (%s: %s); their last good "
+                     "offsets stay", len(answer.errors), first, answer.errors[first].code_name)
+        fresh = {tp: o.offset for tp, o in answer.offsets.items()}
+        self.log_end.update(fresh)
+        return fresh
+
+    def _read_log_starts(self, ends: dict[TopicPartition, int]) -> None:
+        """Log start offsets of the partitions whose end was just read: all of them once a
+        minute, and at once those not seen before or whose end fell below the start we knew
+        (a topic deleted and created again). Only retention and DeleteRecords move a log
+        start, and at 10,000 partitions a ListOffsets costs seconds of the interval."""
         due = time.monotonic() - self.log_start_read >= LOG_START_EVERY_S
-        wanted = partitions if due else [
-            tp for tp in partitions if tp not in self.log_start
-            or self.log_start[tp] > ends.get(tp, self.log_start[tp])]
+        wanted = list(ends) if due else [
+            tp for tp, end in ends.items() if self.log_start.get(tp, end + 1) > end]
         if wanted:
             found = self.client.list_offsets(dict.fromkeys(wanted, EARLIEST))
             self.log_start.update((tp, o.offset) for tp, o in found.offsets.items())
             if due:
                 self.log_start_read = time.monotonic()
+        for tp in wanted:  # a start past the end is an old topic's: better unknown than wrong
+            if self.log_start.get(tp, 0) > ends[tp]:
+                del self.log_start[tp]
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
         current = set(partitions)
-        for gone in [tp for tp in self.log_start if tp not in current]:
-            del self.log_start[gone]
-        return dict(self.log_start)
+        for known in (self.log_start, self.log_end):
+            for gone in [tp for tp in known if tp not in current]:
+                del known[gone]
+
+    def _groups_or_last(self) -> tuple[dict[str, ConsumerGroup],
+                                       dict[str, dict[TopicPartition, int]], bool]:
+        """The groups and their committed offsets, and whether they are the last good ones:
+        a broker that just died leaves ListGroups (sent to every broker) or a group's
+        coordinator without an answer while the cluster answers Metadata. That is a partial
+        answer, not an unreachable cluster; the groups shown keep their last good values."""
+        try:
+            self.last_groups = self._groups()
+        except (ClusterUnavailable, ClusterRequestError) as exc:
+            if self.last_groups is None:
+                raise
+            log.info("consumer groups not read this cycle (%s); the last good ones stay", exc)
+            return (*self.last_groups, True)
+        return (*self.last_groups, False)
 
     def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
         ids = [g.group_id for g in self.client.list_groups()]
@@ -131,11 +173,13 @@ class Sampler:
             return {}, {}
         described = self.pool.submit(self.client.describe_groups, ids)
         offsets = self.client.committed_offsets_many(ids)
+        last = self.last_groups[1] if self.last_groups else {}
         committed = {}
         for group_id, found in offsets.items():
-            if found.error is not None:
-                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
             committed[group_id] = found.offsets
+            if found.error is not None:  # its coordinator died: its last good offsets stay
+                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
+                committed[group_id] = last.get(group_id, {})
         return described.result(), committed
 
     def _read_min_isr(self, metadata: ClusterMetadata) -> None:

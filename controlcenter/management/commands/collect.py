@@ -40,6 +40,7 @@ class Command(BaseCommand):
         try:
             if opts["once"]:
                 took = collector.cycle()
+                collector.pusher.wait()  # its live pushes too, before close drops them
                 self.stdout.write(f"one cycle in {took:.3f}s")
                 return
             if opts["metrics_port"]:
