@@ -131,7 +131,10 @@ class PartitionState(models.Model):
 
 class GroupState(models.Model):
     group_id = models.CharField(max_length=255, unique=True)
-    state = models.CharField(max_length=40)  # Stable, Empty, PreparingRebalance, Dead, ...
+    # clusterclient's GroupType and GroupState values: classic/consumer; STABLE, EMPTY,
+    # PREPARING_REBALANCE, ASSIGNING, RECONCILING, DEAD, UNKNOWN, ...
+    group_type = models.CharField(max_length=16, default="classic", db_default="classic")
+    state = models.CharField(max_length=40)
     protocol_type = models.CharField(max_length=80, blank=True, default="")
     protocol = models.CharField(max_length=80, blank=True, default="")  # assignor
     members = models.IntegerField(default=0)
