@@ -11,12 +11,16 @@ from collections.abc import Iterator
 import confluent_kafka
 import pytest
 from django.test import Client
+from playwright.sync_api import expect
 
 from controlcenter.models import GroupPartitionLag, GroupState
+from tests.controlcenter.browser import Browser
 from tests.controlcenter.test_collector import collector_for, create_topic, own_hub, produce
+from tests.controlcenter.test_group_browser import cluster_server, collector, tab, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["own_hub"]  # the collector tests' fixture: a channel layer hub of its own
+# Fixtures of the collector tests (a channel-layer hub of its own) and the browser tests.
+__all__ = ["cluster_server", "collector", "own_hub", "tab"]
 
 TOPIC_PARTITIONS = 2
 
@@ -47,9 +51,9 @@ def members(kafka_bootstrap: str) -> Iterator[dict[str, tuple[str, Member]]]:
     topic = f"kinds-{uuid.uuid4().hex[:8]}"
     create_topic(kafka_bootstrap, topic, partitions=TOPIC_PARTITIONS)
     produce(kafka_bootstrap, topic, 10, partitions=TOPIC_PARTITIONS)
-    found = {}
+    found, suffix = {}, uuid.uuid4().hex[:8]
     for protocol in ("classic", "consumer"):
-        group = f"{protocol}-{uuid.uuid4().hex[:8]}"
+        group = f"{protocol}-{suffix}"
         member = Member(kafka_bootstrap, topic, group, protocol)
         member.consume_and_commit(10)
         found[protocol] = (group, member)
@@ -108,3 +112,19 @@ def test_the_groups_page_and_api_show_the_type_and_the_real_state(
     types = {g["group_id"]: g["type"] for g in client.get(
         "/api/v1/groups/", {"q": consumer}).json()["results"]}
     assert types == {consumer: "consumer"}
+
+
+def test_the_groups_list_in_a_browser_shows_a_classic_and_a_consumer_group(
+        tab: Browser, collector: None, members: dict[str, tuple[str, Member]]) -> None:
+    classic, consumer = members["classic"][0], members["consumer"][0]
+    wait_for(tab.page, lambda: GroupState.objects.filter(
+        group_id__in=[classic, consumer]).count() == 2, "the collector sees both groups")
+    tab.visit(f"/groups/?q={classic.split('-')[1]}&sort=type")
+    tab.snap("groups-of-both-protocols")
+    for group, protocol in ((classic, "classic"), (consumer, "consumer")):
+        cells = tab.page.locator(f'tr[data-group="{group}"] td')
+        expect(cells.nth(2)).to_have_text(protocol)
+        expect(cells.nth(3)).to_have_text("STABLE")
+    tab.visit(f"/groups/{consumer}/")
+    tab.snap("consumer-group")
+    expect(tab.page.locator('#group-summary [data-field="type"]')).to_have_text("consumer")
