@@ -196,6 +196,8 @@ def test_groups_of_both_protocols_come_with_their_type_state_and_assignments(
     listed = {g.group_id: g for g in client.list_groups()}
     assert (listed[classic].type, listed[consumer].type) == (GroupType.CLASSIC,
                                                               GroupType.CONSUMER)
+    only = {g.group_id for g in client.list_groups(types=[GroupType.CONSUMER])}
+    assert consumer in only and classic not in only
     described = client.describe_groups([classic, consumer])
     old, new = described[classic], described[consumer]
     assert (old.type, old.state, new.type, new.state) == (
