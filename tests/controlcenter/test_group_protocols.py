@@ -105,12 +105,12 @@ def test_the_groups_page_and_api_show_the_type_and_the_real_state(
     assert 'data-field="type">consumer<' in page and 'data-field="state">STABLE<' in page
     assert "consumer-app" in page  # the member and its assigned partitions
 
-    api = client.get(f"/api/v1/groups/{consumer}/").json()
+    api = client.get(f"/api/v1/groups/{consumer}").json()
     assert (api["type"], api["state"], api["protocol"]) == ("consumer", "STABLE", "uniform")
     assert {m["client_id"] for m in api["members_detail"]} == {"consumer-app"}
     assert len(api["members_detail"][0]["assignment"]) == TOPIC_PARTITIONS
     types = {g["group_id"]: g["type"] for g in client.get(
-        "/api/v1/groups/", {"q": consumer}).json()["results"]}
+        "/api/v1/groups", {"q": consumer}).json()["results"]}
     assert types == {consumer: "consumer"}
 
 
