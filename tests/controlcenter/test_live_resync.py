@@ -10,14 +10,19 @@ from urllib.parse import quote
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from playwright.sync_api import expect
 
 from controlcenter.asgi import application
+from controlcenter.models import ClusterState, GroupState
+from tests.controlcenter.browser import Browser
 from tests.controlcenter.cluster_snapshot import seed
+from tests.controlcenter.test_group_browser import cluster_server, tab
 from tests.controlcenter.test_group_pages import seed_lagging_group
 from tests.controlcenter.test_live import ORIGIN, own_hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["own_hub"]  # the live tests' fixture: a channel-layer hub of this test's own
+# Fixtures: a channel-layer hub of the test's own; the real app served to Chromium.
+__all__ = ["cluster_server", "own_hub", "tab"]
 TOPICS = f"groups,{quote('group.billing/eu', safe='')}"
 
 
@@ -61,3 +66,28 @@ async def test_a_first_connect_gets_nothing_until_something_changes(
     page = await connect(f"topics={TOPICS}")
     assert await received(page) == []
     await page.disconnect()
+
+
+def test_a_page_that_lost_its_socket_shows_what_changed_meanwhile(
+        tab: Browser, unreachable_cluster_with_a_group: None) -> None:
+    page = tab.page
+    tab.visit("/groups/billing/eu/")
+    expect(page.locator("#live-indicator")).to_have_attribute("data-state", "live")
+    expect(page.locator("#banner-cluster")).to_have_count(1)
+    page.evaluate("window.__notReloaded = true")
+    # While the socket is down, the cluster comes back and the group's lag changes; the
+    # pushes of those changes went to sockets that were open then, not to this page.
+    page.evaluate("""async () => {
+        const { live } = await import('/static/js/live.js');
+        live.stop();
+    }""")
+    ClusterState.objects.update(reachable=True, last_error="")
+    GroupState.objects.filter(group_id="billing/eu").update(total_lag=999)
+    page.evaluate("""async () => {
+        const { live } = await import('/static/js/live.js');
+        live.start();
+    }""")
+    expect(page.locator('#group-summary [data-field="total-lag"]')).to_have_text("999")
+    expect(page.locator("#banner-cluster")).to_have_count(0)
+    tab.snap("caught-up")
+    assert page.evaluate("window.__notReloaded") is True
