@@ -138,6 +138,8 @@ class GroupState(models.Model):
     protocol_type = models.CharField(max_length=80, blank=True, default="")
     protocol = models.CharField(max_length=80, blank=True, default="")  # assignor
     members = models.IntegerField(default=0)
+    # A consumer group's members that do not own their target assignment yet (KIP-848).
+    reconciling = models.IntegerField(default=0, db_default=0)
     coordinator = models.IntegerField(null=True)
     topics = models.IntegerField(default=0)  # topics with committed offsets
     partitions = models.IntegerField(default=0)

@@ -32,9 +32,12 @@ class GroupSerializer(serializers.ModelSerializer[GroupState]):
 
     class Meta:
         model = GroupState
-        fields = ["group_id", "type", "state", "status", "members", "protocol_type", "protocol",
+        fields = ["group_id", "type", "state", "status", "members", "reconciling",
+                  "protocol_type", "protocol",
                   "coordinator", "topics", "partitions", "total_lag", "max_lag",
                   "max_lag_seconds", "complete", "updated_at"]
+        extra_kwargs = {"reconciling": {"help_text": (
+            "consumer groups: members that do not own their target assignment yet")}}
 
 
 class PartitionLagSerializer(serializers.ModelSerializer[GroupPartitionLag]):

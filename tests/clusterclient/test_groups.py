@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, Node
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import ConsumerGroupDescription, MemberAssignment, MemberDescription
 
-from clusterclient import GroupState, GroupType
-from clusterclient.groups import group_state, group_type
+from clusterclient import GroupState, GroupType, TopicPartition
+from clusterclient.groups import group_from_confluent, group_state, group_type
 
 
 def test_confluent_states_take_kafkas_names() -> None:
@@ -33,3 +35,23 @@ def test_group_types_are_kafkas() -> None:
     assert group_type(ConsumerGroupType.CLASSIC) is GroupType.CLASSIC
     assert group_type(ConsumerGroupType.UNKNOWN) is GroupType.UNKNOWN
     assert group_type(None) is GroupType.UNKNOWN
+
+
+def assignment(*partitions: int) -> MemberAssignment:
+    return MemberAssignment([KafkaTopicPartition("orders", p) for p in partitions])
+
+
+def test_a_consumer_group_member_short_of_its_target_is_reconciling() -> None:
+    # What confluent-kafka builds from a ConsumerGroupDescribe answer mid-rebalance: the
+    # state it cannot name (UNKNOWN), one member still owning a partition it must give up.
+    description = ConsumerGroupDescription(
+        "g", False, [
+            MemberDescription("a", "c", "/h", assignment(0, 1), target_assignment=assignment(0)),
+            MemberDescription("b", "c", "/h", assignment(), target_assignment=assignment()),
+        ], "uniform", ConsumerGroupState.UNKNOWN, Node(1, "127.0.0.1", 9092),
+        type=ConsumerGroupType.CONSUMER)
+    group = group_from_confluent(description)
+    assert (group.type, group.state) == (GroupType.CONSUMER, GroupState.UNKNOWN)
+    first, second = group.members
+    assert first.reconciling and first.target_assignment == (TopicPartition("orders", 0),)
+    assert not second.reconciling

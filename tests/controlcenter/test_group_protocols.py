@@ -75,6 +75,7 @@ def test_the_collector_samples_a_consumer_protocol_group_as_a_classic_one(
             lags = GroupPartitionLag.objects.filter(group_id=row.group_id)
             assert {p.client_id for p in lags} == {f"{protocol}-app"}  # the owning member
         assert rows["consumer"].protocol == "uniform"  # the broker's server-side assignor
+        assert rows["consumer"].reconciling == 0  # its member owns its target
         assert rows["consumer"].status == rows["classic"].status  # Burrow's rules, alike
 
         group, member = members["consumer"]
@@ -103,10 +104,12 @@ def test_the_groups_page_and_api_show_the_type_and_the_real_state(
     assert listed.index(consumer) < listed.index(classic)  # sorted by type, descending
     page = client.get(f"/groups/{consumer}/").content.decode()
     assert 'data-field="type">consumer<' in page and 'data-field="state">STABLE<' in page
+    assert 'data-field="reconciling">0<' in page
     assert "consumer-app" in page  # the member and its assigned partitions
 
     api = client.get(f"/api/v1/groups/{consumer}").json()
-    assert (api["type"], api["state"], api["protocol"]) == ("consumer", "STABLE", "uniform")
+    assert (api["type"], api["state"], api["protocol"], api["reconciling"]) == (
+        "consumer", "STABLE", "uniform", 0)
     assert {m["client_id"] for m in api["members_detail"]} == {"consumer-app"}
     assert len(api["members_detail"][0]["assignment"]) == TOPIC_PARTITIONS
     types = {g["group_id"]: g["type"] for g in client.get(
