@@ -6,7 +6,14 @@ See README.md.
 from .client import ClusterClient
 from .configs import ConfigChange, ConfigEntry, ConfigOperation, ConfigSynonym, ResourceKind
 from .errors import ClusterRequestError, ClusterUnavailable
-from .groups import ConsumerGroup, GroupListing, GroupMember, GroupOffsets
+from .groups import (
+    ConsumerGroup,
+    GroupListing,
+    GroupMember,
+    GroupOffsets,
+    GroupState,
+    GroupType,
+)
 from .lag import GroupLag, PartitionLag, group_lag
 from .metadata import (
     Broker,
@@ -29,7 +36,8 @@ __all__ = [
     "EARLIEST", "LATEST", "MAX_TIMESTAMP", "Broker", "ClusterClient", "ClusterMetadata",
     "ClusterRequestError", "ClusterUnavailable", "ConfigChange", "ConfigEntry",
     "ConfigOperation", "ConfigSynonym", "ConsumerGroup", "GroupLag", "GroupListing",
-    "GroupMember", "GroupOffsets", "ListOffsetsResult", "ListedOffset", "OffsetKind",
+    "GroupMember", "GroupOffsets", "GroupState", "GroupType", "ListOffsetsResult",
+    "ListedOffset", "OffsetKind",
     "OffsetQuery", "PartitionLag", "PartitionMetadata", "ResourceKind", "TopicMetadata",
     "TopicPartition", "group_lag",
 ]

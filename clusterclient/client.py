@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -30,6 +30,7 @@ from .groups import (
     ConsumerGroup,
     GroupListing,
     GroupOffsets,
+    GroupType,
     group_from_confluent,
     listing_from_confluent,
 )
@@ -226,10 +227,13 @@ class ClusterClient:
         return self.list_offsets(dict.fromkeys(partitions, LATEST))
 
     # --- consumer groups --------------------------------------------------------------
-    def list_groups(self) -> list[GroupListing]:
-        """Every group of every broker. If some broker did not answer, the groups of the
-        others are returned; if none answered, its error is raised."""
-        listing = self._wait(self.admin.list_consumer_groups(**self._kw()))
+    def list_groups(self, types: Iterable[GroupType] = ()) -> list[GroupListing]:
+        """Every group of every broker, or of the given protocols only (ListGroups v5's
+        types filter). If some broker did not answer, the groups of the others are
+        returned; if none answered, its error is raised."""
+        kinds = {ConsumerGroupType[t.name] for t in types}
+        listing = self._wait(self.admin.list_consumer_groups(
+            **self._kw(), **({"types": kinds} if kinds else {})))
         if listing.errors and not listing.valid:
             raise translate(listing.errors[0])
         return sorted((listing_from_confluent(g) for g in listing.valid),

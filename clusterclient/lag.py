@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import ClusterRequestError
-from .groups import ConsumerGroup, GroupMember
+from .groups import ConsumerGroup, GroupMember, GroupState
 from .metadata import TopicPartition
 from .offsets import ListOffsetsResult
 
@@ -33,7 +33,7 @@ class PartitionLag:
 @dataclass(frozen=True)
 class GroupLag:
     group_id: str
-    state: str
+    state: GroupState
     partitions: tuple[PartitionLag, ...]  # sorted by topic, partition
     # End offsets that could not be read (an offline partition, say), per partition.
     errors: Mapping[TopicPartition, ClusterRequestError] = field(default_factory=dict)

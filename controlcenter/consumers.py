@@ -4,6 +4,13 @@ The consumer joins the event groups the page names (plus `cluster`, for the bann
 forwards what `events` publishes. It renders nothing: the collector rendered each fragment
 once for every browser in the group (events.py), so a message costs a socket write here.
 
+A socket that reconnects (`?resync=1`, which live.js adds after a lost connection) first
+gets what it may have missed: the cluster banner as it stands and the current fragments of
+each page group it names, read from the collector's tables. Pushes are sent once, on
+change, so without this a page would show a pre-outage value (or miss the "cluster
+unreachable" banner) until the next change. A first connect gets nothing: the page was
+rendered from the same tables a moment ago.
+
 The Messages page also asks this socket for its live tail ({"type": "tail", ...}, stopped
 by {"type": "untail"} or by closing): the browser follows this process's shared tail of
 the topic (livetail.py), whose pushes come straight to this socket.
@@ -15,12 +22,12 @@ import asyncio
 import json
 import logging
 from typing import Any
-from urllib.parse import parse_qs
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
 
-from controlcenter import events, livetail
+from controlcenter import events, live, livetail
 from controlcenter.access import may_view
 from controlcenter.messagebrowser import MessageQuery
 
@@ -50,6 +57,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self.channel_layer.group_add(group, self.channel_name)
             self.joined.append(group)
         await self.accept()
+        if b"resync=1" in self.scope.get("query_string", b"").split(b"&"):
+            for text in await database_sync_to_async(current_state)(
+                    live.parse_topics(self.scope["query_string"])):
+                await self.send(text_data=text)
 
     async def disconnect(self, code: int) -> None:
         self.stop_tail()
@@ -143,14 +154,29 @@ def tail_request(request: dict[str, Any]) -> tuple[str, MessageQuery, dict[int, 
 
 
 def subscriptions(query_string: bytes) -> list[str]:
-    """The Channels groups of `?topics=a,b` (comma-separated, repeatable), `cluster` first."""
-    query = parse_qs(query_string.decode("utf-8", "replace"))
-    names = [name.strip() for value in query.get("topics", []) for name in value.split(",")]
+    """The Channels groups of `?topics=a,b` (comma-separated, repeatable; a comma inside a
+    group id is sent as %2C), `cluster` first."""
     groups = [events.ALWAYS]
-    for name in filter(None, names):
+    for name in live.parse_topics(query_string):
         group = events.parse_subscription(name)
         if group not in groups:
             groups.append(group)
     if len(groups) > MAX_SUBSCRIPTIONS:
         raise ValueError(f"{len(groups)} event groups asked; at most {MAX_SUBSCRIPTIONS}")
     return groups
+
+
+def current_state(topics: list[str]) -> list[str]:
+    """The messages that bring a reconnected page up to date: the cluster banner (shown,
+    or cleared) and every fragment of each page group in `topics` as the collector would
+    push it now."""
+    from controlcenter.models import ClusterState  # models need the app registry
+    from controlcenter.pages.banners import cluster_banners
+
+    banners = cluster_banners(ClusterState.current())
+    texts = [json.dumps(live.banner(b.key, b.text, "warn" if b.level == "warn" else "error"))
+             for b in banners] or [events.banner_message("ok", "cluster reachable")]
+    for topic in topics:
+        kind, _, key = topic.partition(".")
+        texts.extend(events.render(kind, key or None))
+    return texts

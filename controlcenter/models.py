@@ -131,10 +131,15 @@ class PartitionState(models.Model):
 
 class GroupState(models.Model):
     group_id = models.CharField(max_length=255, unique=True)
-    state = models.CharField(max_length=40)  # Stable, Empty, PreparingRebalance, Dead, ...
+    # clusterclient's GroupType and GroupState values: classic/consumer; STABLE, EMPTY,
+    # PREPARING_REBALANCE, ASSIGNING, RECONCILING, DEAD, UNKNOWN, ...
+    group_type = models.CharField(max_length=16, default="classic", db_default="classic")
+    state = models.CharField(max_length=40)
     protocol_type = models.CharField(max_length=80, blank=True, default="")
     protocol = models.CharField(max_length=80, blank=True, default="")  # assignor
     members = models.IntegerField(default=0)
+    # A consumer group's members that do not own their target assignment yet (KIP-848).
+    reconciling = models.IntegerField(default=0, db_default=0)
     coordinator = models.IntegerField(null=True)
     topics = models.IntegerField(default=0)  # topics with committed offsets
     partitions = models.IntegerField(default=0)

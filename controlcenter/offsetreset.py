@@ -17,12 +17,18 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from clusterclient import EARLIEST, LATEST, ClusterClient, OffsetQuery, TopicPartition
+from clusterclient import (
+    EARLIEST,
+    LATEST,
+    ClusterClient,
+    GroupState,
+    GroupType,
+    OffsetQuery,
+    TopicPartition,
+)
 from controlcenter.models import PartitionLagHistory
 from laganalysis.timelag import LookupTable, Point
 
-# Kafka's rule: offsets of a group can be altered only while it has no active members.
-INACTIVE_STATES = frozenset({"EMPTY", "DEAD"})
 HISTORY_POINTS = 500  # of the group's own end-offset history, per partition
 
 
@@ -98,14 +104,17 @@ class PartitionReset:
 @dataclass(frozen=True)
 class ResetPlan:
     group_id: str
-    state: str  # clusterclient's group state name: EMPTY, STABLE, DEAD, ...
+    state: GroupState
+    type: GroupType
     members: int
     spec: ResetSpec
     partitions: tuple[PartitionReset, ...]
 
     @property
     def may_execute(self) -> bool:
-        return self.state in INACTIVE_STATES
+        """Kafka's rule, for groups of either protocol: offsets are altered only while the
+        group has no active members (Empty or Dead)."""
+        return not self.state.active
 
     @property
     def refusal(self) -> str:
@@ -139,7 +148,8 @@ def plan_reset(client: ClusterClient, group_id: str, spec: ResetSpec,
             tp.topic, tp.partition, current, target, start, end,
             None if current is None else _seconds(tables[tp], current, end, now),
             _seconds(tables[tp], target, end, now)))
-    return ResetPlan(group_id, group.state, len(group.members), spec, tuple(rows))
+    return ResetPlan(group_id, group.state, group.type, len(group.members), spec,
+                     tuple(rows))
 
 
 def _partitions(client: ClusterClient, spec: ResetSpec,

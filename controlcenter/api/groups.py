@@ -21,11 +21,23 @@ from controlcenter.pages import groups as pages
 
 
 class GroupSerializer(serializers.ModelSerializer[GroupState]):
+    type = serializers.CharField(
+        source="group_type", read_only=True,
+        help_text="the group protocol, as Kafka's GroupType: classic, or consumer (KIP-848)")
+    state = serializers.CharField(
+        read_only=True,
+        help_text="Kafka's GroupState: EMPTY, STABLE, DEAD; PREPARING_REBALANCE, "
+                  "COMPLETING_REBALANCE (classic); ASSIGNING, RECONCILING (consumer); "
+                  "UNKNOWN when the client cannot name it")
+
     class Meta:
         model = GroupState
-        fields = ["group_id", "state", "status", "members", "protocol_type", "protocol",
+        fields = ["group_id", "type", "state", "status", "members", "reconciling",
+                  "protocol_type", "protocol",
                   "coordinator", "topics", "partitions", "total_lag", "max_lag",
                   "max_lag_seconds", "complete", "updated_at"]
+        extra_kwargs = {"reconciling": {"help_text": (
+            "consumer groups: members that do not own their target assignment yet")}}
 
 
 class PartitionLagSerializer(serializers.ModelSerializer[GroupPartitionLag]):
@@ -81,7 +93,8 @@ class PartitionResetSerializer(serializers.Serializer[Any]):
 
 class ResetPlanSerializer(serializers.Serializer[Any]):
     group_id = serializers.CharField()
-    state = serializers.CharField()
+    type = serializers.CharField(help_text="classic or consumer, read with the plan")
+    state = serializers.CharField(help_text="read with the plan: only EMPTY or DEAD may reset")
     members = serializers.IntegerField()
     executed = serializers.BooleanField()
     may_execute = serializers.BooleanField()
@@ -178,7 +191,8 @@ def plan_body(plan: ResetPlan, executed: bool) -> dict[str, Any]:
              "log_end_offset": p.log_end_offset, "moved": p.moved, "lag_before": p.lag_before,
              "lag_after": p.lag_after, "seconds_before": p.seconds_before,
              "seconds_after": p.seconds_after} for p in plan.partitions]
-    return {"group_id": plan.group_id, "state": plan.state, "members": plan.members,
+    return {"group_id": plan.group_id, "type": plan.type.value, "state": plan.state.value,
+            "members": plan.members,
             "executed": executed, "may_execute": plan.may_execute, "refusal": plan.refusal,
             "partitions": rows}
 

@@ -37,8 +37,9 @@ from controlcenter.pages.banners import cluster_banners
 from controlcenter.pages.overview import SEVERITY
 
 PER_PAGE = 50
-SORTS = {"group": "group_id", "state": "state", "members": "members", "lag": "total_lag",
-         "max_lag": "max_lag", "seconds": "max_lag_seconds", "status": "severity"}
+SORTS = {"group": "group_id", "type": "group_type", "state": "state", "members": "members",
+         "lag": "total_lag", "max_lag": "max_lag", "seconds": "max_lag_seconds",
+         "status": "severity"}
 DEFAULT_SORT = "status"
 WINDOWS = {"15m": dt.timedelta(minutes=15), "1h": dt.timedelta(hours=1),
            "24h": dt.timedelta(hours=24), "7d": dt.timedelta(days=7)}

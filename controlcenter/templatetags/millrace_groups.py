@@ -45,3 +45,18 @@ def signed(value: int | None) -> str:
     if value is None:
         return "—"
     return f"{value:+d}" if value else "0"
+
+
+# What confluent-kafka 2.16 cannot say (clusterclient/README.md, "Not here"): it reports a
+# consumer group's Assigning and Reconciling states as UNKNOWN.
+UNNAMED_STATE = ("The broker answered a state confluent-kafka cannot name: for a consumer "
+                 "group, Assigning or Reconciling (a rebalance in progress).")
+
+
+@register.simple_tag
+def group_state(state: str, group_type: str) -> str:
+    """A group's state as Kafka names it; an UNKNOWN consumer group's says why."""
+    if state == "UNKNOWN" and group_type == "consumer":
+        return format_html('<span class="state-unnamed" title="{}">{}</span>', UNNAMED_STATE,
+                           state)
+    return format_html("{}", state)

@@ -32,6 +32,7 @@ export class LiveConnection {
     this.win = win;
     this.socket = null;
     this.attempt = 0;
+    this.reconnecting = false; // true once a socket was opened: later ones resync
     this.retryTimer = null;
     this.stopped = false;
     // Standing requests (the Messages page's tail): sent now and again on every reconnect,
@@ -44,7 +45,10 @@ export class LiveConnection {
     const scheme = this.win.location.protocol === "https:" ? "wss" : "ws";
     // Each topic is encoded on its own, so a comma inside a group id stays a %2C.
     const topics = [...this.topics].map(encodeURIComponent).join(",");
-    return `${scheme}://${this.win.location.host}${this.path}?topics=${topics}`;
+    // After the first socket, ask the server for what the page may have missed meanwhile
+    // (the cluster banner, the current fragments): pushes are only sent on change.
+    const resync = this.reconnecting ? "&resync=1" : "";
+    return `${scheme}://${this.win.location.host}${this.path}?topics=${topics}${resync}`;
   }
 
   start() {
@@ -94,6 +98,7 @@ export class LiveConnection {
   open() {
     this.setState(this.attempt === 0 ? "connecting" : "reconnecting", "connecting");
     const socket = new WebSocket(this.url());
+    this.reconnecting = true;
     this.socket = socket;
     socket.addEventListener("open", () => {
       this.setState("live", "connected");

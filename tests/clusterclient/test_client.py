@@ -20,6 +20,8 @@ from clusterclient import (
     ClusterUnavailable,
     ConfigChange,
     ConfigOperation,
+    GroupState,
+    GroupType,
     OffsetQuery,
     ResourceKind,
     TopicPartition,
@@ -137,13 +139,13 @@ def test_list_offsets_of_a_missing_partition_is_a_value(client: ClusterClient) -
 
 
 @pytest.fixture
-def member(kafka_bootstrap: str) -> Iterator[Callable[[str, str], Consumer]]:
+def member(kafka_bootstrap: str) -> Iterator[Callable[..., Consumer]]:
     consumers: list[Consumer] = []
 
-    def join(group: str, topic: str) -> Consumer:
+    def join(group: str, topic: str, protocol: str = "classic") -> Consumer:
         consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group,
                              "client.id": "lag-tester", "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest"})
+                             "auto.offset.reset": "earliest", "group.protocol": protocol})
         consumer.subscribe([topic])
         consumers.append(consumer)
         deadline = time.monotonic() + 30
@@ -158,7 +160,7 @@ def member(kafka_bootstrap: str) -> Iterator[Callable[[str, str], Consumer]]:
 
 
 def test_group_lag_of_a_live_consumer_group(client: ClusterClient, kafka_bootstrap: str,
-                                            member: Callable[[str, str], Consumer]) -> None:
+                                            member: Callable[..., Consumer]) -> None:
     topic, group = unique("lag"), unique("lag-group")
     client.create_topic(topic, partitions=2)
     produce(kafka_bootstrap, topic, {0: 10, 1: 5})
@@ -181,6 +183,34 @@ def test_group_lag_of_a_live_consumer_group(client: ClusterClient, kafka_bootstr
     assert described.coordinator is not None and described.coordinator.node_id == 1
     assert {tp.partition for m in described.members for tp in m.assignment} == {0, 1}
     assert group in {g.group_id for g in client.list_groups()}
+
+
+def test_groups_of_both_protocols_come_with_their_type_state_and_assignments(
+        client: ClusterClient, member: Callable[..., Consumer]) -> None:
+    topic = unique("kinds")
+    client.create_topic(topic, partitions=2)
+    classic, consumer = unique("classic"), unique("kip848")
+    member(classic, topic)
+    kip848 = member(consumer, topic, "consumer")
+
+    listed = {g.group_id: g for g in client.list_groups()}
+    assert (listed[classic].type, listed[consumer].type) == (GroupType.CLASSIC,
+                                                              GroupType.CONSUMER)
+    only = {g.group_id for g in client.list_groups(types=[GroupType.CONSUMER])}
+    assert consumer in only and classic not in only
+    described = client.describe_groups([classic, consumer])
+    old, new = described[classic], described[consumer]
+    assert (old.type, old.state, new.type, new.state) == (
+        GroupType.CLASSIC, GroupState.STABLE, GroupType.CONSUMER, GroupState.STABLE)
+    assert new.partition_assignor == "uniform"  # the broker's server-side assignor
+    [owner] = new.members
+    both = (TopicPartition(topic, 0), TopicPartition(topic, 1))
+    assert owner.assignment == owner.target_assignment == both and not owner.reconciling
+    assert old.members[0].target_assignment is None  # classic groups have no target
+    assert client.group_lag(consumer).partitions[0].member == owner
+
+    kip848.close()  # leaves the group (member epoch -1)
+    assert client.describe_group(consumer).state is GroupState.EMPTY
 
 
 def test_committed_offsets_of_many_groups(client: ClusterClient) -> None:

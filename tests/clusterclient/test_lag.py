@@ -4,6 +4,7 @@ from clusterclient import (
     ClusterRequestError,
     ConsumerGroup,
     GroupMember,
+    GroupState,
     ListedOffset,
     ListOffsetsResult,
     TopicPartition,
@@ -19,7 +20,7 @@ def ends(**offsets: int) -> ListOffsetsResult:
 
 
 def group(*members: GroupMember) -> ConsumerGroup:
-    return ConsumerGroup("g", False, "STABLE", "range", None, members)
+    return ConsumerGroup("g", False, GroupState.STABLE, "range", None, members)
 
 
 def test_lag_is_end_minus_committed_and_never_negative() -> None:

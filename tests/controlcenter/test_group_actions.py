@@ -114,11 +114,15 @@ def test_the_api_resets_with_a_dry_run_by_default(ops: Client, admin: ClusterCli
     assert bad.status_code == 400 and "shift" in bad.json()["fields"]
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_reset_is_refused_while_the_group_has_active_members(
-        ops: Client, admin: ClusterClient, kafka_bootstrap: str) -> None:
+        ops: Client, admin: ClusterClient, kafka_bootstrap: str, protocol: str) -> None:
+    """For groups of both protocols: a KIP-848 member takes the Empty group over with its
+    offsets, as a classic member does."""
     topic, group = committed_group(admin, kafka_bootstrap, (4, 8))
     consumer = confluent_kafka.Consumer({"bootstrap.servers": kafka_bootstrap,
-                                         "group.id": group, "enable.auto.commit": False})
+                                         "group.id": group, "enable.auto.commit": False,
+                                         "group.protocol": protocol})
     consumer.subscribe([topic])
     try:
         deadline = time.monotonic() + 30
@@ -132,6 +136,9 @@ def test_a_reset_is_refused_while_the_group_has_active_members(
         refused = ops.post(url, {"mode": "to-earliest", "execute": "1"})
         assert refused.status_code == 400
         assert "is inactive, but the current state is STABLE" in refused.content.decode()
+        plan = ops.post(f"/api/v1/groups/{group}/reset-offsets", {"mode": "to-earliest"},
+                        content_type="application/json").json()
+        assert (plan["type"], plan["state"], plan["may_execute"]) == (protocol, "STABLE", False)
         api = ops.post(f"/api/v1/groups/{group}/reset-offsets",
                        {"mode": "to-earliest", "dry_run": False}, content_type="application/json")
         assert api.status_code == 409 and api.json()["error_code"] == "GROUP_NOT_EMPTY"

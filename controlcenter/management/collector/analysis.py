@@ -256,8 +256,10 @@ class Analyzer:
         overall = group_status(evaluated)
         known = [s for s in seconds.values() if s is not None]
         return {
-            "state": group.state, "protocol_type": "" if group.is_simple else "consumer",
+            "group_type": group.type.value, "state": group.state.value,
+            "protocol_type": "" if group.is_simple else "consumer",
             "protocol": group.partition_assignor or "", "members": len(group.members),
+            "reconciling": sum(m.reconciling for m in group.members),
             "coordinator": group.coordinator.node_id if group.coordinator else None,
             "topics": len({p.topic for p in parts}), "partitions": len(parts),
             "total_lag": sum(p.lag or 0 for p in parts),
