@@ -45,7 +45,7 @@ async def test_followers_hold_the_leaders_batches_and_acks_all_waits_for_them(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     for i in range(5):
         response = await client.produce(TOPIC, record_batch([b"m%d-a" % i, b"m%d-b" % i]))
@@ -69,7 +69,7 @@ async def test_consumers_read_only_below_the_high_watermark(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"committed"]))).error_code == 0
     await cluster.stop_node(3)
@@ -97,7 +97,7 @@ async def test_only_the_leader_serves_produce_and_consumer_fetch(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[2])
     assert (await client.produce(TOPIC, record_batch([b"x"]))).error_code == \
         ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -110,7 +110,7 @@ async def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
+    await cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
     await cluster.stop_node(2)
     await cluster.stop_node(3)
     client = await Client.to(cluster.nodes[1])
@@ -131,7 +131,7 @@ async def test_acks_all_times_out_while_the_isr_cannot_change(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     client = await Client.to(cluster.nodes[1])
     response = await client.produce(TOPIC, record_batch([b"x"]), timeout_ms=200)
@@ -143,7 +143,7 @@ async def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_restart(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
+    await cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
     client = await Client.to(cluster.nodes[1])
     leader = cluster.nodes[1].partition(TOPIC)
     await cluster.stop_node(3)
@@ -161,7 +161,7 @@ async def test_a_returning_old_leader_truncates_its_divergent_tail(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a", b"b"]))).error_code == 0
     await cluster.stop_node(2)
@@ -193,7 +193,7 @@ async def test_a_new_leader_withholds_offsets_until_its_high_watermark_reaches_i
 ) -> None:
     """KIP-207: "latest" from a new leader never goes below what the old leader answered."""
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a"]))).error_code == 0
     await cluster.stop_node(3)
@@ -227,7 +227,7 @@ async def test_delete_records_answers_once_every_live_replica_has_moved_its_log_
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     for i in range(6):
         assert (await client.produce(TOPIC, record_batch([b"v%d" % i]))).error_code == 0
@@ -249,7 +249,7 @@ async def test_delete_records_answers_once_every_live_replica_has_moved_its_log_
 
 async def test_high_watermarks_survive_a_restart(make_cluster: Callable[..., Cluster]) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a", b"b", b"c"]))).error_code == 0
     client.close()
@@ -266,7 +266,7 @@ async def test_a_follower_behind_the_leaders_log_start_starts_over_there(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"0", b"1"]))).error_code == 0
     await cluster.stop_node(2)
@@ -287,7 +287,7 @@ async def test_a_deleted_topic_releases_acks_all_waiters(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     leader = cluster.nodes[1].partition(TOPIC)
     last = leader.append_as_leader(record_batch([b"x"])).last_offset
@@ -310,7 +310,7 @@ async def test_a_follower_fenced_by_its_leader_waits_for_newer_metadata(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     record = epoch_bump(cluster, topic_id)
     offset = len(cluster.history) - 1
     cluster.nodes[1].apply(record, offset)  # the leader moves on; the follower lags behind
@@ -330,7 +330,7 @@ async def test_a_follower_ahead_of_its_leaders_metadata_retries_until_it_catches
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"x"]), acks=1)).error_code == 0
     await eventually(lambda: cluster.nodes[2].partition(TOPIC).log_end_offset == 1, "copied")
@@ -352,7 +352,7 @@ async def test_bogus_replica_fetches_get_errors_and_move_nothing(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"x"]), acks=1)).error_code == 0
