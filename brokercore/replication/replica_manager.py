@@ -110,7 +110,7 @@ class ReplicaManager:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(within):
                 while self._opener is not None and not self._opener.done():
-                    await asyncio.shield(self._opener)
+                    await asyncio.wait([self._opener])  # never cancels it
                 return True
         return False
 
@@ -214,8 +214,12 @@ class ReplicaManager:
             opened = await asyncio.gather(*(loop.run_in_executor(self._disk, self._open_log, o)
                                             for o in openings))
             for opening, plog in zip(openings, opened, strict=True):
-                if plog is not None:
+                if plog is None:
+                    continue
+                try:
                     self._install(opening, plog)
+                except Exception:  # a bug, or its epoch checkpoint failed: not hosted
+                    log.exception("node %d: cannot host %s", self.node_id, opening.tp)
 
     def _plan_opening(self, tp: TopicPartition) -> _Opening | None:
         registration = self._wanted(tp, None)
