@@ -258,10 +258,13 @@ class ReplicaManager:
         return plog
 
     def _install(self, opening: _Opening, plog: PartitionLog) -> None:
-        """Back on the loop: host the opened log with the role the image gives it now."""
+        """Back on the loop: host the opened log with the role the image gives it now.
+
+        The partition is not hosted yet: a partition is planned only then, and one trip
+        runs at a time."""
         tp = opening.tp
         registration = self._wanted(tp, opening.topic_id)
-        if registration is None or tp in self.partitions:  # removed meanwhile
+        if registration is None:  # removed (or its topic replaced) meanwhile
             self._to_delete.append(plog)
             return
         config = self.log_config(tp.topic)

@@ -367,3 +367,42 @@ async def test_bogus_replica_fetches_get_errors_and_move_nothing(
     assert leader.followers[2].log_end_offset == -1  # none of it counted as progress
     assert (await client.latest(TOPIC)).offset == 0  # and the broker serves on
     client.close()
+
+
+def topic_records(name: str, topic_id: str, partitions: int, leader: int) -> list[Record]:
+    return [{"type": "topic", "name": name, "topic_id": topic_id}] + [
+        {"type": "partition", "topic_id": topic_id, "partition": p, "replicas": [leader],
+         "isr": [leader], "leader": leader, "leader_epoch": 0} for p in range(partitions)]
+
+
+async def test_records_applied_while_logs_open_win(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Logs open on threads after the records that asked for them: a topic deleted and
+    created again under its name meanwhile, and a leader epoch moved meanwhile, are what
+    the broker ends up hosting."""
+    cluster = await make_cluster(1).start()
+    node = cluster.nodes[1]
+    hosted = node.replica_manager.partitions
+    cluster.apply(*topic_records("gone", "old-id", 120, 1))
+    # The first batch is hosted, the second on the threads, the third still queued.
+    await eventually(lambda: len(hosted) > 0, "the first logs open")
+    node.partition("gone", 0).append_as_leader(record_batch([b"old"]))
+    cluster.apply({"type": "remove_topic", "topic_id": "old-id", "name": "gone"})
+    cluster.apply(*topic_records("gone", "new-id", 60, 1))
+    cluster.apply({"type": "partition_change", "topic_id": "new-id", "partition": 59,
+                   "leader": 1, "leader_epoch": 3})
+    await node.replica_manager.settled()
+
+    assert sorted(tp.partition for tp in hosted) == list(range(60))
+    assert {p.topic_id for p in hosted.values()} == {"new-id"}
+    assert sorted(d.name for d in node.replica_manager.log_dir.glob("gone-*")) == \
+        sorted(f"gone-{p}" for p in range(60))
+    assert node.partition("gone", 59).leader_epoch == 3
+    assert node.partition("gone", 0).log_end_offset == 0  # the old log went first
+    client = await Client.to(node)
+    try:
+        answer = await client.produce("gone", record_batch([b"one"]), acks=1, index=59)
+    finally:
+        client.close()
+    assert answer.error_code == ErrorCode.NONE
