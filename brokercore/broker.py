@@ -68,7 +68,7 @@ class Broker:
     async def start(self) -> None:
         """Join the metadata quorum, catch up, serve Kafka, then register."""
         await self.controller.start()
-        self.replica_manager.load()
+        await self.replica_manager.load()
         port = await self.server.start()
         self.advertised = self._advertised_listener(port)
         await self._register()

@@ -38,4 +38,6 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         else:
             results.append(Result(name=topic.name, error_code=ErrorCode.NONE,
                                   error_message=None))
+    if not request.validate_only:  # as CreateTopics: the new replicas here are open
+        await broker.replicas.settled(within=max(request.timeout_ms, 0) / 1000)
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -37,9 +37,17 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
             to_create.append(_new_topic(broker, ctx, topic))
         except ControllerError as exc:
             results[topic.name] = _failed(topic.name, exc)
-    created = await broker.controller.create_topics(to_create, validate_only=validate_only)
+    try:
+        created = await broker.controller.create_topics(to_create, validate_only=validate_only)
+    except ControllerError as exc:  # no answer from the quorum: none is known to exist
+        created = [(new, exc) for new in to_create]
     for new, error in created:
         results[new.name] = _failed(new.name, error) if error else _created(broker, new)
+    if not validate_only:
+        # This broker opens its replicas in the background: a client producing here next
+        # finds them. The answer is the same either way, as the topics exist once their
+        # records are committed.
+        await broker.replicas.settled(within=max(request.timeout_ms, 0) / 1000)
     return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
 
 

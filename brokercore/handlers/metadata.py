@@ -64,9 +64,15 @@ async def _lookup(
         return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
     topic = image.topics.get(name)
     if topic is None and auto_create and name not in INTERNAL_TOPICS:
-        [(_, error)] = await broker.controller.create_topics([NewTopic(name)])
+        try:
+            [(_, error)] = await broker.controller.create_topics([NewTopic(name)])
+        except ControllerError as exc:  # no answer from the quorum
+            error = exc
         if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return _error(error.error_code, name)
+        # As CreateTopics: answer once this broker has opened its replicas of it.
+        await broker.replicas.settled(
+            within=broker.config.get_int("controller.quorum.request.timeout.ms") / 1000)
         topic = image.topics.get(name)
     if topic is None:
         return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)

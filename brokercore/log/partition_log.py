@@ -90,12 +90,26 @@ class PartitionLog:
         self.epochs = LeaderEpochCache(directory)
         self._unflushed_messages = 0
         self._last_flush_ms = clock.time_ms()
+        self._new_directory = False  # created without fsync; the first flush syncs its entry
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, clock: Clock) -> PartitionLog:
-        directory.mkdir(parents=True, exist_ok=True)
+        """Open (and if needed recover) the log in ``directory``, or create it empty.
+
+        A new log is created without fsync: it holds nothing to lose, and the metadata
+        log, which is fsynced, recreates it if a power loss takes it. Its first flush
+        makes the directory entry durable along with its first data. A crash part-way
+        through creating it leaves a directory that the next open recovers like any other.
+        """
+        try:
+            directory.mkdir(parents=True)
+        except FileExistsError:
+            log = cls(directory, config, clock)
+            recovery.load(log)
+            return log
         log = cls(directory, config, clock)
-        recovery.load(log)
+        log.segments = [log._new_segment(0)]
+        log._new_directory = True
         return log
 
     # -- offsets ---------------------------------------------------------------
@@ -508,6 +522,9 @@ class PartitionLog:
             if segment.dirty:
                 segment.flush()
         write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, self.log_end_offset)
+        if self._new_directory:
+            fsync_directory(self.directory.parent)
+            self._new_directory = False
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock.time_ms()
 

@@ -99,18 +99,22 @@ def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
 
 
 def finish_swaps(directory: Path) -> None:
-    """A ``.swap`` is a finished cleaned segment: install it. A ``.cleaned`` is not: drop it."""
-    for path in directory.glob("*.log.cleaned"):
+    """A ``.swap`` is a finished cleaned segment: install it. A ``.cleaned`` is not: drop it.
+
+    The directory is fsynced only when this changed it: a log with nothing left over from
+    an interrupted compaction opens without one."""
+    leftovers = [*directory.glob("*.log.cleaned"), *directory.glob("*.tmp")]
+    for path in leftovers:
         path.unlink()
-    for path in directory.glob("*.tmp"):
-        path.unlink()
-    for path in directory.glob("*.log.swap"):
+    swaps = list(directory.glob("*.log.swap"))
+    for path in swaps:
         target = path.with_name(path.name.removesuffix(".swap"))
         os.replace(path, target)
         target.with_suffix(".index").unlink(missing_ok=True)
         target.with_suffix(".timeindex").unlink(missing_ok=True)
         logger.info("%s: completed interrupted swap of %s", directory.name, target.name)
-    fsync_directory(directory)
+    if leftovers or swaps:
+        fsync_directory(directory)
 
 
 def rebuild_producer_state(log: PartitionLog) -> None:

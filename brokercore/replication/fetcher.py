@@ -269,6 +269,10 @@ class ReplicaFetcher:
                 found = by_tp.get(TopicPartition(topic.topic, data.partition_index))
                 if found is not None and self._current(found):
                     await self._process(connection, found, data)
+                    # A partition's first batch of a leader epoch fsyncs its epoch cache:
+                    # the first fetch of a new topic does that for every partition, so
+                    # the loop must not wait for all of them at once.
+                    await asyncio.sleep(0)
 
     async def _process(self, connection: BrokerConnection, state: FetchState, data: Any) -> None:
         partition = state.partition

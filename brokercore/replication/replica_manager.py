@@ -6,21 +6,32 @@ leader it names, fetched by one `ReplicaFetcher` per source broker); a removed t
 its logs, a config change reconfigures them. As leader it shrinks and expands ISRs through
 the controller's AlterPartition. It also runs the periodic work: ISR checks, high-watermark
 checkpoints, retention, compaction and time-based flushes.
+
+Records are applied on the event loop, inside the metadata quorum's apply step, so that step
+must stay short whatever a record batch holds (a topic of 1,000 partitions is one batch).
+Role changes of open partitions are in-memory and happen at once. The disk work, opening or
+creating logs and deleting removed ones, goes to a worker thread in batches of
+`OPEN_BATCH` (`_open_pending`); each batch's partitions are installed back on the loop
+with the role the image gives them by then. The loop stays free for heartbeats, Raft and
+clients meanwhile, and `settled()` waits for the backlog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
-from brokercore.controller.image import MetadataImage
+from brokercore.controller.image import MetadataImage, PartitionRegistration
 from brokercore.controller.records import (
     BrokerRecord,
     ConfigRecord,
@@ -42,6 +53,22 @@ log = logging.getLogger(__name__)
 # controller.alter_partition(topic_id, partition, leader_id, leader_epoch, partition_epoch, isr)
 AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
 
+# Logs opened per trip to the worker thread: a new empty log costs a few file creations, a
+# new leadership two fsyncs (its leader-epoch checkpoint), so a batch is tens of ms of disk
+# work, and the loop installs one batch in a few ms.
+OPEN_BATCH = 50
+DISK_THREADS = 8
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """A log to open off the loop, and the leader epoch to record in it if it will lead."""
+
+    tp: TopicPartition
+    topic_id: str
+    config: LogConfig
+    lead_epoch: int | None
+
 
 class ReplicaManager:
     def __init__(
@@ -60,15 +87,32 @@ class ReplicaManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._isr_changes: set[asyncio.Task[None]] = set()
         self._checkpointed: dict[TopicPartition, int] = {}
+        self._to_open: dict[TopicPartition, None] = {}  # in the order they were assigned
+        self._to_delete: list[PartitionLog] = []  # removed, files still on disk
+        self._opener: asyncio.Task[None] | None = None
+        # Several threads, as most of the work is waiting on fsyncs, which the file system
+        # commits together.
+        self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
 
     # -- metadata -------------------------------------------------------------------------
-    def load(self) -> None:
+    async def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
         self._checkpointed = read_high_watermarks(self.log_dir)
         for topic in self.image.topics.values():
             for index in topic.partitions:
                 self._sync_partition(topic.name, index)
+        await self.settled()
         self._delete_stray_logs()
+
+    async def settled(self, within: float | None = None) -> bool:
+        """Wait until every log assigned or removed so far is open or deleted; False if
+        that took longer than `within` seconds (the work goes on)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                while self._opener is not None and not self._opener.done():
+                    await asyncio.wait([self._opener])  # never cancels it
+                return True
+        return False
 
     def on_metadata(self, record: MetadataRecord) -> None:
         match record:
@@ -109,8 +153,7 @@ class ReplicaManager:
                 partition.min_insync_replicas = min_isr
 
     def _sync_partition(self, topic_name: str, index: int) -> None:
-        topic = self.image.topics[topic_name]
-        registration = topic.partitions[index]
+        registration = self.image.topics[topic_name].partitions[index]
         tp = TopicPartition(topic_name, index)
         partition = self.partitions.get(tp)
         if self.node_id not in registration.replicas:
@@ -120,12 +163,13 @@ class ReplicaManager:
                 self._remove(tp)
             return
         if partition is None:
-            config = self.log_config(topic_name)
-            plog = PartitionLog.open(self.log_dir / str(tp), config, self.clock)
-            partition = Partition(tp, topic.topic_id, plog, self.node_id,
-                                  self._checkpointed.get(tp, 0))
-            self.partitions[tp] = partition
-        partition.min_insync_replicas = self.min_insync_replicas(topic_name)
+            self._open_later(tp)
+        else:
+            self._take_role(partition, registration)
+
+    def _take_role(self, partition: Partition, registration: PartitionRegistration) -> None:
+        tp = partition.tp
+        partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
         epoch = registration.leader_epoch
         if registration.leader == self.node_id:
             if partition.become_leader(epoch, registration.partition_epoch,
@@ -151,15 +195,109 @@ class ReplicaManager:
         self._stop_fetching(tp)
         partition = self.partitions.pop(tp)
         partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
-        partition.log.delete()
+        self._to_delete.append(partition.log)
+        self._start_opener()
+
+    # -- opening and deleting logs off the loop ---------------------------------------------
+    def _open_later(self, tp: TopicPartition) -> None:
+        self._to_open[tp] = None
+        self._start_opener()
+
+    def _start_opener(self) -> None:
+        if self._opener is None or self._opener.done():
+            self._opener = asyncio.create_task(self._open_pending(),
+                                               name=f"open-logs-{self.node_id}")
+
+    async def _open_pending(self) -> None:
+        """Delete removed logs, then open assigned ones, a batch per trip to the thread.
+
+        A log is deleted before any log is opened in the same trip, so a topic deleted and
+        created again under its name gets a new directory. What the image says is read
+        when a batch is planned and again when it is installed: records applied while the
+        thread works (a new leader, the topic deleted) are never lost."""
+        loop = asyncio.get_running_loop()
+        while self._to_open or self._to_delete:
+            to_delete, self._to_delete = self._to_delete, []
+            batch = list(itertools.islice(self._to_open, OPEN_BATCH))
+            for tp in batch:
+                del self._to_open[tp]
+            openings = [o for o in map(self._plan_opening, batch) if o is not None]
+            await asyncio.gather(*(loop.run_in_executor(self._disk, self._delete_log, plog)
+                                   for plog in to_delete))
+            opened = await asyncio.gather(*(loop.run_in_executor(self._disk, self._open_log, o)
+                                            for o in openings))
+            for opening, plog in zip(openings, opened, strict=True):
+                if plog is None:
+                    continue
+                try:
+                    self._install(opening, plog)
+                except Exception:  # a bug, or its epoch checkpoint failed: not hosted
+                    log.exception("node %d: cannot host %s", self.node_id, opening.tp)
+
+    def _plan_opening(self, tp: TopicPartition) -> _Opening | None:
+        registration = self._wanted(tp, None)
+        if registration is None or tp in self.partitions:
+            return None
+        lead = registration.leader_epoch if registration.leader == self.node_id else None
+        topic_id = self.image.topics[tp.topic].topic_id
+        return _Opening(tp, topic_id, self.log_config(tp.topic), lead)
+
+    def _wanted(self, tp: TopicPartition, topic_id: str | None) -> PartitionRegistration | None:
+        """The partition's registration if this broker is a replica of it (of `topic_id`)."""
+        topic = self.image.topics.get(tp.topic)
+        if topic is None or (topic_id is not None and topic.topic_id != topic_id):
+            return None
+        registration = topic.partitions.get(tp.partition)
+        if registration is None or self.node_id not in registration.replicas:
+            return None
+        return registration
+
+    def _delete_log(self, plog: PartitionLog) -> None:
+        """On a disk thread."""
+        try:
+            plog.delete()
+        except OSError:  # the next start deletes it as a stray
+            log.exception("node %d: cannot delete %s", self.node_id, plog.directory)
+
+    def _open_log(self, opening: _Opening) -> PartitionLog | None:
+        """On a disk thread: the log belongs to no partition yet, nor to the loop."""
+        try:
+            plog = PartitionLog.open(self.log_dir / str(opening.tp), opening.config, self.clock)
+            if opening.lead_epoch is not None:  # as become_leader would, on the loop
+                plog.epochs.assign(opening.lead_epoch, plog.log_end_offset)
+        except Exception:
+            log.exception("node %d: cannot open the log of %s", self.node_id, opening.tp)
+            return None
+        return plog
+
+    def _install(self, opening: _Opening, plog: PartitionLog) -> None:
+        """Back on the loop: host the opened log with the role the image gives it now.
+
+        The partition is not hosted yet: a partition is planned only then, and one trip
+        runs at a time."""
+        tp = opening.tp
+        registration = self._wanted(tp, opening.topic_id)
+        if registration is None:  # removed (or its topic replaced) meanwhile
+            self._to_delete.append(plog)
+            return
+        config = self.log_config(tp.topic)
+        if config != opening.config:  # a config record came meanwhile
+            plog.update_config(config)
+        partition = Partition(tp, opening.topic_id, plog, self.node_id,
+                              self._checkpointed.get(tp, 0))
+        self.partitions[tp] = partition
+        self._take_role(partition, registration)
 
     def _stop_fetching(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
 
     def _delete_stray_logs(self) -> None:
-        """Partition directories of topics deleted while this broker was down."""
-        wanted = {str(tp) for tp in self.partitions}
+        """Partition directories of topics deleted while this broker was down (a log that
+        failed to open is still assigned here, and kept)."""
+        wanted = {f"{topic.name}-{index}" for topic in self.image.topics.values()
+                  for index, registration in topic.partitions.items()
+                  if self.node_id in registration.replicas}
         for path in self.log_dir.iterdir():
             partition_dir = path.is_dir() and "-" in path.name
             if partition_dir and not path.name.startswith("__cluster") and path.name not in wanted:
@@ -328,7 +466,10 @@ class ReplicaManager:
     async def stop(self) -> None:
         for fetcher in self.fetchers.values():
             await fetcher.stop()
-        tasks = [*self._tasks, *self._isr_changes]
+        # A batch already on the worker thread finishes there; logs it opens are never
+        # closed cleanly, so the next start recovers them, as after a crash.
+        tasks = [*self._tasks, *self._isr_changes,
+                 *([self._opener] if self._opener is not None else [])]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -338,5 +479,9 @@ class ReplicaManager:
             self.checkpoint_high_watermarks()
         except OSError:
             log.exception("node %d: cannot checkpoint high watermarks", self.node_id)
-        for partition in self.partitions.values():
-            partition.log.close()
+        # Nothing else uses the logs by now: close them (each a few fsyncs) off the loop,
+        # which still serves the metadata quorum.
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._disk, p.log.close)
+                               for p in self.partitions.values()))
+        self._disk.shutdown(wait=False)

@@ -33,7 +33,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
     broker = Broker(BrokerConfig({"node.id": "1", "log.dirs": str(tmp_path),
                                   "listeners": "PLAINTEXT://127.0.0.1:0"}))
     await broker.controller.start()
-    broker.replica_manager.load()
+    await broker.replica_manager.load()
     await broker.controller.register_broker(1, "127.0.0.1", 9092)
     yield broker
     await broker.replica_manager.stop()

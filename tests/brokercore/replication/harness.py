@@ -85,7 +85,7 @@ class Node:
 
     async def start(self) -> int:
         port = await self.server.start()
-        self.replica_manager.load()
+        await self.replica_manager.load()
         self.replica_manager.start()
         self.running = True
         return port
@@ -144,8 +144,10 @@ class Cluster:
         return node
 
     # -- the controller's part ------------------------------------------------------------
-    def create_topic(self, name: str, replicas: list[int], partitions: int = 1,
-                     configs: dict[str, str] | None = None) -> str:
+    async def create_topic(self, name: str, replicas: list[int], partitions: int = 1,
+                           configs: dict[str, str] | None = None) -> str:
+        """Apply the topic's records, and return once every running node has opened its
+        replicas (a replica manager opens logs in the background)."""
         topic_id = str(uuid.uuid4())
         records: list[Record] = [{"type": "topic", "name": name, "topic_id": topic_id}]
         records += [{"type": "config", "resource": "topic", "name": name, "key": k, "value": v}
@@ -154,6 +156,9 @@ class Cluster:
                      "replicas": replicas, "isr": replicas, "leader": replicas[0],
                      "leader_epoch": 0} for p in range(partitions)]
         self.apply(*records)
+        for node in self.nodes.values():
+            if node.running:
+                await node.replica_manager.settled()
         return topic_id
 
     def registration(self, topic: str, index: int = 0) -> PartitionRegistration:

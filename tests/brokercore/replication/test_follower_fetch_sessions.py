@@ -61,7 +61,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
 async def test_followers_replicate_through_sessions_and_recover_a_lost_one(
     cluster: Cluster,
 ) -> None:
-    cluster.create_topic(TOPIC, [1, 2, 3], partitions=3)
+    await cluster.create_topic(TOPIC, [1, 2, 3], partitions=3)
     leader = cluster.nodes[1]
     cache = leader.server.parts.fetch_sessions
     client = await Client.to(leader)

@@ -51,7 +51,7 @@ async def produce(client: Client, version: int) -> Any:
 
 
 async def test_a_follower_names_the_leader_and_its_endpoint(cluster: Cluster) -> None:
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     leader_port = cluster.nodes[1].server.port
     client = await Client.to(cluster.nodes[2])
 
@@ -72,7 +72,7 @@ async def test_a_follower_names_the_leader_and_its_endpoint(cluster: Cluster) ->
 async def test_a_reader_of_the_old_leaders_lost_tail_is_told_where_to_truncate(
     cluster: Cluster,
 ) -> None:
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     old = await Client.to(cluster.nodes[1])
     assert (await old.produce(TOPIC, record_batch([b"a", b"b"]))).error_code == 0
     await cluster.stop_node(2)
@@ -94,7 +94,7 @@ async def test_a_reader_of_the_old_leaders_lost_tail_is_told_where_to_truncate(
 
 
 async def test_v15_names_the_follower_in_replica_state(cluster: Cluster) -> None:
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"x", b"y"]), acks=1)).error_code == 0

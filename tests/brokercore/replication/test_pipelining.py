@@ -35,8 +35,8 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, int]:
 async def test_an_acks_all_wait_does_not_hold_up_the_next_produce(tmp_path: Path) -> None:
     cluster = await Cluster(tmp_path, 2, {"replica.lag.time.max.ms": "600000"}).start()
     try:
-        cluster.create_topic("replicated", [1, 2])
-        cluster.create_topic("single", [1])
+        await cluster.create_topic("replicated", [1, 2])
+        await cluster.create_topic("single", [1])
         await cluster.stop_node(2)
         reader, writer = await asyncio.open_connection("127.0.0.1", cluster.nodes[1].server.port)
         writer.write(produce_frame(1, "replicated", -1, b"waits for 2"))

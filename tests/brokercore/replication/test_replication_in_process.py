@@ -45,7 +45,7 @@ async def test_followers_hold_the_leaders_batches_and_acks_all_waits_for_them(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     for i in range(5):
         response = await client.produce(TOPIC, record_batch([b"m%d-a" % i, b"m%d-b" % i]))
@@ -69,7 +69,7 @@ async def test_consumers_read_only_below_the_high_watermark(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"committed"]))).error_code == 0
     await cluster.stop_node(3)
@@ -97,7 +97,7 @@ async def test_only_the_leader_serves_produce_and_consumer_fetch(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[2])
     assert (await client.produce(TOPIC, record_batch([b"x"]))).error_code == \
         ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -110,7 +110,7 @@ async def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
+    await cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
     await cluster.stop_node(2)
     await cluster.stop_node(3)
     client = await Client.to(cluster.nodes[1])
@@ -131,7 +131,7 @@ async def test_acks_all_times_out_while_the_isr_cannot_change(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     client = await Client.to(cluster.nodes[1])
     response = await client.produce(TOPIC, record_batch([b"x"]), timeout_ms=200)
@@ -143,7 +143,7 @@ async def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_restart(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster().start()
-    cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
+    await cluster.create_topic(TOPIC, [1, 2, 3], configs={"min.insync.replicas": "2"})
     client = await Client.to(cluster.nodes[1])
     leader = cluster.nodes[1].partition(TOPIC)
     await cluster.stop_node(3)
@@ -161,7 +161,7 @@ async def test_a_returning_old_leader_truncates_its_divergent_tail(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a", b"b"]))).error_code == 0
     await cluster.stop_node(2)
@@ -193,7 +193,7 @@ async def test_a_new_leader_withholds_offsets_until_its_high_watermark_reaches_i
 ) -> None:
     """KIP-207: "latest" from a new leader never goes below what the old leader answered."""
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a"]))).error_code == 0
     await cluster.stop_node(3)
@@ -227,7 +227,7 @@ async def test_delete_records_answers_once_every_live_replica_has_moved_its_log_
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2, 3])
+    await cluster.create_topic(TOPIC, [1, 2, 3])
     client = await Client.to(cluster.nodes[1])
     for i in range(6):
         assert (await client.produce(TOPIC, record_batch([b"v%d" % i]))).error_code == 0
@@ -249,7 +249,7 @@ async def test_delete_records_answers_once_every_live_replica_has_moved_its_log_
 
 async def test_high_watermarks_survive_a_restart(make_cluster: Callable[..., Cluster]) -> None:
     cluster = await make_cluster(replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"a", b"b", b"c"]))).error_code == 0
     client.close()
@@ -266,7 +266,7 @@ async def test_a_follower_behind_the_leaders_log_start_starts_over_there(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"0", b"1"]))).error_code == 0
     await cluster.stop_node(2)
@@ -287,7 +287,7 @@ async def test_a_deleted_topic_releases_acks_all_waiters(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     leader = cluster.nodes[1].partition(TOPIC)
     last = leader.append_as_leader(record_batch([b"x"])).last_offset
@@ -310,7 +310,7 @@ async def test_a_follower_fenced_by_its_leader_waits_for_newer_metadata(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     record = epoch_bump(cluster, topic_id)
     offset = len(cluster.history) - 1
     cluster.nodes[1].apply(record, offset)  # the leader moves on; the follower lags behind
@@ -330,7 +330,7 @@ async def test_a_follower_ahead_of_its_leaders_metadata_retries_until_it_catches
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    topic_id = cluster.create_topic(TOPIC, [1, 2])
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"x"]), acks=1)).error_code == 0
     await eventually(lambda: cluster.nodes[2].partition(TOPIC).log_end_offset == 1, "copied")
@@ -352,7 +352,7 @@ async def test_bogus_replica_fetches_get_errors_and_move_nothing(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     cluster = await make_cluster(2, replica_lag_time_max_ms="600000").start()
-    cluster.create_topic(TOPIC, [1, 2])
+    await cluster.create_topic(TOPIC, [1, 2])
     await cluster.stop_node(2)
     client = await Client.to(cluster.nodes[1])
     assert (await client.produce(TOPIC, record_batch([b"x"]), acks=1)).error_code == 0
@@ -367,3 +367,42 @@ async def test_bogus_replica_fetches_get_errors_and_move_nothing(
     assert leader.followers[2].log_end_offset == -1  # none of it counted as progress
     assert (await client.latest(TOPIC)).offset == 0  # and the broker serves on
     client.close()
+
+
+def topic_records(name: str, topic_id: str, partitions: int, leader: int) -> list[Record]:
+    return [{"type": "topic", "name": name, "topic_id": topic_id}] + [
+        {"type": "partition", "topic_id": topic_id, "partition": p, "replicas": [leader],
+         "isr": [leader], "leader": leader, "leader_epoch": 0} for p in range(partitions)]
+
+
+async def test_records_applied_while_logs_open_win(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Logs open on threads after the records that asked for them: a topic deleted and
+    created again under its name meanwhile, and a leader epoch moved meanwhile, are what
+    the broker ends up hosting."""
+    cluster = await make_cluster(1).start()
+    node = cluster.nodes[1]
+    hosted = node.replica_manager.partitions
+    cluster.apply(*topic_records("gone", "old-id", 120, 1))
+    # The first batch is hosted, the second on the threads, the third still queued.
+    await eventually(lambda: len(hosted) > 0, "the first logs open")
+    node.partition("gone", 0).append_as_leader(record_batch([b"old"]))
+    cluster.apply({"type": "remove_topic", "topic_id": "old-id", "name": "gone"})
+    cluster.apply(*topic_records("gone", "new-id", 60, 1))
+    cluster.apply({"type": "partition_change", "topic_id": "new-id", "partition": 59,
+                   "leader": 1, "leader_epoch": 3})
+    await node.replica_manager.settled()
+
+    assert sorted(tp.partition for tp in hosted) == list(range(60))
+    assert {p.topic_id for p in hosted.values()} == {"new-id"}
+    assert sorted(d.name for d in node.replica_manager.log_dir.glob("gone-*")) == \
+        sorted(f"gone-{p}" for p in range(60))
+    assert node.partition("gone", 59).leader_epoch == 3
+    assert node.partition("gone", 0).log_end_offset == 0  # the old log went first
+    client = await Client.to(node)
+    try:
+        answer = await client.produce("gone", record_batch([b"one"]), acks=1, index=59)
+    finally:
+        client.close()
+    assert answer.error_code == ErrorCode.NONE
