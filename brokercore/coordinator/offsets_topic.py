@@ -191,7 +191,7 @@ class BrokerOffsetsTopic:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, error.message)
         # Its logs here open in the background; the group that asked may be led here.
         await self.replicas.settled(
-            within=config.get_int("controller.quorum.request.timeout.ms") / 1000)
+            within=self.config.get_int("controller.quorum.request.timeout.ms") / 1000)
 
     def topic_configs(self, replication_factor: int) -> dict[str, str]:
         return {"cleanup.policy": "compact",
