@@ -14,8 +14,8 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from brokercore.clock import Clock
@@ -35,6 +35,7 @@ from brokercore.topic_partition import TopicPartition
 
 from .checkpoint import read_high_watermarks, write_high_watermarks
 from .fetcher import ReplicaFetcher
+from .log_dirs import LogDir, locate_partitions
 from .partition import Partition, PartitionError
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,13 @@ AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
 
 class ReplicaManager:
     def __init__(
-        self, config: BrokerConfig, image: MetadataImage, log_dir: Path, clock: Clock
+        self, config: BrokerConfig, image: MetadataImage, log_dirs: list[LogDir], clock: Clock
     ) -> None:
         self.config = config
         self.image = image
-        self.log_dir = log_dir
+        self.log_dirs = log_dirs
+        # The high-watermark checkpoint covers every dir's partitions, in the first dir.
+        self.log_dir = log_dirs[0].path
         self.clock = clock
         self.node_id = config.node_id
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -60,11 +63,14 @@ class ReplicaManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._isr_changes: set[asyncio.Task[None]] = set()
         self._checkpointed: dict[TopicPartition, int] = {}
+        self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
+        self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
 
     # -- metadata -------------------------------------------------------------------------
     def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
         self._checkpointed = read_high_watermarks(self.log_dir)
+        self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
             for index in topic.partitions:
                 self._sync_partition(topic.name, index)
@@ -120,11 +126,9 @@ class ReplicaManager:
                 self._remove(tp)
             return
         if partition is None:
-            config = self.log_config(topic_name)
-            plog = PartitionLog.open(self.log_dir / str(tp), config, self.clock)
-            partition = Partition(tp, topic.topic_id, plog, self.node_id,
-                                  self._checkpointed.get(tp, 0))
-            self.partitions[tp] = partition
+            partition = self._open_partition(tp, topic.topic_id)
+            if partition is None:
+                return
         partition.min_insync_replicas = self.min_insync_replicas(topic_name)
         epoch = registration.leader_epoch
         if registration.leader == self.node_id:
@@ -147,8 +151,29 @@ class ReplicaManager:
                         self, registration.leader)
                 fetcher.add(partition)
 
+    def _open_partition(self, tp: TopicPartition, topic_id: str) -> Partition | None:
+        """Open the partition's log from the dir holding it, or create it on the online
+        dir with the fewest partitions. None if it was hosted here (it has a checkpointed
+        high watermark) and is not found while a dir is offline: it is on that dir."""
+        log_dir = self._found.pop(str(tp), None)
+        if log_dir is None:
+            offline = [d for d in self.log_dirs if not d.online]
+            online = [d for d in self.log_dirs if d.online]
+            if not online or (offline and tp in self._checkpointed):
+                log.error("node %d: %s is offline: its log dir is unavailable",
+                          self.node_id, tp)
+                return None
+            counts = Counter(d.path for d in self.placement.values())
+            log_dir = min(online, key=lambda d: counts[d.path])
+        plog = PartitionLog.open(log_dir.path / str(tp), self.log_config(tp.topic), self.clock)
+        partition = Partition(tp, topic_id, plog, self.node_id, self._checkpointed.get(tp, 0))
+        self.partitions[tp] = partition
+        self.placement[tp] = log_dir
+        return partition
+
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
+        self.placement.pop(tp, None)
         partition = self.partitions.pop(tp)
         partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
         partition.log.delete()
@@ -159,12 +184,11 @@ class ReplicaManager:
 
     def _delete_stray_logs(self) -> None:
         """Partition directories of topics deleted while this broker was down."""
-        wanted = {str(tp) for tp in self.partitions}
-        for path in self.log_dir.iterdir():
-            partition_dir = path.is_dir() and "-" in path.name
-            if partition_dir and not path.name.startswith("__cluster") and path.name not in wanted:
-                log.info("deleting stray log directory %s", path)
-                shutil.rmtree(path, ignore_errors=True)
+        for name, log_dir in self._found.items():
+            path = log_dir.path / name
+            log.info("deleting stray log directory %s", path)
+            shutil.rmtree(path, ignore_errors=True)
+        self._found = {}
 
     # -- configs --------------------------------------------------------------------------
     def topic_config(self, topic_name: str) -> dict[str, tuple[str | None, ConfigSource]]:
