@@ -36,6 +36,7 @@ from brokercore.topic_partition import TopicPartition
 from .checkpoint import read_high_watermarks, write_high_watermarks
 from .fetcher import ReplicaFetcher
 from .log_dirs import LogDir, locate_partitions
+from .log_mover import ReplicaMove, recover_moves
 from .partition import Partition, PartitionError
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,13 @@ class ReplicaManager:
         self._checkpointed: dict[TopicPartition, int] = {}
         self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
         self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
+        self.moves: dict[TopicPartition, ReplicaMove] = {}  # replicas moving between dirs
 
     # -- metadata -------------------------------------------------------------------------
     def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
         self._checkpointed = read_high_watermarks(self.log_dir)
+        recover_moves(self.log_dirs)
         self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
             for index in topic.partitions:
@@ -174,9 +177,45 @@ class ReplicaManager:
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
         self.placement.pop(tp, None)
+        move = self.moves.pop(tp, None)
+        if move is not None:
+            move.cancel()
         partition = self.partitions.pop(tp)
         partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
         partition.log.delete()
+
+    def alter_log_dir(self, tp: TopicPartition, path: str) -> ErrorCode:
+        """Start moving the replica to the log dir at `path` (AlterReplicaLogDirs)."""
+        target = next((d for d in self.log_dirs
+                       if path in (str(d.path), str(d.path.resolve()))), None)
+        if target is None:
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        partition = self.partitions.get(tp)
+        if partition is None:
+            topic = self.image.topics.get(tp.topic)
+            if topic is None or tp.partition not in topic.partitions:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        move = self.moves.pop(tp, None)
+        if move is not None and move.destination is target:
+            self.moves[tp] = move
+            return ErrorCode.NONE
+        if move is not None:
+            move.cancel()
+        if self.placement[tp] is target:
+            return ErrorCode.NONE
+        # Kafka creates no future log while a dir is offline: it might hold the partition.
+        if any(not d.online for d in self.log_dirs):
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        self.moves[tp] = ReplicaMove(partition, target, self._moved)
+        return ErrorCode.NONE
+
+    def _moved(self, move: ReplicaMove) -> None:
+        tp = move.partition.tp
+        if self.moves.get(tp) is move:
+            del self.moves[tp]
+            if move.completed:
+                self.placement[tp] = move.destination
 
     def _stop_fetching(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
@@ -350,6 +389,9 @@ class ReplicaManager:
             partition.log.flush_if_due()
 
     async def stop(self) -> None:
+        for move in self.moves.values():  # unfinished moves are given up, as after a crash
+            move.cancel()
+        self.moves = {}
         for fetcher in self.fetchers.values():
             await fetcher.stop()
         tasks = [*self._tasks, *self._isr_changes]
