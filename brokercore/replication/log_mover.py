@@ -41,7 +41,8 @@ class ReplicaMove:
     (anywhere) is an unfinished copy and is deleted, the move lost; a `-future`
     directory without one exists only between the two renames, when the copy was complete,
     and becomes the current log; a `-delete` directory is deleted once a current log exists
-    (it is the old log after the second rename).
+    (it is the old log after the second rename). While a dir is offline nothing is
+    recovered: the current log might be on it.
     """
 
     def __init__(self, partition: Partition, destination: LogDir,
@@ -132,6 +133,10 @@ class ReplicaMove:
 def recover_moves(dirs: list[LogDir]) -> None:
     """Leave one log per partition after a crash mid-move (see `ReplicaMove`)."""
     online = [d for d in dirs if d.online]
+    if len(online) < len(dirs):
+        # The current log may be on the offline dir: leave every move as it is for now.
+        log.warning("a log dir is offline: interrupted moves are left until it is back")
+        return
     current = {p.name for d in online for p in d.path.iterdir() if PARTITION_DIR.match(p.name)}
     for suffix in (FUTURE_SUFFIX, DELETE_SUFFIX):
         for d in online:

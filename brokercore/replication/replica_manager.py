@@ -190,6 +190,8 @@ class ReplicaManager:
                        if path in (str(d.path), str(d.path.resolve()))), None)
         if target is None:
             return ErrorCode.LOG_DIR_NOT_FOUND
+        if not target.online:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
         if partition is None:
             topic = self.image.topics.get(tp.topic)

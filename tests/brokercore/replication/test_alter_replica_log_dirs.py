@@ -165,3 +165,17 @@ def test_recovery_from_each_crash_point_of_a_move(
     assert list(replicas(broker.bootstrap, topic)) == [(str(home(dirs, topic).resolve()), False)]
 
 
+
+
+def test_no_move_while_a_dir_is_offline(
+        broker_factory: Callable[..., BrokerProcess], tmp_path: Path) -> None:
+    dirs = dirs_of(tmp_path)
+    dirs[2].parent.mkdir(parents=True, exist_ok=True)
+    dirs[2].write_text("a file where a directory should be")
+    broker = start(broker_factory, dirs)
+    topic = new_topic("offline")
+    create_topic(broker.bootstrap, topic, 1)
+    other = next(d for d in dirs[:2] if d != home(dirs, topic))
+
+    assert alter(broker.bootstrap, dirs[2], topic, 0) == [(0, ErrorCode.KAFKA_STORAGE_ERROR)]
+    assert alter(broker.bootstrap, other, topic, 0) == [(0, ErrorCode.KAFKA_STORAGE_ERROR)]
