@@ -67,6 +67,7 @@ class ReplicaManager:
         self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
         self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
         self.moves: dict[TopicPartition, ReplicaMove] = {}  # replicas moving between dirs
+        self.offline: set[TopicPartition] = set()  # hosted here, on a dir that is offline
 
     # -- metadata -------------------------------------------------------------------------
     def load(self) -> None:
@@ -85,6 +86,7 @@ class ReplicaManager:
                     topic_id=topic_id, partition=index):
                 self._sync_partition(self.image.topics_by_id[topic_id].name, index)
             case RemoveTopicRecord(name=name):
+                self.offline = {tp for tp in self.offline if tp.topic != name}
                 for tp in [tp for tp in self.partitions if tp.topic == name]:
                     self._remove(tp)
             case ConfigRecord(resource="topic", name=name):
@@ -165,6 +167,7 @@ class ReplicaManager:
             if not online or (offline and tp in self._checkpointed):
                 log.error("node %d: %s is offline: its log dir is unavailable",
                           self.node_id, tp)
+                self.offline.add(tp)
                 return None
             counts = Counter(d.path for d in self.placement.values())
             log_dir = min(online, key=lambda d: counts[d.path])
@@ -197,6 +200,8 @@ class ReplicaManager:
             topic = self.image.topics.get(tp.topic)
             if topic is None or tp.partition not in topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if tp in self.offline:
+                return ErrorCode.KAFKA_STORAGE_ERROR
             return ErrorCode.REPLICA_NOT_AVAILABLE
         move = self.moves.pop(tp, None)
         if move is not None and move.destination is target:

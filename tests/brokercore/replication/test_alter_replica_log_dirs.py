@@ -179,3 +179,30 @@ def test_no_move_while_a_dir_is_offline(
 
     assert alter(broker.bootstrap, dirs[2], topic, 0) == [(0, ErrorCode.KAFKA_STORAGE_ERROR)]
     assert alter(broker.bootstrap, other, topic, 0) == [(0, ErrorCode.KAFKA_STORAGE_ERROR)]
+
+
+def test_a_replica_on_a_dir_gone_offline_is_not_recreated_elsewhere(
+        broker_factory: Callable[..., BrokerProcess], tmp_path: Path) -> None:
+    dirs = dirs_of(tmp_path)
+    broker = start(broker_factory, dirs)
+    topic = new_topic("gone")
+    create_topic(broker.bootstrap, topic, 3)
+    expected = [f"v{i}".encode() for i in range(10)]
+    confluent_produce(broker.bootstrap, topic, [
+        Message(None, v, partition=p) for p in range(3) for v in expected])
+    broker.stop()
+    [lost] = [p for p in range(3) if (dirs[2] / f"{topic}-{p}").is_dir()]
+    dirs[2].rename(tmp_path / "unplugged")
+    dirs[2].write_text("a file where a directory should be")
+
+    broker.start()
+
+    assert alter(broker.bootstrap, dirs[0], topic, lost) == \
+        [(lost, ErrorCode.KAFKA_STORAGE_ERROR)]
+    assert not [d for d in dirs[:2] if (d / f"{topic}-{lost}").exists()]
+    broker.stop()
+    dirs[2].unlink()
+    (tmp_path / "unplugged").rename(dirs[2])
+    broker.start()
+    for p in range(3):
+        assert [m.value for m in confluent_consume_all(broker.bootstrap, topic, p)] == expected
