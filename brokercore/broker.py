@@ -18,6 +18,7 @@ from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.handlers.parts import BrokerParts
 from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
+from brokercore.replication.log_dirs import open_log_dirs
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
@@ -31,11 +32,13 @@ class Broker:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.node_id = config.node_id
-        self.log_dir = config.log_dirs[0]
+        self.log_dirs = open_log_dirs(config.log_dirs, self.node_id)
+        # The metadata log stays in `metadata.log.dir`, by default the first log dir.
+        self.log_dir = config.metadata_log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.controller = Controller(config, self.log_dir / "__cluster_metadata-0")
         self.replica_manager = ReplicaManager(
-            config, self.controller.image, self.log_dir, self.clock
+            config, self.controller.image, self.log_dirs, self.clock
         )
         self.controller.listeners.append(self.replica_manager.on_metadata)
         self.controller.snapshot_listeners.append(self.replica_manager.on_metadata_snapshot)
@@ -48,7 +51,7 @@ class Broker:
         listener = self.kafka_listener = _kafka_listener(config)
         sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"), self.clock)
-        self.parts = BrokerParts(self.node_id, config, self.log_dir, self.replica_manager,
+        self.parts = BrokerParts(self.node_id, config, self.replica_manager,
                                  self.controller, self.group_coordinator,
                                  self.transaction_coordinator, sessions)
         self.server = KafkaServer(self.parts, listener.host, listener.port)

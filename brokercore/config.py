@@ -82,6 +82,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("log.dirs", T.STRING, "/tmp/kafka-logs", "Directories for log data.", read_only=True),
         _k("log.dir", T.STRING, "/tmp/kafka-logs", "Log directory if log.dirs is unset.",
            read_only=True),
+        _k("metadata.log.dir", T.STRING, None,
+           "Directory of the metadata log; the first of log.dirs if unset.", read_only=True),
         _k("num.partitions", T.INT, "1", "Default partition count of new topics."),
         _k("default.replication.factor", T.INT, "1", "Default replication factor."),
         _k("auto.create.topics.enable", T.BOOLEAN, "true", "Create topics on metadata request."),
@@ -381,6 +383,11 @@ class BrokerConfig:
     def log_dirs(self) -> list[Path]:
         raw = self.explicit.get("log.dirs") or self.explicit.get("log.dir") or "/tmp/kafka-logs"
         return [Path(item.strip()) for item in raw.split(",") if item.strip()]
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        explicit = self.explicit.get("metadata.log.dir")
+        return Path(explicit) if explicit else self.log_dirs[0]
 
     @property
     def listeners(self) -> list[Listener]:

@@ -5,6 +5,7 @@ from brokercore.handlers import (  # noqa: F401
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,

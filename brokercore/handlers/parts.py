@@ -9,7 +9,6 @@ that builds it import each other in one direction only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller
@@ -24,7 +23,6 @@ from brokercore.txn import TransactionCoordinator
 class BrokerParts:
     node_id: int
     config: BrokerConfig
-    log_dir: Path
     replicas: ReplicaManager
     controller: Controller
     groups: GroupCoordinator

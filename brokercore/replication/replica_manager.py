@@ -23,10 +23,10 @@ import contextlib
 import itertools
 import logging
 import shutil
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from brokercore.clock import Clock
@@ -46,6 +46,8 @@ from brokercore.topic_partition import TopicPartition
 
 from .checkpoint import read_high_watermarks, write_high_watermarks
 from .fetcher import ReplicaFetcher
+from .log_dirs import LogDir, locate_partitions
+from .log_mover import ReplicaMove, recover_moves
 from .partition import Partition, PartitionError
 
 log = logging.getLogger(__name__)
@@ -68,15 +70,18 @@ class _Opening:
     topic_id: str
     config: LogConfig
     lead_epoch: int | None
+    log_dir: LogDir
 
 
 class ReplicaManager:
     def __init__(
-        self, config: BrokerConfig, image: MetadataImage, log_dir: Path, clock: Clock
+        self, config: BrokerConfig, image: MetadataImage, log_dirs: list[LogDir], clock: Clock
     ) -> None:
         self.config = config
         self.image = image
-        self.log_dir = log_dir
+        self.log_dirs = log_dirs
+        # The high-watermark checkpoint covers every dir's partitions, in the first dir.
+        self.log_dir = log_dirs[0].path
         self.clock = clock
         self.node_id = config.node_id
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -93,11 +98,17 @@ class ReplicaManager:
         # Several threads, as most of the work is waiting on fsyncs, which the file system
         # commits together.
         self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
+        self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
+        self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
+        self.moves: dict[TopicPartition, ReplicaMove] = {}  # replicas moving between dirs
+        self.offline: set[TopicPartition] = set()  # hosted here, on a dir that is offline
 
     # -- metadata -------------------------------------------------------------------------
     async def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
         self._checkpointed = read_high_watermarks(self.log_dir)
+        recover_moves(self.log_dirs)
+        self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
             for index in topic.partitions:
                 self._sync_partition(topic.name, index)
@@ -120,6 +131,7 @@ class ReplicaManager:
                     topic_id=topic_id, partition=index):
                 self._sync_partition(self.image.topics_by_id[topic_id].name, index)
             case RemoveTopicRecord(name=name):
+                self.offline = {tp for tp in self.offline if tp.topic != name}
                 for tp in [tp for tp in self.partitions if tp.topic == name]:
                     self._remove(tp)
             case ConfigRecord(resource="topic", name=name):
@@ -193,6 +205,10 @@ class ReplicaManager:
 
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
+        self.placement.pop(tp, None)
+        move = self.moves.pop(tp, None)
+        if move is not None:
+            move.cancel()
         partition = self.partitions.pop(tp)
         partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
         self._to_delete.append(partition.log)
@@ -228,6 +244,7 @@ class ReplicaManager:
                                             for o in openings))
             for opening, plog in zip(openings, opened, strict=True):
                 if plog is None:
+                    self.placement.pop(opening.tp, None)
                     continue
                 try:
                     self._install(opening, plog)
@@ -238,9 +255,29 @@ class ReplicaManager:
         registration = self._wanted(tp, None)
         if registration is None or tp in self.partitions:
             return None
+        log_dir = self._choose_dir(tp)
+        if log_dir is None:
+            return None
+        self.placement[tp] = log_dir  # reserved now, so a batch spreads over the dirs
         lead = registration.leader_epoch if registration.leader == self.node_id else None
         topic_id = self.image.topics[tp.topic].topic_id
-        return _Opening(tp, topic_id, self.log_config(tp.topic), lead)
+        return _Opening(tp, topic_id, self.log_config(tp.topic), lead, log_dir)
+
+    def _choose_dir(self, tp: TopicPartition) -> LogDir | None:
+        """The dir holding the partition's log, or the online dir with the fewest partitions
+        for a new one. None if it was hosted here (it has a checkpointed high watermark) and
+        is not found while a dir is offline: it is on that dir."""
+        log_dir = self._found.pop(str(tp), None)
+        if log_dir is not None:
+            return log_dir
+        offline = [d for d in self.log_dirs if not d.online]
+        online = [d for d in self.log_dirs if d.online]
+        if not online or (offline and tp in self._checkpointed):
+            log.error("node %d: %s is offline: its log dir is unavailable", self.node_id, tp)
+            self.offline.add(tp)
+            return None
+        counts = Counter(d.path for d in self.placement.values())
+        return min(online, key=lambda d: counts[d.path])
 
     def _wanted(self, tp: TopicPartition, topic_id: str | None) -> PartitionRegistration | None:
         """The partition's registration if this broker is a replica of it (of `topic_id`)."""
@@ -262,7 +299,8 @@ class ReplicaManager:
     def _open_log(self, opening: _Opening) -> PartitionLog | None:
         """On a disk thread: the log belongs to no partition yet, nor to the loop."""
         try:
-            plog = PartitionLog.open(self.log_dir / str(opening.tp), opening.config, self.clock)
+            plog = PartitionLog.open(opening.log_dir.path / str(opening.tp), opening.config,
+                                     self.clock)
             if opening.lead_epoch is not None:  # as become_leader would, on the loop
                 plog.epochs.assign(opening.lead_epoch, plog.log_end_offset)
         except Exception:
@@ -278,6 +316,7 @@ class ReplicaManager:
         tp = opening.tp
         registration = self._wanted(tp, opening.topic_id)
         if registration is None:  # removed (or its topic replaced) meanwhile
+            self.placement.pop(tp, None)
             self._to_delete.append(plog)
             return
         config = self.log_config(tp.topic)
@@ -288,21 +327,54 @@ class ReplicaManager:
         self.partitions[tp] = partition
         self._take_role(partition, registration)
 
+    def alter_log_dir(self, tp: TopicPartition, path: str) -> ErrorCode:
+        """Start moving the replica to the log dir at `path` (AlterReplicaLogDirs)."""
+        target = next((d for d in self.log_dirs
+                       if path in (str(d.path), str(d.path.resolve()))), None)
+        if target is None:
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        if not target.online:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        partition = self.partitions.get(tp)
+        if partition is None:
+            topic = self.image.topics.get(tp.topic)
+            if topic is None or tp.partition not in topic.partitions:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if tp in self.offline:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        move = self.moves.pop(tp, None)
+        if move is not None and move.destination is target:
+            self.moves[tp] = move
+            return ErrorCode.NONE
+        if move is not None:
+            move.cancel()
+        if self.placement[tp] is target:
+            return ErrorCode.NONE
+        # Kafka creates no future log while a dir is offline: it might hold the partition.
+        if any(not d.online for d in self.log_dirs):
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        self.moves[tp] = ReplicaMove(partition, target, self._moved)
+        return ErrorCode.NONE
+
+    def _moved(self, move: ReplicaMove) -> None:
+        tp = move.partition.tp
+        if self.moves.get(tp) is move:
+            del self.moves[tp]
+            if move.completed:
+                self.placement[tp] = move.destination
+
     def _stop_fetching(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
 
     def _delete_stray_logs(self) -> None:
-        """Partition directories of topics deleted while this broker was down (a log that
-        failed to open is still assigned here, and kept)."""
-        wanted = {f"{topic.name}-{index}" for topic in self.image.topics.values()
-                  for index, registration in topic.partitions.items()
-                  if self.node_id in registration.replicas}
-        for path in self.log_dir.iterdir():
-            partition_dir = path.is_dir() and "-" in path.name
-            if partition_dir and not path.name.startswith("__cluster") and path.name not in wanted:
-                log.info("deleting stray log directory %s", path)
-                shutil.rmtree(path, ignore_errors=True)
+        """Partition directories of topics deleted while this broker was down."""
+        for name, log_dir in self._found.items():
+            path = log_dir.path / name
+            log.info("deleting stray log directory %s", path)
+            shutil.rmtree(path, ignore_errors=True)
+        self._found = {}
 
     # -- configs --------------------------------------------------------------------------
     def topic_config(self, topic_name: str) -> dict[str, tuple[str | None, ConfigSource]]:
@@ -464,6 +536,9 @@ class ReplicaManager:
             partition.log.flush_if_due()
 
     async def stop(self) -> None:
+        for move in self.moves.values():  # unfinished moves are given up, as after a crash
+            move.cancel()
+        self.moves = {}
         for fetcher in self.fetchers.values():
             await fetcher.stop()
         # A batch already on the worker thread finishes there; logs it opens are never

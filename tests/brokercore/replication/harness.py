@@ -29,6 +29,7 @@ from brokercore.controller.records import from_json
 from brokercore.handlers.parts import BrokerParts
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection
+from brokercore.replication.log_dirs import open_log_dirs
 from brokercore.replication.partition import Partition
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
@@ -65,10 +66,11 @@ class Node:
         })
         data_dir.mkdir(parents=True, exist_ok=True)
         self.image = MetadataImage()
-        self.replica_manager = ReplicaManager(self.config, self.image, data_dir, SystemClock())
+        self.replica_manager = ReplicaManager(
+            self.config, self.image, open_log_dirs(self.config.log_dirs, node_id), SystemClock())
         # Replication's handlers (Produce, Fetch, ListOffsets...) use no groups, and of the
         # controller only its image (the leaders that KIP-951's hints name).
-        parts = BrokerParts(node_id, self.config, data_dir, self.replica_manager,
+        parts = BrokerParts(node_id, self.config, self.replica_manager,
                             controller=_ImageOnly(self.image), groups=None,  # type: ignore[arg-type]
                             transactions=None)  # type: ignore[arg-type]
         self.server = KafkaServer(parts, "127.0.0.1", port)
