@@ -64,6 +64,9 @@ class TxnWorkload:
             thread.start()
         return self
 
+    def transactional_id(self, name: str) -> str:
+        return self._ids[name]
+
     @property
     def running(self) -> bool:
         return not self._stop.is_set()
@@ -154,7 +157,10 @@ class _Replace(Exception):
 
 
 def _end(producer: confluent_kafka.Producer, commit: bool) -> str:
-    """Commit (retrying what the client calls retriable) or abort: the outcome."""
+    """Commit (retrying what the client calls retriable) or abort: the outcome. Once a
+    commit was asked for, only an abort that then succeeds makes it "aborted"."""
+    asked_commit = commit
+    undecided = "unknown" if asked_commit else "aborted"
     for _ in range(COMMIT_RETRIES):
         try:
             if commit:
@@ -167,8 +173,8 @@ def _end(producer: confluent_kafka.Producer, commit: bool) -> str:
             if error.txn_requires_abort():
                 commit = False
             elif not error.retriable():
-                return "unknown" if commit else "aborted"
-    return "unknown" if commit else "aborted"
+                return undecided
+    return undecided
 
 
 def _produce(w: TxnWorkload, name: str, rng: random.Random) -> None:
