@@ -77,7 +77,8 @@ def test_random_faults_lose_nothing(tmp_path: Path, capsys: pytest.CaptureFixtur
         txn_history = transactions.finish()
     report, txn_report = check(history), check(txn_history)
     with capsys.disabled():
-        print(f"    transactions: {transactions.outcomes}, {txn_history.summary()}")
+        print(f"    transactions: {transactions.outcomes}, {txn_history.summary()}; "
+              f"anomalies: idempotent {report.found()}, transactional {txn_report.found()}")
     assert report.valid, f"seed {seed}: {history.summary()}\n{report}"
     assert txn_report.valid, f"seed {seed}: {txn_history.summary()}\n{txn_report}"
     assert not workload.errors, workload.errors
