@@ -258,13 +258,7 @@ def consume_kafka_python(w: Workload, name: str) -> None:
     )
     try:
         while not w._stop_consuming.is_set():
-            try:
-                batches = consumer.poll(timeout_ms=200)
-            except kafka.errors.UnknownBrokerIdError:
-                # kafka-python 3.0's fetcher can race its own metadata refresh: it sends to
-                # a leader the fresh metadata no longer lists (a broker just fenced) and
-                # raises out of poll. An application polls again, and so does this one.
-                continue
+            batches = consumer.poll(timeout_ms=200)
             for tp, records in batches.items():
                 for r in records:
                     w.history.read(name, tp.partition, r.offset, None, r.value.decode())
