@@ -18,7 +18,7 @@ NOT_REQUESTED = None
 GROUP_OPERATIONS = frozenset({3, 6, 8})
 
 
-@serves(DescribeGroupsRequest, DescribeGroupsResponse, min_version=0, max_version=5)
+@serves(DescribeGroupsRequest, DescribeGroupsResponse, min_version=0, max_version=6)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     with_ops = ctx.api_version >= 3 and request.include_authorized_operations
     return DescribeGroupsResponse(throttle_time_ms=0, groups=[

@@ -1,5 +1,7 @@
 """FindCoordinator (10): which broker coordinates a group (key type 0) or a transactional
-id (key type 1); batched keys from v4.
+id (key type 1); batched keys from v4. v5 (the client understands TRANSACTION_ABORTABLE) and
+v6 (key type 2, share groups) are v4 on the wire; share groups are not served, so key type 2
+gets INVALID_REQUEST.
 
 The coordinator is the leader of the key's partition of `__consumer_offsets` or
 `__transaction_state`, which the first lookup creates.
@@ -22,7 +24,7 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-@serves(FindCoordinatorRequest, FindCoordinatorResponse, min_version=0, max_version=4)
+@serves(FindCoordinatorRequest, FindCoordinatorResponse, min_version=0, max_version=6)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
     if ctx.api_version >= 4:
@@ -42,7 +44,8 @@ async def _find(broker: BrokerParts, key: str, key_type: int) -> Any:
     elif key_type == TRANSACTION_KEY_TYPE:
         coordinator = broker.transactions
     else:
-        return _error(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+        return _error(key, ErrorCode.INVALID_REQUEST,
+                      f"unsupported coordinator key type {key_type}")
     try:
         await coordinator.store.ensure_exists()
     except GroupError as exc:

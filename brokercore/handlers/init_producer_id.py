@@ -3,7 +3,8 @@
 Without a transactional id, any broker hands out a new producer id (or, KIP-360, bumps the
 epoch of the one the producer names). With one, the transactional id's coordinator answers
 (`brokercore.txn`): it bumps the epoch, fencing older instances, after aborting their open
-transaction.
+transaction. v5 is v4 on the wire: it tells the broker the client handles
+TRANSACTION_ABORTABLE (KIP-890), which this broker never sends.
 """
 
 from typing import Any
@@ -19,7 +20,7 @@ from brokercore.txn import TxnError, fenced_for_version
 MAX_EPOCH = 32767
 
 
-@serves(InitProducerIdRequest, InitProducerIdResponse, min_version=0, max_version=4)
+@serves(InitProducerIdRequest, InitProducerIdResponse, min_version=0, max_version=5)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     def answer(code: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=code,

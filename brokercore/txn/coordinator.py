@@ -178,10 +178,15 @@ class TransactionCoordinator:
             await self.store.wait_replicated(meta.partition, offset,
                                              self.config.write_timeout_ms)
         except GroupError as exc:
-            code = exc.error_code
-            if code not in (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
-                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            raise TxnError(ErrorCode(code), str(exc)) from None
+            # As Kafka maps a failed write to the state log: the partition's leadership moved
+            # means the coordinator did (clients look it up again and retry there); anything
+            # else is a coordinator not available for now. NOT_LEADER_OR_FOLLOWER would make
+            # librdkafka abort a transaction whose PrepareCommit may yet complete.
+            code = (ErrorCode.NOT_COORDINATOR
+                    if exc.error_code in (ErrorCode.NOT_COORDINATOR,
+                                          ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                    else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            raise TxnError(code, str(exc)) from None
         if self.txns.get(meta.transactional_id) is not meta:
             raise TxnError(ErrorCode.NOT_COORDINATOR, "the partition moved meanwhile")
         meta.record = new

@@ -21,6 +21,19 @@ A `History` collects, from any thread:
 - `failed_but_present`: a value whose write definitely failed, read anyway;
 - `unconsumed`: acknowledged, never read by the consumers (only when the history says the
   consumers drained the topic; a group that lost its committed offsets shows up here).
+
+Transactions fit the same model. A transactional producer `invoke`s each value, then
+completes all of a transaction's values at once: `ok` if it committed, `fail` if it aborted
+(its records are in the log, but must never be visible to read_committed: the final read and
+the consumers read committed, so a visible one is `failed_but_present`), `info` if the
+producer could not learn the outcome. `transaction(values)` groups them, and the checker adds:
+
+- `partial`: a transaction with some of its values in the final read and others absent;
+- `offsets`: for consume-transform-produce, where `derive(output, source)` records that an
+  output was written in the same transaction that committed the source's consumed offset:
+  every source record below the group's final committed offset (`committed_offsets`) has
+  exactly one output in the final read, and every one at or above it none, i.e. offsets are
+  committed with their transaction's outputs and only with them.
 """
 
 from __future__ import annotations
@@ -61,6 +74,9 @@ class History:
     reads: list[Read] = field(default_factory=list)
     final: dict[int, list[tuple[int, str | None, str]]] | None = None
     consumers_drained: bool = False
+    transactions: list[tuple[str, ...]] = field(default_factory=list)
+    derived: dict[str, str] = field(default_factory=dict)  # output value -> source value
+    committed_offsets: dict[int, int] | None = None  # the transforming group's, per partition
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _counts: dict[str, int] = field(default_factory=lambda: defaultdict(int), repr=False)
 
@@ -97,6 +113,15 @@ class History:
              value: str) -> None:
         with self._lock:
             self.reads.append(Read(process, partition, offset, key, value))
+
+    def transaction(self, values: list[str]) -> None:
+        """Group invoked values into one transaction (all-or-nothing)."""
+        with self._lock:
+            self.transactions.append(tuple(values))
+
+    def derive(self, output: str, source: str) -> None:
+        with self._lock:
+            self.derived[output] = source
 
     def final_read(self, partitions: dict[int, list[tuple[int, str | None, str]]]) -> None:
         with self._lock:
@@ -137,9 +162,11 @@ class Report:
     unexpected: list[str] = field(default_factory=list)
     failed_but_present: list[str] = field(default_factory=list)
     unconsumed: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+    offsets: list[str] = field(default_factory=list)
 
     ANOMALIES = ("lost", "duplicated", "reordered", "changed_meaning", "unexpected",
-                 "failed_but_present", "unconsumed")
+                 "failed_but_present", "unconsumed", "partial", "offsets")
 
     @property
     def valid(self) -> bool:
@@ -201,7 +228,43 @@ def check(history: History) -> Report:
         report.unconsumed = [f"{w.value!r} acked at {_pos(w.position)}"
                              for w in history.acked()
                              if w.value not in consumed and w.position is not None]
+    report.partial = _partial(history, final_values)
+    report.offsets = _offsets(history, final_at)
     return report
+
+
+def _partial(history: History, final_values: set[str]) -> list[str]:
+    findings = []
+    for values in history.transactions:
+        present = [v for v in values if v in final_values]
+        if present and len(present) < len(values):
+            findings.append(f"{len(present)} of {len(values)} values of the transaction of "
+                            f"{values[0]!r} present: {present[:5]}")
+    return findings
+
+
+def _offsets(history: History, final_at: dict[Position, str]) -> list[str]:
+    """Each source record below the committed offset transformed exactly once, none above."""
+    if history.committed_offsets is None:
+        return []
+    # The processes whose records are transformed: every record they wrote is a source.
+    inputs = {history.writes[s].process for s in history.derived.values()
+              if s in history.writes}
+    outputs: dict[str, int] = defaultdict(int)
+    for value in final_at.values():
+        if value in history.derived:
+            outputs[history.derived[value]] += 1
+    findings = []
+    for (partition, offset), value in sorted(final_at.items()):
+        write = history.writes.get(value)
+        if write is None or write.process not in inputs:
+            continue
+        expected = 1 if offset < history.committed_offsets.get(partition, 0) else 0
+        if outputs[value] != expected:
+            findings.append(f"{value!r} at {_pos((partition, offset))} transformed "
+                            f"{outputs[value]} times, expected {expected} (committed offset "
+                            f"{history.committed_offsets.get(partition, 0)})")
+    return findings
 
 
 def _values_by_position(history: History, final_at: dict[Position, str]

@@ -176,3 +176,66 @@ def test_an_ack_without_an_offset_must_still_be_in_the_log() -> None:
     report = check(history)
     assert report.lost == ["'c' acked at ?"]
     assert not report.reordered and not report.changed_meaning
+
+
+# -- transactions ----------------------------------------------------------------------------
+def transactional() -> History:
+    """Transaction t1 (committed: s0, s1) and t2 (aborted: s2); a transform of s0 committed
+    with the group's offset 1 of partition 0, and an aborted first try of it (o1-s0)."""
+    history = History()
+    for value in ("s0", "s1", "s2"):
+        history.invoke("txn", value)
+    history.transaction(["s0", "s1"])
+    history.transaction(["s2"])
+    history.ok("s0", 0, 0)
+    history.ok("s1", 1, 0)
+    history.fail("s2", "aborted")
+    for output, status in (("o1-s0", "fail"), ("o2-s0", "ok")):
+        history.invoke("ctp", output)
+        history.transaction([output])
+        history.derive(output, "s0")
+        if status == "ok":
+            history.ok(output, 0, 3)
+        else:
+            history.fail(output, "aborted")
+    history.committed_offsets = {0: 1, 1: 0}
+    # s2 at 0@1 and o1-s0 at 0@2 are aborted: read_committed skips them.
+    history.final_read({0: [(0, None, "s0"), (3, None, "o2-s0")], 1: [(0, None, "s1")]})
+    return history
+
+
+def test_a_clean_transactional_history_passes() -> None:
+    report = check(transactional())
+    assert report.valid, str(report)
+
+
+def test_it_finds_a_transaction_half_visible() -> None:
+    history = transactional()
+    assert history.final is not None
+    history.final[1] = []  # s1 gone, s0 of the same transaction still there
+    assert only(check(history)) == ["lost", "partial"]
+
+
+def test_it_finds_an_aborted_record_read_committed() -> None:
+    history = transactional()
+    history.read("reader", 0, 1, None, "s2")
+    assert only(check(history)) == ["failed_but_present"]
+
+
+def test_it_finds_a_source_transformed_twice() -> None:
+    history = transactional()
+    assert history.final is not None
+    history.final[0].insert(1, (2, None, "o1-s0"))  # the aborted transform visible too
+    assert only(check(history)) == ["failed_but_present", "offsets"]
+
+
+def test_it_finds_an_output_committed_without_its_offset() -> None:
+    history = transactional()
+    history.committed_offsets = {0: 0, 1: 0}  # s0's output is there, its offset is not
+    assert only(check(history)) == ["offsets"]
+
+
+def test_it_finds_an_offset_committed_without_its_output() -> None:
+    history = transactional()
+    history.committed_offsets = {0: 1, 1: 1}  # s1 counted as consumed, never transformed
+    assert only(check(history)) == ["offsets"]

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from tests.brokerproc import BrokerProcess
 from tests.cluster.checker import check
+from tests.cluster.txn_workload import TxnWorkload
 from tests.cluster.workload import Workload, create_topic, final_read
 from tests.compat.clients import new_topic
 
@@ -23,6 +24,22 @@ def test_all_three_idempotent_producers_and_a_group_leave_a_clean_history(
     assert not workload.errors, workload.errors
     assert {w.process for w in history.acked()} == {"confluent", "kafka-python", "aiokafka"}
     assert {r.process for r in history.reads} >= {"group-confluent"}
+    report = check(history)
+    assert report.valid, f"{history.summary()}\n{report}"
+
+
+def test_transactions_and_consume_transform_produce_leave_a_clean_history(
+    kafka_bootstrap: str,
+) -> None:
+    topic = new_topic("txn-history")
+    create_topic(kafka_bootstrap, topic, PARTITIONS, 1)
+    workload = TxnWorkload(kafka_bootstrap, topic, PARTITIONS, seed=14).start()
+    workload.wait_for_commits(40)
+    history = workload.finish()
+    assert not workload.errors, workload.errors
+    assert {w.process for w in history.acked()} == {"txn", "ctp"}
+    assert {w.process for w in history.all_writes() if w.status == "fail"} == {"txn", "ctp"}
+    assert history.derived and any(history.committed_offsets.values())  # type: ignore[union-attr]
     report = check(history)
     assert report.valid, f"{history.summary()}\n{report}"
 

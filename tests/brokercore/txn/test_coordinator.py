@@ -217,3 +217,20 @@ async def test_a_producer_naming_its_epoch_gets_the_next_and_its_retry_the_same(
         with pytest.raises(TxnError) as fenced:
             await c.requests.init_producer_id("t", 60_000, *stale)
         assert fenced.value.error_code == ErrorCode.PRODUCER_FENCED
+
+
+async def test_a_state_write_that_loses_leadership_answers_not_coordinator(
+    make: Make, store: MemoryTransactionStateTopic,
+) -> None:
+    """Kafka's mapping: the client looks the coordinator up again and retries its EndTxn
+    there, instead of aborting a transaction whose PrepareCommit may still complete."""
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    store.replicate_on_append = False
+    ending = asyncio.ensure_future(c.requests.end_txn("t", pid, epoch, commit=True))
+    await asyncio.sleep(0.01)
+    await store.fail_replication(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    with pytest.raises(TxnError) as refused:
+        await ending
+    assert refused.value.error_code == ErrorCode.NOT_COORDINATOR
