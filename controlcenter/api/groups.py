@@ -75,6 +75,8 @@ class HistorySerializer(serializers.Serializer[Any]):
     lag = serializers.ListField(child=serializers.IntegerField(), help_text="total lag")
     seconds = serializers.ListField(child=serializers.FloatField(allow_null=True),
                                     help_text="max lag in seconds (null: unknown)")
+    since = serializers.FloatField(help_text="the window's start, epoch seconds")
+    until = serializers.FloatField(help_text="the window's end (now), epoch seconds")
 
 
 class PartitionResetSerializer(serializers.Serializer[Any]):

@@ -110,15 +110,18 @@ def group_context(group_id: str | None) -> Mapping[str, Any]:
             "partitions": partitions, "members": list(members.values())}
 
 
-def lag_history(group_id: str, window: str) -> dict[str, list[float | int | None]]:
-    """The group's lag over `window` for uPlot: times, total lag, max lag in seconds."""
-    since = timezone.now() - WINDOWS.get(window, WINDOWS[DEFAULT_WINDOW])
+def lag_history(group_id: str, window: str) -> dict[str, Any]:
+    """The group's lag over `window` for uPlot: times, total lag, max lag in seconds, and
+    the window's bounds (the chart's x axis spans them, however few points there are)."""
+    until = timezone.now()
+    since = until - WINDOWS.get(window, WINDOWS[DEFAULT_WINDOW])
     rows = GroupLagHistory.objects.filter(group_id=group_id, ts__gte=since).order_by("ts")
     total = rows.count()
     step = max(1, -(-total // CHART_POINTS))
     points = list(rows.values_list("ts", "total_lag", "max_lag_seconds"))[::step]
     return {"t": [p[0].timestamp() for p in points], "lag": [p[1] for p in points],
-            "seconds": [p[2] for p in points]}
+            "seconds": [p[2] for p in points],
+            "since": since.timestamp(), "until": until.timestamp()}
 
 
 @require_GET

@@ -6,6 +6,9 @@ import uPlot from "../vendor/uplot/uPlot.esm.js";
 const holder = document.getElementById("lag-chart");
 const source = document.getElementById("lag-data");
 let chart = null;
+// The chosen window, [since, until] in epoch seconds: the x axis spans it. Left to uPlot, a
+// single point's time axis stretched over years, and a few points over only themselves.
+let span = null;
 
 function asColumns(data) {
   return [data.t, data.lag, data.seconds];
@@ -26,6 +29,7 @@ function build(data) {
   const options = {
     width: Math.max(320, holder.clientWidth),
     height: 240,
+    scales: { x: { time: true, range: () => [span.since, span.until] } },
     series: [
       {},
       { label: "total lag (messages)", stroke: accent, width: 2, scale: "msg" },
@@ -34,10 +38,12 @@ function build(data) {
     axes: [axis, { ...axis, scale: "msg", label: "messages" }, { ...axis, scale: "s", side: 1, label: "seconds", grid: { show: false } }],
   };
   chart = new uPlot(options, asColumns(data), holder);
+  holder.uplot = chart; // for the console and the browser tests
   new ResizeObserver(() => chart.setSize({ width: Math.max(320, holder.clientWidth), height: 240 })).observe(holder);
 }
 
 function draw(data) {
+  span = { since: data.since, until: data.until };
   if (!data.t.length) {
     if (chart) { chart.destroy(); chart = null; }
     showEmpty();
