@@ -79,8 +79,10 @@ def analysis_run(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(AnalysisRun.objects.select_related("requested_by", "schedule"),
                             pk=run_id)
     charts = (run.result or {}).get("charts") or {}
+    spec = JOBS.get(run.job)
     return render(request, "controlcenter/analysis_run.html", {
-        "run": run, "spec": JOBS.get(run.job), "window": _window(run.parameters),
+        "run": run, "spec": spec, "window": _window(run.parameters),
+        "parameters": _parameters(run.parameters, spec),
         "tables": export.tables(run.result), "charts": charts,
         "chart_titles": [(name, export.title(name)) for name in charts],
         "status_id": execute.status_element_id(run)})
@@ -141,10 +143,28 @@ def _spec(job: str) -> JobSpec:
     return spec
 
 
-def _window(params: dict[str, Any]) -> tuple[dt.datetime, dt.datetime] | None:
+def _window(params: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The analysed window as people read it: its start, its end (with the date only when
+    it differs) and its length in minutes."""
     try:
         since, until = float(params["since"]), float(params["until"])
     except (KeyError, TypeError, ValueError):
         return None
-    return (dt.datetime.fromtimestamp(since, dt.UTC), dt.datetime.fromtimestamp(until, dt.UTC))
+    start, end = dt.datetime.fromtimestamp(since, dt.UTC), dt.datetime.fromtimestamp(until, dt.UTC)
+    end_format = "%H:%M:%S" if start.date() == end.date() else "%Y-%m-%d %H:%M:%S"
+    minutes = f"{(until - since) / 60:.1f}".removesuffix(".0")
+    return f"{start:%Y-%m-%d %H:%M:%S}", end.strftime(end_format), minutes
+
+
+def _parameters(params: dict[str, Any], spec: JobSpec | None) -> list[tuple[str, str]]:
+    """The job's parameters under their launch form's labels (the window is shown apart)."""
+    fields = spec.form.base_fields if spec else {}
+    shown = []
+    for name, value in params.items():
+        if name in ("since", "until"):
+            continue
+        field = fields.get(name)
+        label = str(field.label) if field is not None and field.label else name
+        shown.append((label, ", ".join(map(str, value)) if isinstance(value, list) else str(value)))
+    return shown
 

@@ -67,6 +67,20 @@ def progress(value: float, maximum: float, label: str = "") -> dict[str, Any]:
             "label": label}  # fmt: skip
 
 
+@register.filter
+def duration(seconds: float | None) -> str:
+    """12.3 s, 1 min 23.4 s, 2 h 5 min; "—" when there is none (not started)."""
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        minutes, rest = divmod(seconds, 60)
+        return f"{minutes:.0f} min {rest:.1f} s"
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:.0f} h {rest // 60:.0f} min"
+
+
 @register.inclusion_tag("controlcenter/components/pagination.html", takes_context=True)
 def pagination(context: template.Context, page: Page[Any]) -> dict[str, Any]:
     """Links to the first, previous, nearby, next and last pages, keeping the other query
