@@ -20,7 +20,9 @@ consumer (kcat, a notebook, Spark's ``from_json``) reads them without a registry
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -101,20 +103,40 @@ class ClusterEvent:
 
 
 def encode_lag_sample(sample: LagSample) -> tuple[bytes, bytes]:
-    """(key, value) bytes for ``_millrace-lag-samples``."""
-    value = {
-        "v": SCHEMA_VERSION,
-        "group": sample.group,
-        "topic": sample.topic,
-        "partition": sample.partition,
-        "ts": sample.timestamp_ms,
-        "committed_offset": sample.committed_offset,
-        "end_offset": sample.end_offset,
-        "lag": sample.lag,
-        "lag_seconds": sample.lag_seconds,
-        "status": sample.status.name,
-    }
-    return _json(list(sample.key)), _json(value)
+    """(key, value) bytes for ``_millrace-lag-samples``.
+
+    The collector writes one per partition and cycle (10,000 a cycle at 1,000 groups of ten
+    partitions), so the JSON is formatted directly rather than through ``json.dumps``; the
+    bytes are the same as ``_json`` of the same list and object (tests/laganalysis/
+    test_records.py compares them, bench/records_bench.py measures the difference)."""
+    group, topic = _json_string(sample.group), _json_string(sample.topic)
+    partition = int.__repr__(sample.partition)
+    key = f"[{group},{topic},{partition}]"
+    value = (
+        f'{{"v":{SCHEMA_VERSION},"group":{group},"topic":{topic},"partition":{partition},'
+        f'"ts":{int.__repr__(sample.timestamp_ms)},'
+        f'"committed_offset":{int.__repr__(sample.committed_offset)},'
+        f'"end_offset":{int.__repr__(sample.end_offset)},"lag":{int.__repr__(sample.lag)},'
+        f'"lag_seconds":{_json_number(sample.lag_seconds)},"status":"{sample.status.name}"}}'
+    )
+    return key.encode(), value.encode()
+
+
+# Group and topic names repeat every cycle: each is escaped once.
+_json_string = functools.lru_cache(maxsize=65536)(json.encoder.encode_basestring)
+
+
+def _json_number(value: float | None) -> str:
+    """What ``json.dumps`` writes for None, an int or a float (NaN and infinities too)."""
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
 
 
 def decode_lag_sample(value: bytes) -> LagSample:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -20,7 +21,7 @@ from laganalysis.records import (
     encode_lag_sample,
 )
 
-names = st.text(min_size=1, max_size=30)
+names = st.text(min_size=1, max_size=30)  # quotes, backslashes, control characters too
 offsets = st.integers(0, 2**62)
 
 lag_samples = st.builds(
@@ -42,6 +43,24 @@ def test_a_lag_sample_round_trips(sample: LagSample) -> None:
     key, value = encode_lag_sample(sample)
     assert decode_lag_sample(value) == sample
     assert json.loads(key) == [sample.group, sample.topic, sample.partition]
+
+
+def dumped(obj: object) -> bytes:
+    """The records' JSON as json.dumps writes it: what the readers were written against."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@given(lag_samples, st.none() | st.floats() | st.integers(-(2**70), 2**70))
+def test_a_lag_sample_encodes_to_the_bytes_json_dumps_writes(sample: LagSample,
+                                                            seconds: float | None) -> None:
+    sample = dataclasses.replace(sample, lag_seconds=seconds)
+    key, value = encode_lag_sample(sample)
+    assert key == dumped([sample.group, sample.topic, sample.partition])
+    assert value == dumped({
+        "v": 1, "group": sample.group, "topic": sample.topic, "partition": sample.partition,
+        "ts": sample.timestamp_ms, "committed_offset": sample.committed_offset,
+        "end_offset": sample.end_offset, "lag": sample.lag, "lag_seconds": seconds,
+        "status": sample.status.name})
 
 
 def test_a_lag_sample_is_plain_json_any_consumer_can_read() -> None:
