@@ -24,6 +24,8 @@ BURROW_MEANINGS = {
     "STOP": "commits stopped long ago",
     "STALL": "committing the same offset while lag exists",
     "REWIND": "the committed offset went backwards",
+    # Burrow knows a group by its commits; a new group commits after it has consumed.
+    "NOTFOUND": "no committed offset sampled yet",
 }
 
 
