@@ -123,7 +123,7 @@ class Partition:
             self.out_of_sync = frozenset()
             self.leader_epoch_start_offset = self.log_end_offset
             # A follower's epoch lookup must find this epoch even before its first append.
-            self.log.epochs.assign(leader_epoch, self.log_end_offset)
+            self.log.assign_epoch(leader_epoch, self.log_end_offset)
             # Kafka: ISR members count as caught up now, so they are not dropped at once;
             # their log ends are unknown until they fetch, which holds the high watermark.
             self.followers = {
