@@ -80,6 +80,8 @@ class Broker:
         port = await self.server.start()
         self.advertised = self._advertised_listener(port)
         await self._register()
+        if self.replica_manager.offline_replicas():  # a dir is still failed: say so at once
+            self._heartbeat_now.set()
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         self.replica_manager.start()
         self.group_coordinator.start()
