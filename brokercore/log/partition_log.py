@@ -512,9 +512,10 @@ class PartitionLog:
     # -- epochs, producers -----------------------------------------------------
 
     @_io
-    def assign_epoch(self, epoch: int, start_offset: int) -> None:
-        """Record in the epoch cache that `epoch` starts at `start_offset` (a leadership)."""
-        self.epochs.assign(epoch, start_offset)
+    def assign_epoch(self, epoch: int, start_offset: int, *, persist: bool = True) -> None:
+        """Record in the epoch cache that `epoch` starts at `start_offset` (a leadership);
+        without `persist`, the caller writes it later (`LeaderEpochCache.persist`)."""
+        self.epochs.assign(epoch, start_offset, persist=persist)
 
     @_io
     def truncate_epochs_from_end(self, end_offset: int) -> None:
@@ -577,6 +578,8 @@ class PartitionLog:
         for segment in self.segments:
             if segment.dirty:
                 segment.flush()
+        if self.epochs.dirty:  # recovery re-learns epochs only past the recovery point
+            self.epochs.persist()
         write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, self.log_end_offset)
         if self._new_directory:
             fsync_directory(self.directory.parent)

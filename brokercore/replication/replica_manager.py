@@ -97,6 +97,9 @@ class ReplicaManager:
         self._to_open: dict[TopicPartition, bool] = {}
         self._to_delete: list[PartitionLog] = []  # removed, files still on disk
         self._opener: asyncio.Task[None] | None = None
+        # New leaderships whose epoch checkpoint is still to be written, off the loop.
+        self._epochs_to_persist: dict[TopicPartition, Partition] = {}
+        self._epoch_writer: asyncio.Task[None] | None = None
         # Several threads, as most of the work is waiting on fsyncs, which the file system
         # commits together.
         self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
@@ -195,10 +198,12 @@ class ReplicaManager:
             try:
                 led = partition.become_leader(epoch, registration.partition_epoch,
                                               registration.replicas, registration.isr,
-                                              self.clock.time_ms())
-            except KafkaStorageError:  # its epoch checkpoint failed: its dir goes offline
+                                              self.clock.time_ms(), persist_epoch=False)
+            except KafkaStorageError:  # its dir went offline
                 log.error("node %d: %s cannot lead: its log dir failed", self.node_id, tp)
                 return
+            if partition.log.epochs.dirty:
+                self._persist_epoch_later(partition)
             if led:
                 self._stop_fetching(tp)
                 log.info("node %d: %s leader at epoch %d, ISR %s, high watermark %d",
@@ -218,6 +223,7 @@ class ReplicaManager:
 
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
+        self._epochs_to_persist.pop(tp, None)
         self.placement.pop(tp, None)
         move = self.moves.pop(tp, None)
         if move is not None:
@@ -353,6 +359,41 @@ class ReplicaManager:
                               self._checkpointed_high_watermark(tp, opening.log_dir))
         self.partitions[tp] = partition
         self._take_role(partition, registration)
+
+    # -- leader-epoch checkpoints off the loop ----------------------------------------------
+    def _persist_epoch_later(self, partition: Partition) -> None:
+        self._epochs_to_persist[partition.tp] = partition
+        if self._epoch_writer is None or self._epoch_writer.done():
+            self._epoch_writer = asyncio.create_task(self._persist_epochs(),
+                                                     name=f"epoch-checkpoints-{self.node_id}")
+
+    async def _persist_epochs(self) -> None:
+        """Write the epoch checkpoints of new leaderships on the disk threads, a batch per
+        trip: a failover of hundreds of partitions costs the loop no fsync. Each is a
+        snapshot taken here, on the loop; a newer change writes its own."""
+        loop = asyncio.get_running_loop()
+        while self._epochs_to_persist:
+            batch = [self._epochs_to_persist.pop(tp)
+                     for tp in list(itertools.islice(self._epochs_to_persist, OPEN_BATCH))]
+            await asyncio.gather(*(
+                loop.run_in_executor(self._disk, self._write_epochs, p, p.log.epochs.snapshot())
+                for p in batch if self.partitions.get(p.tp) is p))
+
+    def _write_epochs(self, partition: Partition,
+                      snapshot: tuple[int, list[tuple[int, int]]]) -> None:
+        """On a disk thread. An I/O error fails the log on the loop, and its dir with it."""
+        try:
+            partition.log.epochs.persist(snapshot)
+        except OSError as exc:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._epochs_not_written, partition, exc)
+
+    def _epochs_not_written(self, partition: Partition, error: OSError) -> None:
+        # A partition removed meanwhile had its directory deleted under the write: no fault.
+        if self.partitions.get(partition.tp) is partition:
+            log.error("node %d: cannot write the epoch checkpoint of %s: %s", self.node_id,
+                      partition.tp, error)
+            partition.log.fail(error)
 
     # -- log dirs failing while the broker runs (KIP-112) -------------------------------------
     def _log_failed(self, plog: PartitionLog, error: OSError) -> None:
@@ -650,8 +691,9 @@ class ReplicaManager:
             await fetcher.stop()
         # A batch already on the worker thread finishes there; logs it opens are never
         # closed cleanly, so the next start recovers them, as after a crash.
+        # Closing a log writes an epoch checkpoint still pending.
         tasks = [*self._tasks, *self._isr_changes,
-                 *([self._opener] if self._opener is not None else [])]
+                 *(t for t in (self._opener, self._epoch_writer) if t is not None)]
         for task in tasks:
             task.cancel()
         for task in tasks:

@@ -399,7 +399,7 @@ async def test_records_applied_while_logs_open_win(
 
     assert sorted(tp.partition for tp in hosted) == list(range(60))
     assert {p.topic_id for p in hosted.values()} == {"new-id"}
-    assert sorted(d.name for d in node.replica_manager.log_dir.glob("gone-*")) == \
+    assert sorted(d.name for d in node.replica_manager.log_dirs[0].path.glob("gone-*")) == \
         sorted(f"gone-{p}" for p in range(60))
     assert node.partition("gone", 59).leader_epoch == 3
     assert node.partition("gone", 0).log_end_offset == 0  # the old log went first
