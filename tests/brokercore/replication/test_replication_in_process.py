@@ -279,7 +279,8 @@ async def test_a_follower_behind_the_leaders_log_start_starts_over_there(
     await eventually(lambda: follower.log_end_offset == 6, "the follower catches up")
     assert follower.log_start_offset == 4
     assert values(follower) == [b"4", b"5"]
-    assert leader.high_watermark == 6
+    # The leader learns the follower's new log end from its next fetch.
+    await eventually(lambda: leader.high_watermark == 6, "the high watermark moves")
     client.close()
 
 
