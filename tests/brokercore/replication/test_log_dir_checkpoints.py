@@ -1,6 +1,7 @@
 """Each log dir keeps its own `replication-offset-checkpoint`, listing only its partitions
 (Kafka's layout); the one file of earlier versions is read once; a dir whose checkpoint
-cannot be written goes offline and the others are written all the same.
+cannot be written goes offline and the others are written all the same; after a restart
+with that dir still failed, its replicas stay offline and are not recreated elsewhere.
 
 One in-process replica manager with two dirs behind a real Kafka listener; the test plays
 the controller (`harness.Cluster`).
@@ -139,3 +140,24 @@ async def test_a_dir_whose_checkpoint_fails_goes_offline_and_the_other_is_writte
     for p, code in codes.items():
         on_failed = TopicPartition(TOPIC, p) in on_bad
         assert code == (ErrorCode.KAFKA_STORAGE_ERROR if on_failed else ErrorCode.NONE)
+
+
+async def test_after_a_restart_with_the_dir_still_failed_its_replicas_stay_offline(
+        cluster: Cluster) -> None:
+    await cluster.create_topic(TOPIC, [1], PARTITIONS)
+    await produce(cluster, 1)
+    good, bad = dirs_of(cluster)
+    on_bad = set(expected(cluster, bad, 2))
+    bad.rename(bad.with_name("disk1.failed"))
+    bad.write_text("a file where the log dir was")
+
+    await cluster.restart_node(1)
+
+    assert manager(cluster).offline == on_bad
+    assert set(manager(cluster).offline_replicas()) == on_bad
+    assert sorted(p.name for p in good.iterdir() if p.name.startswith(TOPIC)) == \
+        sorted(str(tp) for tp in set(expected(cluster, good, 2)))
+    # A replica assigned from now on is new: it is created in the dir that works.
+    await cluster.create_topic("fresh", [1], 2)
+    assert {d.path for tp, d in manager(cluster).placement.items() if tp.topic == "fresh"} \
+        == {good}
