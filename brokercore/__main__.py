@@ -30,7 +30,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def serve(config: BrokerConfig) -> None:
+async def serve(config: BrokerConfig) -> int:
+    """Run the broker until SIGINT or SIGTERM (0), or until every log dir has failed (1)."""
     broker = Broker(config)
     await broker.start()
     a = broker.advertised
@@ -41,8 +42,12 @@ async def serve(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    stopping = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(broker.failed.wait())]
+    await asyncio.wait(stopping, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in stopping:
+        waiting.cancel()
     await broker.stop()
+    return 1 if broker.failed.is_set() else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,10 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(serve(config))
+        return loop.run_until_complete(serve(config))
     finally:
         close_loop(loop)  # asyncio.run would wait without limit for tasks left running
-    return 0
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.handlers.parts import BrokerParts
 from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.log_dirs import open_log_dirs
+from brokercore.replication.log_dirs import LogDir, open_log_dirs
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
@@ -43,6 +43,7 @@ class Broker:
         self.controller.listeners.append(self.replica_manager.on_metadata)
         self.controller.snapshot_listeners.append(self.replica_manager.on_metadata_snapshot)
         self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
+        self.replica_manager.on_dir_offline = self._on_dir_offline
         self.group_coordinator = broker_group_coordinator(
             config, self.replica_manager, self.controller, self.clock)
         self.transaction_coordinator = broker_transaction_coordinator(
@@ -59,6 +60,10 @@ class Broker:
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
         self.broker_epoch = -1
         self._heartbeats: asyncio.Task[None] | None = None
+        self._heartbeat_now = asyncio.Event()
+        # Set when every log dir has failed: the broker must stop (`python -m brokercore`
+        # then exits 1), as Kafka's does.
+        self.failed = asyncio.Event()
 
     @property
     def image(self) -> MetadataImage:
@@ -75,6 +80,8 @@ class Broker:
         port = await self.server.start()
         self.advertised = self._advertised_listener(port)
         await self._register()
+        if self.replica_manager.offline_replicas():  # a dir is still failed: say so at once
+            self._heartbeat_now.set()
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
         self.replica_manager.start()
         self.group_coordinator.start()
@@ -97,15 +104,27 @@ class Broker:
         makes it register again."""
         interval = self.config.get_int("broker.heartbeat.interval.ms") / 1000
         while True:
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._heartbeat_now.wait(), interval)
+            self._heartbeat_now.clear()
             try:
-                await self.controller.heartbeat(self.node_id, self.broker_epoch)
+                await self.controller.heartbeat(
+                    self.node_id, self.broker_epoch,
+                    offline_replicas=self.replica_manager.offline_replicas())
             except ControllerError as exc:
                 log.info("node %d: heartbeat failed: %s", self.node_id, exc.message)
                 if exc.error_code in (ErrorCode.STALE_BROKER_EPOCH,
                                       ErrorCode.BROKER_ID_NOT_REGISTERED):
                     with contextlib.suppress(ControllerError):
                         await self._register()
+
+    def _on_dir_offline(self, log_dir: LogDir) -> None:
+        """A log dir failed while running: tell the controller at once (KIP-858), or stop
+        when no dir is left."""
+        if not any(d.online for d in self.log_dirs):
+            log.critical("node %d: every log dir has failed; shutting down", self.node_id)
+            self.failed.set()
+        self._heartbeat_now.set()
 
     async def _controlled_shutdown(self) -> None:
         """Move this broker's leaderships away before it stops (`want_shutdown`).

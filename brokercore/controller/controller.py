@@ -15,7 +15,7 @@ import base64
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, astuple
 from pathlib import Path
 from typing import Any
@@ -203,12 +203,15 @@ class Controller:
             "incarnation": incarnation or str(uuid.uuid4())})
         return epoch
 
-    async def heartbeat(self, node_id: int, broker_epoch: int, *,
-                        want_shutdown: bool = False) -> HeartbeatResult:
+    async def heartbeat(self, node_id: int, broker_epoch: int, *, want_shutdown: bool = False,
+                        offline_replicas: Iterable[TopicPartition] = ()) -> HeartbeatResult:
         """Keep the broker's session; STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED tell it
-        to register again."""
+        to register again. `offline_replicas` are the broker's replicas on failed log dirs
+        (KIP-858's OfflineLogDirs, by partition): the controller moves them out of ISRs and
+        their leaderships elsewhere."""
         answer = await self.quorum.call("heartbeat", {
-            "node_id": node_id, "broker_epoch": broker_epoch, "want_shutdown": want_shutdown})
+            "node_id": node_id, "broker_epoch": broker_epoch, "want_shutdown": want_shutdown,
+            "offline_replicas": [[tp.topic, tp.partition] for tp in offline_replicas]})
         return HeartbeatResult(answer["fenced"], answer["shutdown_ready"])
 
     # -- partitions -----------------------------------------------------------------------

@@ -161,13 +161,26 @@ def records_controlled_shutdown(
     return records_fence_broker(image, node_id, unclean_default=unclean_default)
 
 
+def records_offline_replicas(
+    image: MetadataImage, node_id: int, offline: Set[TopicPartition], *,
+    unclean_default: bool = False,
+) -> list[MetadataRecord]:
+    """A live broker's replicas of `offline` are on a failed log dir (KIP-858): as when it
+    is fenced, but for those partitions only. It leaves their ISRs unless it is the last
+    member, and their leaderships move to another live ISR member, else to none."""
+    return _records_without(image, node_id, unclean_default, offline)
+
+
 def _records_without(
-    image: MetadataImage, node_id: int, unclean_default: bool
+    image: MetadataImage, node_id: int, unclean_default: bool,
+    only: Set[TopicPartition] | None = None,
 ) -> list[MetadataRecord]:
     live = live_brokers(image) - {node_id}
     records: list[MetadataRecord] = []
     for topic, index, part in partitions(image):
         if node_id not in part.isr and part.leader != node_id:
+            continue
+        if only is not None and TopicPartition(topic.name, index) not in only:
             continue
         isr = [r for r in part.isr if r != node_id] or part.isr
         mode = _online_mode(image, topic, unclean_default)

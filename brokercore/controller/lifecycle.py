@@ -148,7 +148,7 @@ class BrokerLifecycle:
         call never touched (KAFKA-17793 makes the same split)."""
         broker = self.image.brokers.get(args["node_id"])
         if (broker is None or broker.fenced or broker.epoch != args["broker_epoch"]
-                or args["want_shutdown"]):
+                or args["want_shutdown"] or self._offline_records(args)):
             return None
         self._last_heartbeat[broker.node_id] = self._now()
         return {"fenced": False, "shutdown_ready": False}
@@ -163,6 +163,12 @@ class BrokerLifecycle:
             raise ControllerError(ErrorCode.STALE_BROKER_EPOCH,
                                   f"Broker {node_id}'s epoch is {broker.epoch}, not {epoch}.")
         self._last_heartbeat[node_id] = self._now()
+        offline = self._offline_records(args)
+        if offline:
+            log.warning("broker %d reports %d replica(s) on failed log dirs; moving %d "
+                        "leadership/ISR change(s) off it", node_id,
+                        len(args["offline_replicas"]), len(offline))
+            await self._propose(offline)
         if args["want_shutdown"]:
             await self._propose(elections.records_controlled_shutdown(
                 self.image, node_id, unclean_default=self.unclean_default))
@@ -175,6 +181,14 @@ class BrokerLifecycle:
             await self._propose(
                 [FenceBrokerRecord(node_id, False), *leaders])
         return {"fenced": self.image.brokers[node_id].fenced, "shutdown_ready": False}
+
+    def _offline_records(self, args: dict[str, Any]) -> list[MetadataRecord]:
+        """The changes a heartbeat's offline replicas call for; none once they are made."""
+        offline = {TopicPartition(t, p) for t, p in args.get("offline_replicas", [])}
+        if not offline:
+            return []
+        return elections.records_offline_replicas(self.image, args["node_id"], offline,
+                                                  unclean_default=self.unclean_default)
 
     # -- partitions ----------------------------------------------------------------------
     async def do_alter_partition(self, args: dict[str, Any]) -> dict[str, Any]:

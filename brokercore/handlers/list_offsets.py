@@ -19,6 +19,7 @@ from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
+from brokercore.log import KafkaStorageError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
@@ -75,14 +76,17 @@ def _offset(
         return answer(ErrorCode.NONE, -1, partition.log_start_offset, epoch)
     if p.timestamp == LATEST_TIERED:
         return answer(ErrorCode.NONE, -1, -1, -1)
-    if p.timestamp == MAX_TIMESTAMP:
-        # (offset, timestamp) of the record with the largest timestamp
-        found = partition.log.max_timestamp()
-        hit = None if found is None else (found[1], found[0])
-    elif p.timestamp < 0:
+    if p.timestamp < 0 and p.timestamp != MAX_TIMESTAMP:
         return answer(ErrorCode.INVALID_REQUEST)
-    else:
-        hit = partition.log.offset_for_timestamp(p.timestamp)
+    try:
+        if p.timestamp == MAX_TIMESTAMP:
+            # (offset, timestamp) of the record with the largest timestamp
+            found = partition.log.max_timestamp()
+            hit = None if found is None else (found[1], found[0])
+        else:
+            hit = partition.log.offset_for_timestamp(p.timestamp)
+    except KafkaStorageError as exc:  # its log dir just failed
+        return answer(exc.error_code)
     if hit is not None and hit[0] < fetchable:
         return answer(ErrorCode.NONE, hit[1], max(hit[0], partition.log_start_offset), epoch)
     if lagging:  # the record may be committed, but this leader cannot tell yet

@@ -7,6 +7,7 @@ one line per entry of space-separated integers.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from brokercore.log.errors import CorruptLogError
@@ -14,7 +15,7 @@ from brokercore.log.errors import CorruptLogError
 VERSION = 0
 
 
-def write_checkpoint(path: Path, entries: list[tuple[int, ...]]) -> None:
+def write_checkpoint(path: Path, entries: Sequence[tuple[int, ...]]) -> None:
     lines = [str(VERSION), str(len(entries))] + [" ".join(map(str, entry)) for entry in entries]
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("w") as file:

@@ -1,7 +1,8 @@
 """Errors raised by the partition log, each carrying the Kafka error code a handler reports.
 
 Handlers turn these into per-partition error codes in their responses; only
-``CorruptLogError`` (on-disk damage recovery could not repair) is a storage fault.
+``CorruptLogError`` (on-disk damage recovery could not repair) and ``KafkaStorageError`` (an
+I/O error: the log's dir is failing) are storage faults.
 """
 
 from brokercore.protocol.errors import ErrorCode
@@ -52,4 +53,10 @@ class InvalidTimestampError(LogError):
 
 
 class CorruptLogError(LogError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class KafkaStorageError(LogError):
+    """The log met an I/O error (or did before): its log dir is offline (KIP-112)."""
+
     error_code = ErrorCode.KAFKA_STORAGE_ERROR

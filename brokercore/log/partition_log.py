@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from brokercore.clock import Clock
 from brokercore.log import cleaner, recovery
 from brokercore.log.checkpoint import fsync_directory, write_offset
 from brokercore.log.config import LogConfig
 from brokercore.log.epoch_cache import LeaderEpochCache
-from brokercore.log.errors import InvalidRecordError, OffsetOutOfRangeError
+from brokercore.log.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from brokercore.log.producer_state import ProducerAppend, ProducerEntry, ProducerStateManager
 from brokercore.log.records import (
     RecordBatchHeader,
@@ -40,6 +42,31 @@ from brokercore.log.recovery import (  # noqa: E402
     LOG_START_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
 )
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _io(
+    method: Callable[Concatenate[PartitionLog, P], R],
+) -> Callable[Concatenate[PartitionLog, P], R]:
+    """Kafka's maybeHandleIOException: an OSError in the log's files fails the log. This
+    call and every later one raise KafkaStorageError, and `on_failure` (the replica
+    manager's, which takes the log's whole dir offline) hears of it once."""
+
+    @functools.wraps(method)
+    def guarded(self: PartitionLog, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.failure is not None:
+            raise KafkaStorageError(f"the log of {self.directory.name} is offline: "
+                                    f"{self.failure}")
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            self.fail(exc)
+            raise KafkaStorageError(f"I/O error in the log of {self.directory.name}: "
+                                    f"{exc}") from exc
+
+    return guarded
 
 
 @dataclass(frozen=True)
@@ -91,6 +118,10 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.time_ms()
         self._new_directory = False  # created without fsync; the first flush syncs its entry
+        self.failure: str | None = None  # the I/O error that took this log offline
+        # Called once, with the log and the error, when an I/O error fails the log; may be
+        # called on whichever thread uses the log then.
+        self.on_failure: Callable[[PartitionLog, OSError], None] | None = None
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, clock: Clock) -> PartitionLog:
@@ -130,6 +161,7 @@ class PartitionLog:
     def active_segment(self) -> LogSegment:
         return self.segments[-1]
 
+    @_io
     def set_log_start_offset(self, offset: int) -> None:
         if offset != self._log_start_offset:
             self._log_start_offset = offset
@@ -139,6 +171,7 @@ class PartitionLog:
 
     # -- appends ---------------------------------------------------------------
 
+    @_io
     def append_as_leader(self, records: bytes | memoryview, leader_epoch: int) -> AppendResult:
         """Validate a Produce record set, convert it to the topic's codec if it has one, stamp
         offsets and epoch, write it all or nothing."""
@@ -165,6 +198,7 @@ class PartitionLog:
             offset = stamped[-1].header.next_offset
         return self._write_stamped(buf, stamped, leader_epoch, producer_append, now)
 
+    @_io
     def append_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
         leader_epoch: int,
@@ -216,6 +250,7 @@ class PartitionLog:
             producer_append.record(header, marker)
         return FoundBatch(found.position, header)
 
+    @_io
     def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
         """Replication: keep the leader's offsets and epochs; offsets must not go back."""
         buf = bytes(records)
@@ -278,6 +313,7 @@ class PartitionLog:
 
     # -- reads -----------------------------------------------------------------
 
+    @_io
     def read(
         self,
         fetch_offset: int,
@@ -314,6 +350,7 @@ class PartitionLog:
         # the log start, as in Kafka.
         return self.log_end_offset if first is None else max(first, self._log_start_offset)
 
+    @_io
     def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions with data in [start, end), for read_committed fetches. Each
         is indexed by the segment holding its marker, which is at or after ``start``."""
@@ -334,6 +371,7 @@ class PartitionLog:
             for found in segment.headers_from(segment.index.lookup(start_offset)):
                 yield segment, found
 
+    @_io
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``timestamp_ms``."""
         for segment in self.segments:
@@ -352,6 +390,7 @@ class PartitionLog:
                     return hit[0], hit[1]
         return None
 
+    @_io
     def max_timestamp(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the record with the largest timestamp (ListOffsets -3)."""
         segments = [segment for segment in self.segments if segment.max_timestamp >= 0]
@@ -380,6 +419,7 @@ class PartitionLog:
 
     # -- log start, truncation, retention ---------------------------------------
 
+    @_io
     def delete_records_before(self, offset: int) -> int:
         if offset > self.log_end_offset or offset < 0:
             raise OffsetOutOfRangeError(
@@ -389,6 +429,7 @@ class PartitionLog:
             self.set_log_start_offset(offset)
         return self._log_start_offset
 
+    @_io
     def truncate_to(self, offset: int) -> None:
         """Replication: drop everything at and after ``offset`` (the whole batch holding it)."""
         if offset >= self.log_end_offset:
@@ -403,6 +444,7 @@ class PartitionLog:
         self.rebuild_producer_state()
         recovery.lower_recovery_point(self, self.log_end_offset)
 
+    @_io
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Replication: a follower behind the leader's log start drops its whole log and
         continues at ``offset``, the leader's log start."""
@@ -418,6 +460,7 @@ class PartitionLog:
         self._log_start_offset = offset
         write_offset(self.directory / LOG_START_CHECKPOINT, offset)
 
+    @_io
     def enforce_retention(self) -> int:
         """Delete old segments by log start, then retention.ms and retention.bytes."""
         deleted = self._delete_oldest(
@@ -461,11 +504,22 @@ class PartitionLog:
         self.set_log_start_offset(max(self._log_start_offset, self.segments[0].base_offset))
         return len(doomed)
 
+    @_io
     def clean(self) -> int:
         """One compaction pass over the closed segments; returns bytes reclaimed."""
         return cleaner.clean(self)
 
     # -- epochs, producers -----------------------------------------------------
+
+    @_io
+    def assign_epoch(self, epoch: int, start_offset: int, *, persist: bool = True) -> None:
+        """Record in the epoch cache that `epoch` starts at `start_offset` (a leadership);
+        without `persist`, the caller writes it later (`LeaderEpochCache.persist`)."""
+        self.epochs.assign(epoch, start_offset, persist=persist)
+
+    @_io
+    def truncate_epochs_from_end(self, end_offset: int) -> None:
+        self.epochs.truncate_from_end(end_offset)
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         return self.epochs.end_offset_for(leader_epoch, self.log_end_offset)
@@ -488,6 +542,7 @@ class PartitionLog:
         for segment in self.segments:
             segment.config = config
 
+    @_io
     def roll(self, base_offset: int | None = None) -> None:
         """Close the active segment (if it holds data) and start one at the log end."""
         active = self.active_segment
@@ -504,6 +559,7 @@ class PartitionLog:
         segment.seal()
         return segment
 
+    @_io
     def flush_if_due(self) -> bool:
         """fsync if writes are pending and flush.ms has passed since the last flush.
 
@@ -516,11 +572,14 @@ class PartitionLog:
             return True
         return False
 
+    @_io
     def flush(self) -> None:
         """fsync every segment with unflushed writes, then move the recovery point."""
         for segment in self.segments:
             if segment.dirty:
                 segment.flush()
+        if self.epochs.dirty:  # recovery re-learns epochs only past the recovery point
+            self.epochs.persist()
         write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, self.log_end_offset)
         if self._new_directory:
             fsync_directory(self.directory.parent)
@@ -528,6 +587,7 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock.time_ms()
 
+    @_io
     def close(self) -> None:
         if not self.segments:
             return
@@ -541,6 +601,17 @@ class PartitionLog:
         for segment in self.segments:
             segment.close()
         self.segments = []
+
+    def fail(self, error: OSError) -> None:
+        """Take the log offline after an I/O error here or elsewhere in its dir: close its
+        files without writing, refuse every later call (KafkaStorageError)."""
+        if self.failure is not None:
+            return
+        self.failure = str(error)
+        for segment in self.segments:
+            segment.abandon()
+        if self.on_failure is not None:
+            self.on_failure(self, error)
 
     def delete(self) -> None:
         for segment in self.segments:

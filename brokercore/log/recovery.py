@@ -49,6 +49,10 @@ def load(log: PartitionLog) -> None:
     log.producers.delete_snapshot()
     log.epochs.truncate_from_end(end)
     if not clean_shutdown:
+        # A leadership's epoch may have been written after its first batches (deferred to
+        # a disk thread); the batches past the recovery point carry it.
+        for _, found in log.batches(min(recovery_point, end)):
+            log.epochs.assign(found.header.partition_leader_epoch, found.header.base_offset)
         for segment in log.segments:
             segment.dirty = True
         log.flush()

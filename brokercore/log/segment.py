@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator
@@ -268,6 +269,13 @@ class LogSegment:
         if self._fd >= 0:
             self.seal()
             os.close(self._fd)
+            self._fd = -1
+
+    def abandon(self) -> None:
+        """Close the file without writing anything: its dir has failed."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
             self._fd = -1
 
     def delete(self) -> None:

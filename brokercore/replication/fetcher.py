@@ -29,7 +29,7 @@ from kafka.protocol.consumer import (
     OffsetForLeaderEpochRequest,
 )
 
-from brokercore.log import LogError
+from brokercore.log import KafkaStorageError, LogError
 from brokercore.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
@@ -133,6 +133,11 @@ class ReplicaFetcher:
                          self.node_id, self.source_id, exc)
                 self._close()
                 self._delay(list(self.partitions.values()))
+            except KafkaStorageError as exc:
+                # A log dir failed under a truncation: the replica manager takes its
+                # replicas offline (and out of this fetcher) before the next round.
+                log.error("node %d: %s", self.node_id, exc)
+                await asyncio.sleep(0)
         self._close()
 
     async def _idle(self, now: float) -> None:
@@ -221,7 +226,7 @@ class ReplicaFetcher:
                 # We never had the leader's epoch: cut back to the end of our last epoch
                 # before it and ask again about that one (KIP-279).
                 partition.truncate_to(min(own_end, log_end))
-                partition.log.epochs.truncate_from_end(own_end)  # so the next ask is older
+                partition.log.truncate_epochs_from_end(own_end)  # so the next ask is older
                 self._log_truncation(partition, log_end, "intermediate")
             else:
                 self._finish_truncation(state, min(own_end, end_offset, log_end))

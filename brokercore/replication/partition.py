@@ -111,9 +111,10 @@ class Partition:
     # -- role changes (from applied metadata records) ----------------------------------------
     def become_leader(
         self, leader_epoch: int, partition_epoch: int, replicas: list[int], isr: list[int],
-        now_ms: int,
+        now_ms: int, *, persist_epoch: bool = True,
     ) -> bool:
-        """Lead with this registration; True if this starts a new leadership (new epoch)."""
+        """Lead with this registration; True if this starts a new leadership (new epoch).
+        Without `persist_epoch` the epoch cache's write is left to the caller."""
         new_leadership = not self.is_leader or leader_epoch != self.leader_epoch
         self.leader = self.node_id
         self._update_assignment(partition_epoch, replicas, isr)
@@ -123,7 +124,7 @@ class Partition:
             self.out_of_sync = frozenset()
             self.leader_epoch_start_offset = self.log_end_offset
             # A follower's epoch lookup must find this epoch even before its first append.
-            self.log.epochs.assign(leader_epoch, self.log_end_offset)
+            self.log.assign_epoch(leader_epoch, self.log_end_offset, persist=persist_epoch)
             # Kafka: ISR members count as caught up now, so they are not dropped at once;
             # their log ends are unknown until they fetch, which holds the high watermark.
             self.followers = {

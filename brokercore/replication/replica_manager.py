@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from brokercore.clock import Clock
@@ -40,7 +41,7 @@ from brokercore.controller.records import (
     PartitionRecord,
     RemoveTopicRecord,
 )
-from brokercore.log import LogConfig, PartitionLog
+from brokercore.log import KafkaStorageError, LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -80,8 +81,6 @@ class ReplicaManager:
         self.config = config
         self.image = image
         self.log_dirs = log_dirs
-        # The high-watermark checkpoint covers every dir's partitions, in the first dir.
-        self.log_dir = log_dirs[0].path
         self.clock = clock
         self.node_id = config.node_id
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -91,10 +90,16 @@ class ReplicaManager:
         self.alter_partition: AlterPartition | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._isr_changes: set[asyncio.Task[None]] = set()
-        self._checkpointed: dict[TopicPartition, int] = {}
-        self._to_open: dict[TopicPartition, None] = {}  # in the order they were assigned
+        # Each dir's replication-offset-checkpoint as last written (or read at startup).
+        self._checkpointed: dict[Path, dict[TopicPartition, int]] = {}
+        # In the order they were assigned; True for a replica new to this broker (assigned
+        # after startup), which may be created in any online dir.
+        self._to_open: dict[TopicPartition, bool] = {}
         self._to_delete: list[PartitionLog] = []  # removed, files still on disk
         self._opener: asyncio.Task[None] | None = None
+        # New leaderships whose epoch checkpoint is still to be written, off the loop.
+        self._epochs_to_persist: dict[TopicPartition, Partition] = {}
+        self._epoch_writer: asyncio.Task[None] | None = None
         # Several threads, as most of the work is waiting on fsyncs, which the file system
         # commits together.
         self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
@@ -102,16 +107,21 @@ class ReplicaManager:
         self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
         self.moves: dict[TopicPartition, ReplicaMove] = {}  # replicas moving between dirs
         self.offline: set[TopicPartition] = set()  # hosted here, on a dir that is offline
+        # Told of each dir that goes offline while the broker runs (the broker reports it to
+        # the controller, or shuts down when none is left).
+        self.on_dir_offline: Callable[[LogDir], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- metadata -------------------------------------------------------------------------
     async def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
-        self._checkpointed = read_high_watermarks(self.log_dir)
+        self._checkpointed = {d.path: read_high_watermarks(d.path)
+                              for d in self.log_dirs if d.online}
         recover_moves(self.log_dirs)
         self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
             for index in topic.partitions:
-                self._sync_partition(topic.name, index)
+                self._sync_partition(topic.name, index, new=False)
         await self.settled()
         self._delete_stray_logs()
 
@@ -164,7 +174,7 @@ class ReplicaManager:
                 partition.update_config(config)
                 partition.min_insync_replicas = min_isr
 
-    def _sync_partition(self, topic_name: str, index: int) -> None:
+    def _sync_partition(self, topic_name: str, index: int, new: bool = True) -> None:
         registration = self.image.topics[topic_name].partitions[index]
         tp = TopicPartition(topic_name, index)
         partition = self.partitions.get(tp)
@@ -175,7 +185,8 @@ class ReplicaManager:
                 self._remove(tp)
             return
         if partition is None:
-            self._open_later(tp)
+            if tp not in self.offline:  # its dir holds it; it stays offline until a restart
+                self._open_later(tp, new)
         else:
             self._take_role(partition, registration)
 
@@ -184,9 +195,16 @@ class ReplicaManager:
         partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
         epoch = registration.leader_epoch
         if registration.leader == self.node_id:
-            if partition.become_leader(epoch, registration.partition_epoch,
-                                       registration.replicas, registration.isr,
-                                       self.clock.time_ms()):
+            try:
+                led = partition.become_leader(epoch, registration.partition_epoch,
+                                              registration.replicas, registration.isr,
+                                              self.clock.time_ms(), persist_epoch=False)
+            except KafkaStorageError:  # its dir went offline
+                log.error("node %d: %s cannot lead: its log dir failed", self.node_id, tp)
+                return
+            if partition.log.epochs.dirty:
+                self._persist_epoch_later(partition)
+            if led:
                 self._stop_fetching(tp)
                 log.info("node %d: %s leader at epoch %d, ISR %s, high watermark %d",
                          self.node_id, tp, epoch, registration.isr, partition.high_watermark)
@@ -205,6 +223,7 @@ class ReplicaManager:
 
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
+        self._epochs_to_persist.pop(tp, None)
         self.placement.pop(tp, None)
         move = self.moves.pop(tp, None)
         if move is not None:
@@ -215,11 +234,12 @@ class ReplicaManager:
         self._start_opener()
 
     # -- opening and deleting logs off the loop ---------------------------------------------
-    def _open_later(self, tp: TopicPartition) -> None:
-        self._to_open[tp] = None
+    def _open_later(self, tp: TopicPartition, new: bool) -> None:
+        self._to_open[tp] = self._to_open.get(tp, True) and new
         self._start_opener()
 
     def _start_opener(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self._opener is None or self._opener.done():
             self._opener = asyncio.create_task(self._open_pending(),
                                                name=f"open-logs-{self.node_id}")
@@ -234,16 +254,18 @@ class ReplicaManager:
         loop = asyncio.get_running_loop()
         while self._to_open or self._to_delete:
             to_delete, self._to_delete = self._to_delete, []
-            batch = list(itertools.islice(self._to_open, OPEN_BATCH))
-            for tp in batch:
-                del self._to_open[tp]
-            openings = [o for o in map(self._plan_opening, batch) if o is not None]
+            batch = [(tp, self._to_open.pop(tp))
+                     for tp in list(itertools.islice(self._to_open, OPEN_BATCH))]
+            openings = [o for o in itertools.starmap(self._plan_opening, batch)
+                        if o is not None]
             await asyncio.gather(*(loop.run_in_executor(self._disk, self._delete_log, plog)
                                    for plog in to_delete))
             opened = await asyncio.gather(*(loop.run_in_executor(self._disk, self._open_log, o)
                                             for o in openings))
             for opening, plog in zip(openings, opened, strict=True):
-                if plog is None:
+                if isinstance(plog, OSError):  # the dir failed: it goes offline, and the log
+                    self._fail_dir(opening.log_dir, str(plog))
+                if not isinstance(plog, PartitionLog):
                     self.placement.pop(opening.tp, None)
                     continue
                 try:
@@ -251,11 +273,11 @@ class ReplicaManager:
                 except Exception:  # a bug, or its epoch checkpoint failed: not hosted
                     log.exception("node %d: cannot host %s", self.node_id, opening.tp)
 
-    def _plan_opening(self, tp: TopicPartition) -> _Opening | None:
+    def _plan_opening(self, tp: TopicPartition, new: bool) -> _Opening | None:
         registration = self._wanted(tp, None)
-        if registration is None or tp in self.partitions:
+        if registration is None or tp in self.partitions or tp in self.offline:
             return None
-        log_dir = self._choose_dir(tp)
+        log_dir = self._choose_dir(tp, new)
         if log_dir is None:
             return None
         self.placement[tp] = log_dir  # reserved now, so a batch spreads over the dirs
@@ -263,16 +285,17 @@ class ReplicaManager:
         topic_id = self.image.topics[tp.topic].topic_id
         return _Opening(tp, topic_id, self.log_config(tp.topic), lead, log_dir)
 
-    def _choose_dir(self, tp: TopicPartition) -> LogDir | None:
+    def _choose_dir(self, tp: TopicPartition, new: bool) -> LogDir | None:
         """The dir holding the partition's log, or the online dir with the fewest partitions
-        for a new one. None if it was hosted here (it has a checkpointed high watermark) and
-        is not found while a dir is offline: it is on that dir."""
+        for a new replica. None if the replica is not new (assigned before this start) and
+        is not found while a dir is offline: it may be on that dir. Kafka's rule (it
+        creates no log that is not new while a dir is offline): a second, empty copy of a
+        replica would be taken for the real one."""
         log_dir = self._found.pop(str(tp), None)
         if log_dir is not None:
             return log_dir
-        offline = [d for d in self.log_dirs if not d.online]
         online = [d for d in self.log_dirs if d.online]
-        if not online or (offline and tp in self._checkpointed):
+        if not online or (not new and len(online) < len(self.log_dirs)):
             log.error("node %d: %s is offline: its log dir is unavailable", self.node_id, tp)
             self.offline.add(tp)
             return None
@@ -296,13 +319,20 @@ class ReplicaManager:
         except OSError:  # the next start deletes it as a stray
             log.exception("node %d: cannot delete %s", self.node_id, plog.directory)
 
-    def _open_log(self, opening: _Opening) -> PartitionLog | None:
-        """On a disk thread: the log belongs to no partition yet, nor to the loop."""
+    def _open_log(self, opening: _Opening) -> PartitionLog | OSError | None:
+        """On a disk thread: the log belongs to no partition yet, nor to the loop. An
+        OSError (the dir failing) is returned for the loop to take the dir offline."""
         try:
             plog = PartitionLog.open(opening.log_dir.path / str(opening.tp), opening.config,
                                      self.clock)
+            plog.on_failure = self._log_failed
             if opening.lead_epoch is not None:  # as become_leader would, on the loop
-                plog.epochs.assign(opening.lead_epoch, plog.log_end_offset)
+                plog.assign_epoch(opening.lead_epoch, plog.log_end_offset)
+        except OSError as exc:
+            log.error("node %d: cannot open the log of %s: %s", self.node_id, opening.tp, exc)
+            return exc
+        except KafkaStorageError:  # its dir goes offline (`_log_failed`)
+            return None
         except Exception:
             log.exception("node %d: cannot open the log of %s", self.node_id, opening.tp)
             return None
@@ -314,6 +344,9 @@ class ReplicaManager:
         The partition is not hosted yet: a partition is planned only then, and one trip
         runs at a time."""
         tp = opening.tp
+        if not opening.log_dir.online:  # the dir failed meanwhile; the replica is offline
+            plog.fail(OSError(f"log dir {opening.log_dir.path} is offline"))
+            return
         registration = self._wanted(tp, opening.topic_id)
         if registration is None:  # removed (or its topic replaced) meanwhile
             self.placement.pop(tp, None)
@@ -323,9 +356,95 @@ class ReplicaManager:
         if config != opening.config:  # a config record came meanwhile
             plog.update_config(config)
         partition = Partition(tp, opening.topic_id, plog, self.node_id,
-                              self._checkpointed.get(tp, 0))
+                              self._checkpointed_high_watermark(tp, opening.log_dir))
         self.partitions[tp] = partition
         self._take_role(partition, registration)
+
+    # -- leader-epoch checkpoints off the loop ----------------------------------------------
+    def _persist_epoch_later(self, partition: Partition) -> None:
+        self._epochs_to_persist[partition.tp] = partition
+        if self._epoch_writer is None or self._epoch_writer.done():
+            self._epoch_writer = asyncio.create_task(self._persist_epochs(),
+                                                     name=f"epoch-checkpoints-{self.node_id}")
+
+    async def _persist_epochs(self) -> None:
+        """Write the epoch checkpoints of new leaderships on the disk threads, a batch per
+        trip: a failover of hundreds of partitions costs the loop no fsync. Each is a
+        snapshot taken here, on the loop; a newer change writes its own."""
+        loop = asyncio.get_running_loop()
+        while self._epochs_to_persist:
+            batch = [self._epochs_to_persist.pop(tp)
+                     for tp in list(itertools.islice(self._epochs_to_persist, OPEN_BATCH))]
+            await asyncio.gather(*(
+                loop.run_in_executor(self._disk, self._write_epochs, p, p.log.epochs.snapshot())
+                for p in batch if self.partitions.get(p.tp) is p))
+
+    def _write_epochs(self, partition: Partition,
+                      snapshot: tuple[int, list[tuple[int, int]]]) -> None:
+        """On a disk thread. An I/O error fails the log on the loop, and its dir with it."""
+        try:
+            partition.log.epochs.persist(snapshot)
+        except OSError as exc:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(self._epochs_not_written, partition, exc)
+
+    def _epochs_not_written(self, partition: Partition, error: OSError) -> None:
+        # A partition removed meanwhile had its directory deleted under the write: no fault.
+        if self.partitions.get(partition.tp) is partition:
+            log.error("node %d: cannot write the epoch checkpoint of %s: %s", self.node_id,
+                      partition.tp, error)
+            partition.log.fail(error)
+
+    # -- log dirs failing while the broker runs (KIP-112) -------------------------------------
+    def _log_failed(self, plog: PartitionLog, error: OSError) -> None:
+        """A log met an I/O error (on the loop or a disk thread): its dir goes offline."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._fail_dir_of, plog.directory, str(error))
+
+    def _fail_dir_of(self, directory: Path, reason: str) -> None:
+        for log_dir in self.log_dirs:
+            if log_dir.path == directory.parent:
+                self._fail_dir(log_dir, reason)
+
+    def _fail_dir(self, log_dir: LogDir, reason: str) -> None:
+        """Take the dir offline, and every replica in it: they leave `partitions` (clients
+        get KAFKA_STORAGE_ERROR), their fetching stops, their logs are closed without
+        writing, and moves into or out of the dir are given up. The broker reports the
+        replicas to the controller, which moves their leaderships and ISRs elsewhere; they
+        come back with a restart once the dir is repaired."""
+        if not log_dir.online:
+            return
+        log.error("node %d: log dir %s is offline: %s", self.node_id, log_dir.path, reason)
+        log_dir.error = reason
+        for tp, move in list(self.moves.items()):
+            if move.destination is log_dir or self.placement.get(tp) is log_dir:
+                del self.moves[tp]
+                with contextlib.suppress(Exception):  # its files may be on the failed dir
+                    move.cancel()
+        lost = [tp for tp, d in self.placement.items() if d is log_dir]
+        for tp in lost:
+            self._take_offline(tp, reason)
+        log.error("node %d: %d replica(s) offline with %s", self.node_id, len(lost),
+                  log_dir.path)
+        if self.on_dir_offline is not None:
+            self.on_dir_offline(log_dir)
+
+    def _take_offline(self, tp: TopicPartition, reason: str) -> None:
+        self.placement.pop(tp)
+        self.offline.add(tp)
+        partition = self.partitions.pop(tp, None)
+        if partition is None:  # still being opened: `_install` finds the dir offline
+            return
+        self._stop_fetching(tp)
+        # Waiting produces and fetches see the leadership end.
+        partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch,
+                                  partition.replicas, partition.isr)
+        partition.log.fail(OSError(reason))
+
+    def offline_replicas(self) -> list[TopicPartition]:
+        """Replicas assigned here whose dir is offline: what the heartbeat reports."""
+        return sorted((tp for tp in self.offline if self._wanted(tp, None) is not None),
+                      key=lambda tp: (tp.topic, tp.partition))
 
     def alter_log_dir(self, tp: TopicPartition, path: str) -> ErrorCode:
         """Start moving the replica to the log dir at `path` (AlterReplicaLogDirs)."""
@@ -423,6 +542,9 @@ class ReplicaManager:
             topic = self.image.topics.get(tp.topic)
             if topic is None or tp.partition not in topic.partitions:
                 raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if tp in self.offline:
+                raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                     f"{tp}'s log dir on broker {self.node_id} is offline")
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if partition.leader != self.node_id:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -491,10 +613,32 @@ class ReplicaManager:
 
     # -- high-watermark checkpoint -----------------------------------------------------------
     def checkpoint_high_watermarks(self) -> None:
-        offsets = {tp: p.high_watermark for tp, p in self.partitions.items()}
-        if offsets != self._checkpointed:
-            write_high_watermarks(self.log_dir, offsets)
-            self._checkpointed = offsets
+        """Each online dir's `replication-offset-checkpoint`, listing only that dir's
+        partitions, rewritten when one of them changed. A dir whose write fails goes
+        offline; the others are written all the same."""
+        online = [d for d in self.log_dirs if d.online]
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d.path: {} for d in online}
+        for tp, partition in self.partitions.items():
+            by_dir[self.placement[tp].path][tp] = partition.high_watermark
+        for log_dir in online:
+            offsets = by_dir[log_dir.path]
+            if offsets == self._checkpointed.get(log_dir.path):
+                continue
+            try:
+                write_high_watermarks(log_dir.path, offsets)
+            except OSError as exc:
+                self._fail_dir(log_dir, str(exc))
+                continue
+            self._checkpointed[log_dir.path] = offsets
+
+    def _checkpointed_high_watermark(self, tp: TopicPartition, log_dir: LogDir) -> int:
+        """The partition's checkpointed high watermark: its dir's, else another dir's (the
+        one file of earlier versions, in the first dir, listed every dir's partitions; a
+        move's entries may also still be in the dir it left), else 0."""
+        own = self._checkpointed.get(log_dir.path, {})
+        if tp in own:
+            return own[tp]
+        return next((offsets[tp] for offsets in self._checkpointed.values() if tp in offsets), 0)
 
     # -- background log work --------------------------------------------------------------
     def start(self) -> None:
@@ -520,20 +664,24 @@ class ReplicaManager:
             except Exception:
                 log.exception("background log work %s failed", getattr(work, "__name__", work))
 
+    # A KafkaStorageError takes that partition's dir offline; the other partitions go on.
     def _retention(self) -> None:
         for partition in list(self.partitions.values()):
-            deleted = partition.log.enforce_retention()
-            if deleted:
-                log.info("retention deleted %d segment(s) of %s", deleted, partition.tp)
+            with contextlib.suppress(KafkaStorageError):
+                deleted = partition.log.enforce_retention()
+                if deleted:
+                    log.info("retention deleted %d segment(s) of %s", deleted, partition.tp)
 
     def _clean(self) -> None:
         for partition in list(self.partitions.values()):
             if "compact" in partition.log.config.cleanup_policy:
-                partition.log.clean()
+                with contextlib.suppress(KafkaStorageError):
+                    partition.log.clean()
 
     def _flush_due(self) -> None:
         for partition in list(self.partitions.values()):
-            partition.log.flush_if_due()
+            with contextlib.suppress(KafkaStorageError):
+                partition.log.flush_if_due()
 
     async def stop(self) -> None:
         for move in self.moves.values():  # unfinished moves are given up, as after a crash
@@ -543,20 +691,18 @@ class ReplicaManager:
             await fetcher.stop()
         # A batch already on the worker thread finishes there; logs it opens are never
         # closed cleanly, so the next start recovers them, as after a crash.
+        # Closing a log writes an epoch checkpoint still pending.
         tasks = [*self._tasks, *self._isr_changes,
-                 *([self._opener] if self._opener is not None else [])]
+                 *(t for t in (self._opener, self._epoch_writer) if t is not None)]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        try:
-            self.checkpoint_high_watermarks()
-        except OSError:
-            log.exception("node %d: cannot checkpoint high watermarks", self.node_id)
+        self.checkpoint_high_watermarks()
         # Nothing else uses the logs by now: close them (each a few fsyncs) off the loop,
-        # which still serves the metadata quorum.
+        # which still serves the metadata quorum. One failing does not keep the others open.
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._disk, p.log.close)
-                               for p in self.partitions.values()))
+                               for p in self.partitions.values()), return_exceptions=True)
         self._disk.shutdown(wait=False)

@@ -96,6 +96,36 @@ def test_controlled_shutdown_moves_leaderships_away_and_fences_the_broker() -> N
     assert images.image.brokers[2].fenced
 
 
+# -- replicas on a failed log dir (KIP-858) -----------------------------------------------------
+def test_offline_replicas_leave_their_isrs_and_leaderships_and_the_broker_keeps_the_rest() -> None:
+    images = Images(3)
+    images.partition(0, [1, 2, 3])  # led by 1, from the failed dir
+    images.partition(1, [2, 1, 3])  # 1 follows, from the failed dir
+    images.partition(2, [1, 3, 2])  # led by 1, from its other dir
+    images.write(elections.records_offline_replicas(
+        images.image, 1, {TopicPartition("t", 0), TopicPartition("t", 1)}))
+    assert (images.part(0).leader, images.part(0).isr, images.part(0).leader_epoch) == \
+        (2, [2, 3], 1)
+    assert (images.part(1).leader, images.part(1).isr) == (2, [2, 3])
+    assert (images.part(2).leader, images.part(2).isr) == (1, [1, 3, 2])
+    assert not images.image.brokers[1].fenced
+    # Reported again in the next heartbeat: nothing more to change.
+    assert elections.records_offline_replicas(images.image, 1, {TP0}) == []
+
+
+def test_an_offline_last_isr_member_leaves_the_partition_without_a_leader() -> None:
+    images = Images(3)
+    images.partition(0, [1, 2], isr=[1])
+    images.write(elections.records_offline_replicas(images.image, 1, {TP0}, unclean_default=True))
+    part = images.part()
+    # Not even an unclean election picks the broker whose replica is offline.
+    assert part.leader == 2 and part.isr == [2]
+    images = Images(3)
+    images.partition(0, [1, 2], isr=[1])
+    images.write(elections.records_offline_replicas(images.image, 1, {TP0}))
+    assert (images.part().leader, images.part().isr) == (-1, [1])
+
+
 # -- unfencing --------------------------------------------------------------------------------
 def test_an_unfenced_last_isr_member_takes_the_leaderless_partition_back() -> None:
     images = Images(3)

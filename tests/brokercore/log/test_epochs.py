@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 from brokercore.log.epoch_cache import LeaderEpochCache
 from tests.brokercore.log.builders import make_batch
 from tests.brokercore.log.conftest import OpenLog
@@ -47,3 +49,45 @@ def test_moving_the_log_start_clamps_the_first_epoch(tmp_path) -> None:  # type:
     cache.truncate_from_start(15)
     assert cache.entries == [(2, 15), (4, 20)]
     assert LeaderEpochCache(tmp_path).entries == [(2, 15), (4, 20)]
+
+
+def test_a_deferred_epoch_is_relearned_from_its_batches_after_a_crash(
+        open_log: OpenLog, log_dir: Path) -> None:
+    log = open_log()
+    log.append_as_leader(make_batch([b"a"]), leader_epoch=1)
+    log.assign_epoch(2, log.log_end_offset, persist=False)  # a leadership's, not written yet
+    log.append_as_leader(make_batch([b"b", b"c"]), leader_epoch=2)
+    assert log.epochs.dirty
+    on_disk = (log_dir / "leader-epoch-checkpoint").read_text()
+    del log  # a crash before the disk thread wrote it
+
+    log = open_log()
+
+    assert on_disk.split() == ["0", "1", "1", "0"]
+    assert log.latest_epoch() == 2
+    assert log.end_offset_for_epoch(1) == (1, 1)
+
+
+def test_a_flush_writes_a_deferred_epoch_before_moving_the_recovery_point(
+        open_log: OpenLog, log_dir: Path) -> None:
+    log = open_log()
+    log.append_as_leader(make_batch([b"a"]), leader_epoch=1)
+    log.assign_epoch(4, log.log_end_offset, persist=False)
+    log.append_as_leader(make_batch([b"b"]), leader_epoch=4)
+
+    log.flush()
+
+    assert not log.epochs.dirty
+    assert LeaderEpochCache(log_dir).entries == [(1, 0), (4, 1)]
+
+
+def test_an_older_snapshot_never_overwrites_a_newer_checkpoint(log_dir: Path) -> None:
+    log_dir.mkdir()
+    cache = LeaderEpochCache(log_dir)
+    cache.assign(1, 0, persist=False)
+    older = cache.snapshot()
+    cache.assign(2, 5)  # written at once
+
+    cache.persist(older)  # a disk thread that was late
+
+    assert LeaderEpochCache(log_dir).entries == [(1, 0), (2, 5)]
