@@ -49,6 +49,9 @@ from .topics import validate_topic_name as validate_topic_name
 log = logging.getLogger(__name__)
 
 PRODUCER_ID_BLOCK = 1000
+# CreateTopics' records per proposal: a thousand partitions are applied in one go, as one
+# topic of a thousand partitions always was. Kafka's bound on one operation is 10,000.
+MAX_RECORDS_PER_PROPOSAL = 1000
 
 
 
@@ -269,24 +272,42 @@ class Controller:
         return results
 
     async def _do_create_topics(self, args: dict[str, Any]) -> list[dict[str, Any]]:
-        answers = []
+        """Whole topics, as many as fit, go in each proposal (one Raft round trip and one
+        fsync per voter for many topics, not one per topic); a topic that alone is bigger
+        than `MAX_RECORDS_PER_PROPOSAL` is a proposal of its own."""
+        answers, accepted = [], set()
+        batch: list[MetadataRecord] = []
+        batched: list[NewTopic] = []
+        proposing = not args["validate_only"]
         for raw in args["topics"]:
             topic = NewTopic(raw["name"], raw["num_partitions"], raw["replication_factor"],
                              {int(p): r for p, r in raw["assignments"].items()},
                              raw["configs"])
             error = None
             try:
+                if topic.name in accepted:  # perhaps not in the image yet
+                    raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,
+                                          f"Topic '{topic.name}' already exists.")
                 records = self.topics.topic_records(topic)
-                if not args["validate_only"]:
-                    await self.quorum.propose(records)
-                    log.info("created topic %s with %d partitions", topic.name,
-                             topic.num_partitions)
             except ControllerError as exc:
-                if exc.error_code == ErrorCode.NOT_CONTROLLER:
-                    raise
                 error = [int(exc.error_code), exc.message]
+            else:
+                accepted.add(topic.name)
+                if proposing and batch and len(batch) + len(records) > MAX_RECORDS_PER_PROPOSAL:
+                    await self._propose_topics(batch, batched)
+                    batch, batched = [], []
+                batch += records
+                batched.append(topic)
             answers.append({"topic": asdict(topic), "error": error})
+        if proposing and batch:
+            await self._propose_topics(batch, batched)
         return answers
+
+    async def _propose_topics(self, records: list[MetadataRecord], topics: list[NewTopic],
+                              ) -> None:
+        await self.quorum.propose(records)
+        for topic in topics:
+            log.info("created topic %s with %d partitions", topic.name, topic.num_partitions)
 
     async def delete_topic(self, name: str) -> None:
         await self.quorum.call("delete_topic", {"name": name})

@@ -8,8 +8,8 @@ which the leader records (ISR, high watermark). Both only from the leader.
 A fetch goes through its session first (`fetch_sessions.py`, KIP-227): the session says
 which partitions to read (an incremental fetch reads every partition of its session) and,
 once they are read, which of them the answer carries. Reading one partition is `_read`:
-the leader and epoch checks, KIP-320's diverging epoch (v12+), then the log up to the
-offset the reader may see (`_read_limit`).
+the leader and epoch checks (naming the current leader from v16, KIP-951), KIP-320's
+diverging epoch (v12+), then the log up to the offset the reader may see (`_read_limit`).
 From v13 topics are named by topic id; an id this broker does not know is UNKNOWN_TOPIC_ID.
 A read_committed consumer (isolation_level 1) reads below the last stable offset and gets
 the aborted transactions of what it read, from the log's transaction indexes.
@@ -38,6 +38,11 @@ TopicData = FetchResponse.FetchableTopicResponse
 PartitionData = TopicData.PartitionData
 ZERO_UUID = uuid.UUID(int=0)
 TOPIC_IDS_VERSION = 13
+# KIP-951 hints come with v16, where `node_endpoints` says how to reach the leader. v12-15
+# have the `current_leader` field too (KIP-595 added it for the Raft log), but Kafka leaves
+# it empty there for a partition's fetchers: a client at v12 (kafka-python) that took a
+# hint would fetch from a node id it may not have in its metadata yet.
+LEADER_HINT_VERSION = 16
 READ_COMMITTED = 1
 AbortedTransaction = PartitionData.AbortedTransaction
 
@@ -195,7 +200,7 @@ def _read(reader: _Reader, key: SessionKey, p: FetchPosition, budget: int,
         partition = _leader(reader, TopicPartition(name, p.partition), p.current_leader_epoch)
     except PartitionError as exc:
         result.error = exc.error_code
-        if exc.error_code in HINTED_ERRORS:
+        if exc.error_code in HINTED_ERRORS and reader.version >= LEADER_HINT_VERSION:
             result.current_leader = current_leader(reader.broker.image,
                                                    TopicPartition(name, p.partition))
         return result

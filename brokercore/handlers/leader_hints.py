@@ -1,7 +1,8 @@
 """KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the current leader, and where to reach it.
 
-Fetch (v12+, endpoints v16+) and Produce (v10+) carry the leader this broker's metadata
-image knows of, so a client can move on without a Metadata round trip first.
+Fetch (v16+) and Produce (v10+) carry the leader this broker's metadata image knows of, and
+its endpoint, so a client can move on without a Metadata round trip first. As in Kafka,
+only live brokers get an endpoint (the controller never leaves a fenced broker leading).
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ def current_leader(image: MetadataImage, tp: TopicPartition) -> tuple[int, int] 
 
 
 def node_endpoints(image: MetadataImage, node_ids: Iterable[int], endpoint_class: Any) -> list[Any]:
-    """The client listener of each named broker that is registered, by node id."""
+    """The client listener of each named broker that is registered and unfenced (those
+    Metadata lists), by node id."""
     endpoints = []
     for node_id in sorted(set(node_ids)):
         broker = image.brokers.get(node_id)
-        if broker is not None:
+        if broker is not None and not broker.fenced:
             endpoints.append(endpoint_class(node_id=node_id, host=broker.host, port=broker.port,
                                             rack=broker.rack))
     return endpoints

@@ -11,7 +11,6 @@ from brokercore.controller.controller import (
     NewTopic,
     validate_topic_name,
 )
-from brokercore.controller.image import TopicImage
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
@@ -24,14 +23,17 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @serves(MetadataRequest, MetadataResponse, min_version=0, max_version=13)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    image = broker.image
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [_describe(broker, t) for t in sorted(image.topics.values(), key=lambda t: t.name)]
+        wanted: list[str | Any] = sorted(broker.image.topics)
     else:
         auto_create = broker.config.get_bool("auto.create.topics.enable") and (
             ctx.api_version < 4 or request.allow_auto_topic_creation
         )
-        topics = [await _lookup(broker, ctx, t, auto_create) for t in request.topics]
+        wanted = [await _lookup(broker, t, auto_create) for t in request.topics]
+    # From here on nothing awaits: the topics, their leaders and the brokers come from one
+    # state of the image, so every leader named is a broker listed (as in Kafka, where a
+    # leader is always a live broker), even when creating a topic above took a while.
+    image = broker.image
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -43,27 +45,26 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         ],
         cluster_id=image.cluster_id,
         controller_id=broker.controller.active_controller_id,
-        topics=topics,
+        topics=[_describe(broker, name) if isinstance(name, str) else name for name in wanted],
         error_code=ErrorCode.NONE,  # v13: a top-level error (REBOOTSTRAP_REQUIRED), never set
     )
 
 
-async def _lookup(
-    broker: BrokerParts, ctx: RequestContext, requested: Any, auto_create: bool
-) -> Any:
+async def _lookup(broker: BrokerParts, requested: Any, auto_create: bool) -> str | Any:
+    """The name of the requested topic, created first if need be; or the answer for it
+    when it cannot be described (an unknown id, an illegal name, a failed creation)."""
     image = broker.image
     name = requested.name
     if name is None and requested.topic_id not in (None, ZERO_UUID):
         topic = image.topics_by_id.get(str(requested.topic_id))
         if topic is None:
             return _error(ErrorCode.UNKNOWN_TOPIC_ID, None, requested.topic_id)
-        return _describe(broker, topic)
+        return topic.name
     try:
         validate_topic_name(name or "")
     except ControllerError:
         return _error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
-    topic = image.topics.get(name)
-    if topic is None and auto_create and name not in INTERNAL_TOPICS:
+    if name not in image.topics and auto_create and name not in INTERNAL_TOPICS:
         try:
             [(_, error)] = await broker.controller.create_topics([NewTopic(name)])
         except ControllerError as exc:  # no answer from the quorum
@@ -73,17 +74,17 @@ async def _lookup(
         # As CreateTopics: answer once this broker has opened its replicas of it.
         await broker.replicas.settled(
             within=broker.config.get_int("controller.quorum.request.timeout.ms") / 1000)
-        topic = image.topics.get(name)
-    if topic is None:
-        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
-    return _describe(broker, topic)
+    return str(name)
 
 
 def _error(code: ErrorCode, name: str | None, topic_id: Any = ZERO_UUID) -> Any:
     return Topic(error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[])
 
 
-def _describe(broker: BrokerParts, topic: TopicImage) -> Any:
+def _describe(broker: BrokerParts, name: str) -> Any:
+    topic = broker.image.topics.get(name)
+    if topic is None:  # never created, or deleted while another topic was being created
+        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     brokers = broker.image.brokers
     partitions = []
     for index, p in sorted(topic.partitions.items()):

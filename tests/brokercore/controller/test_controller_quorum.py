@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brokercore.config import BrokerConfig
-from brokercore.controller.controller import Controller, NewTopic
+from brokercore.controller.controller import MAX_RECORDS_PER_PROPOSAL, Controller, NewTopic
 from brokercore.controller.errors import ControllerError
 from brokercore.controller.records import TopicRecord
 from brokercore.protocol.errors import ErrorCode
@@ -154,11 +154,11 @@ async def test_a_single_node_log_is_migrated_into_the_raft_log(tmp_path: Path) -
     assert sorted(p.name for p in directory.iterdir()) == ["quorum-state.json", "raft.jsonl"]
 
 
-async def test_a_lone_voter_serves_other_tasks_between_the_topics_of_one_call(
-        tmp_path: Path) -> None:
-    # A lone voter commits and applies each proposal inside the call, and applying a
-    # partition creates its log on disk: a thousand topics in one CreateTopics must not
-    # keep the broker's heartbeats and fetches waiting until the last one is written.
+async def lone_voter_creating(tmp_path: Path, topics: list[NewTopic],
+                              ) -> tuple[list[ControllerError | None], list[str]]:
+    """Create `topics` in one call on a lone voter, which commits and applies each proposal
+    inside the call, while another task ticks: the errors, and the created topics' names
+    interleaved with "other" wherever that task ran."""
     config = quorum_config(1, free_ports(1), tmp_path)
     controller = Controller(config, metadata_dir(config))
     await controller.start()
@@ -174,10 +174,30 @@ async def test_a_lone_voter_serves_other_tasks_between_the_topics_of_one_call(
 
     ticking = asyncio.create_task(other_task())
     try:
-        results = await controller.create_topics([NewTopic(n, 1, 1) for n in "abc"])
+        results = await controller.create_topics(topics)
     finally:
         ticking.cancel()
         await controller.stop()
-    assert [error for _, error in results] == [None, None, None]
+    return [error for _, error in results], seen
+
+
+async def test_a_lone_voter_serves_other_tasks_between_the_proposals_of_one_call(
+        tmp_path: Path) -> None:
+    # Three topics too big to share a proposal: the broker's heartbeats and fetches must not
+    # wait until the last of many big topics is applied.
+    partitions = MAX_RECORDS_PER_PROPOSAL * 2 // 3
+    errors, seen = await lone_voter_creating(
+        tmp_path, [NewTopic(n, partitions, 1) for n in "abc"])
+    assert errors == [None, None, None]
     created = [seen.index(n) for n in "abc"]
     assert all("other" in seen[a:b] for a, b in itertools.pairwise(created))
+
+
+async def test_many_small_topics_of_one_call_are_one_proposal(tmp_path: Path) -> None:
+    names = [f"t{i}" for i in range(100)]
+    topics = [NewTopic(n, 1, 1) for n in names] + [NewTopic("t7", 1, 1)]
+    errors, seen = await lone_voter_creating(tmp_path, topics)
+    assert errors[:100] == [None] * 100
+    assert errors[100] is not None and errors[100].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    # Applied in one go: nothing else ran between the first topic and the last.
+    assert seen[seen.index("t0"):seen.index("t99") + 1] == names

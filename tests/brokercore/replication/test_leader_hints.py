@@ -63,9 +63,21 @@ async def test_a_follower_names_the_leader_and_its_endpoint(cluster: Cluster) ->
         assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (1, 0)
         assert [(e.node_id, e.host, e.port) for e in response.node_endpoints] == [
             (1, "127.0.0.1", leader_port)]
-    # Fetch v12 names the leader; the endpoints come with v16.
-    [answer] = (await fetch(client, 12)).responses[0].partitions
-    assert answer.current_leader.leader_id == 1
+    client.close()
+
+
+async def test_fetch_names_no_leader_before_v16(cluster: Cluster) -> None:
+    """v12-15 have the field but no endpoints, and Kafka leaves it empty there: kafka-python
+    (Fetch v12) took a hint naming a broker missing from its metadata, fetched from that
+    node id and raised UnknownBrokerIdError out of `poll`."""
+    topic_id = await cluster.create_topic(TOPIC, [1, 2])
+    client = await Client.to(cluster.nodes[2])
+    for version in (12, 13, 14, 15):
+        response = await fetch(client, version, topic_id=topic_id if version >= 13 else None)
+        [answer] = response.responses[0].partitions
+        assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert answer.current_leader is None  # the tagged field left out, as its default
+        assert not response.node_endpoints
     client.close()
 
 
