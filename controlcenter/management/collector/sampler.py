@@ -3,10 +3,11 @@
 Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
 answered within half an interval or the cluster is unreachable), a batched ListOffsets for
 the end of every partition (and once a minute one for their log starts), and meanwhile
-ListGroups, one DescribeGroups for all groups, OffsetFetch for all groups in flight at once;
-then topic configs (min.insync.replicas) for topics not seen before. For the built-in
-cluster also the supervisor's process states and each running broker's Prometheus endpoint
-(bytes in/out, messages in, active controller, each partition's log size).
+ListGroups, one DescribeGroups for all groups (and one for groups no longer listed), then
+OffsetFetch for all groups in flight at once; then topic configs (min.insync.replicas) for
+topics not seen before. For the built-in cluster also the supervisor's process states and
+each running broker's Prometheus endpoint (bytes in/out, messages in, active controller,
+each partition's log size).
 """
 
 from __future__ import annotations
