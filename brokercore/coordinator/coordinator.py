@@ -9,12 +9,9 @@ sessions, phases and old offsets.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import BrokerConfig, ConfigError
@@ -25,7 +22,7 @@ from .assignors import ASSIGNORS
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import ConsumerProtocol
 from .consumer_records import replay as replay_consumer_record
-from .loading import PartitionLoads, Slices
+from .loading import PartitionedCoordinator, Slices
 from .membership import Membership
 from .offsets import Offsets
 from .offsets_topic import OFFSETS_TOPIC, OffsetsStore
@@ -42,8 +39,6 @@ from .state import Group, GroupError, GroupState, Member
 
 log = logging.getLogger(__name__)
 S = GroupState
-TICK_SECONDS = 0.1
-LOAD_SLICE_RECORDS = 5000  # records replayed between two turns of the event loop
 
 
 @dataclass(frozen=True)
@@ -99,13 +94,16 @@ def _assignors(value: str) -> tuple[str, ...]:
     return names
 
 
-class GroupCoordinator:
+class GroupCoordinator(PartitionedCoordinator):
+    topic = OFFSETS_TOPIC
+    store: OffsetsStore
+
     def __init__(
         self, store: OffsetsStore, clock: Clock, config: CoordinatorConfig,
         topic_exists: Callable[[TopicPartition], bool] = lambda tp: True,
         topics: Callable[[], dict[str, tuple[str, int]]] = dict,
     ) -> None:
-        self.store = store
+        super().__init__(store)
         self.clock = clock
         self.config = config
         self.topic_exists = topic_exists
@@ -113,41 +111,14 @@ class GroupCoordinator:
         self.topics = topics
         self.groups: dict[str, Group] = {}  # classic groups
         self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups; other ids
-        self.load_slice_records = LOAD_SLICE_RECORDS
-        self.partitions = PartitionLoads(OFFSETS_TOPIC, store.leader_epoch, self.load_partition,
-                                         self.unload_partition)
-        self._background: set[asyncio.Task[None]] = set()
         self.membership = Membership(self)
         self.offsets = Offsets(self)
         self.consumer = ConsumerProtocol(self)
-        self._task: asyncio.Task[None] | None = None
         self._next_expiry = clock.monotonic() + config.retention_check_interval_ms / 1000
 
-    # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> None:
-        self.refresh_partitions()
-        self._task = asyncio.create_task(self._run())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for task in list(self._background):
-            task.cancel()
-        self.partitions.stop()
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.tick()
-            except Exception:
-                log.exception("group coordinator tick failed")
-
+    # -- the deadline sweep ---------------------------------------------------------------
     def tick(self) -> None:
-        """Act on every deadline that has passed (the fake clock's tests call this)."""
-        self.refresh_partitions()
+        super().tick()
         for group in list(self.groups.values()):
             self.membership.expire(group)
         for consumer_group in list(self.consumer_groups.values()):
@@ -176,16 +147,6 @@ class GroupCoordinator:
         self.groups[group_id] = group
         return group
 
-    def refresh_partitions(self) -> None:
-        """Load partitions this broker now leads; drop the groups of those it lost."""
-        for partition in range(self.store.num_partitions):
-            self.partitions.refresh(partition)
-
-    async def wait_loaded(self) -> None:
-        """Until no partition is loading (tests, and a broker that wants to be ready)."""
-        while self.partitions.loading:
-            await asyncio.gather(*self.partitions.loading.values(), return_exceptions=True)
-
     # -- persistence ----------------------------------------------------------------------
     def write(self, partition: int, records: list[KeyValue],
               producer: tuple[int, int] | None = None) -> int:
@@ -213,11 +174,6 @@ class GroupCoordinator:
             else:
                 then(None)
         self._spawn(wait())
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     def persist_group(self, group: Group, *, raise_errors: bool = False) -> int:
         """Write the group's metadata record (after a sync or on becoming Empty); the offset
@@ -298,8 +254,11 @@ class GroupCoordinator:
     def list_groups(self, states: set[str] | None = None,
                     types: set[str] | None = None) -> list[Group | ConsumerGroup]:
         """Groups of both protocols, filtered by state and type ("classic", "consumer"),
-        case-insensitively as Kafka does."""
-        self.refresh_partitions()
+        case-insensitively as Kafka does. While any partition loads, Kafka 4.0 answers
+        COORDINATOR_LOAD_IN_PROGRESS rather than a list without that partition's groups."""
+        code = self.check_loading_all()
+        if code != ErrorCode.NONE:
+            raise GroupError(code)
         lowered = {s.lower() for s in states} if states else None
         kinds = {t.lower() for t in types} if types else {"classic", "consumer"}
         found: list[Group | ConsumerGroup] = []

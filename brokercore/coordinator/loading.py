@@ -1,4 +1,4 @@
-"""Which partitions of a coordinator's internal topic this broker serves, and their loading.
+"""A coordinator that serves partitions of an internal topic, and their loading in slices.
 
 A coordinator (groups on `__consumer_offsets`, transactions on `__transaction_state`) serves
 the partitions of its topic that this broker leads, from state it rebuilt by replaying the
@@ -12,13 +12,18 @@ loading partitions).
 A leader epoch other than the one a partition was loaded (or is loading) in means another
 broker may have led and written in between: the partition is unloaded, or its load
 cancelled, and loaded again.
+
+`PartitionedCoordinator` is what both coordinators are built on: the partitions, the tick
+task and the background tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Protocol
 
 from brokercore.protocol.errors import ErrorCode
 
@@ -28,6 +33,8 @@ Slices = Generator[None, None, None]
 # (partition, leader epoch) -> a generator that yields between slices and installs at the end
 Load = Callable[[int, int], Slices]
 _DONE = object()
+TICK_SECONDS = 0.1
+LOAD_SLICE_RECORDS = 5000  # records replayed between two turns of the event loop
 
 
 class PartitionLoads:
@@ -102,3 +109,87 @@ class PartitionLoads:
         else:
             self.unload(partition)
         self.epochs.pop(partition, None)
+
+
+class PartitionStore(Protocol):
+    """What `PartitionedCoordinator` needs of its internal topic."""
+
+    @property
+    def num_partitions(self) -> int: ...
+
+    def leader_epoch(self, partition: int) -> int | None: ...
+
+
+class PartitionedCoordinator:
+    """A coordinator that serves the partitions of an internal topic this broker leads: the
+    group coordinator (`__consumer_offsets`) and the transaction coordinator
+    (`__transaction_state`). It follows their leadership through `PartitionLoads`, runs the
+    `tick` sweep every TICK_SECONDS, and owns its background tasks. A subclass says how to
+    replay a partition (`load_partition`, a generator yielding every `load_slice_records`
+    records and installing its state at the end) and how to drop one (`unload_partition`)."""
+
+    topic: str
+
+    def __init__(self, store: PartitionStore) -> None:
+        self.store = store
+        self.load_slice_records = LOAD_SLICE_RECORDS
+        self.partitions = PartitionLoads(self.topic, store.leader_epoch, self.load_partition,
+                                         self.unload_partition)
+        self._background: set[asyncio.Task[None]] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def load_partition(self, partition: int, epoch: int) -> Slices:
+        raise NotImplementedError
+
+    def unload_partition(self, partition: int) -> None:
+        raise NotImplementedError
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.refresh_partitions()
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for task in list(self._background):
+            task.cancel()
+        self.partitions.stop()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                self.tick()
+            except Exception:
+                log.exception("the %s coordinator's tick failed", self.topic)
+
+    def tick(self) -> None:
+        """Act on every deadline that has passed (the fake clock's tests call this)."""
+        self.refresh_partitions()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- partitions -----------------------------------------------------------------------
+    def refresh_partitions(self) -> None:
+        """Load partitions this broker now leads; drop the state of those it lost."""
+        for partition in range(self.store.num_partitions):
+            self.partitions.refresh(partition)
+
+    def check_loading_all(self) -> ErrorCode:
+        """COORDINATOR_LOAD_IN_PROGRESS while any partition of this broker loads, else NONE:
+        what Kafka answers a request about all of them (ListGroups, ListTransactions)
+        rather than a partial list."""
+        self.refresh_partitions()
+        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.partitions.loading
+                else ErrorCode.NONE)
+
+    async def wait_loaded(self) -> None:
+        """Until no partition is loading (tests, and a broker that wants to be ready)."""
+        while self.partitions.loading:
+            await asyncio.gather(*self.partitions.loading.values(), return_exceptions=True)

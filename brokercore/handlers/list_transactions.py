@@ -1,6 +1,7 @@
 """ListTransactions (66): the transactional ids this broker coordinates, filtered by state,
 producer id, how long the transaction has run (v1) and an id pattern (v2, a Java regex
-matched in full; the common subset is Python's)."""
+matched in full; the common subset is Python's). While any of this broker's
+`__transaction_state` partitions loads: COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers."""
 
 import re
 from typing import Any
@@ -11,7 +12,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.txn import TxnState
+from brokercore.txn import TxnError, TxnState
 
 State = ListTransactionsResponse.TransactionState
 KNOWN_STATES = {state.kafka_name for state in TxnState}
@@ -31,11 +32,15 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         pattern = re.compile(raw_pattern) if raw_pattern else None
     except re.error:
         return answer(ErrorCode.INVALID_REQUEST, [], [])
+    try:
+        listed = broker.transactions.list_transactions()
+    except TxnError as exc:  # COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers while loading
+        return answer(exc.error_code, [], [])
     now = broker.transactions.clock.time_ms()
     found = [
         State(transactional_id=m.transactional_id, producer_id=m.record.producer_id,
               transaction_state=m.record.state.kafka_name)
-        for m in broker.transactions.list_transactions()
+        for m in listed
         if (not wanted or m.record.state.kafka_name in wanted)
         and (not producer_ids or m.record.producer_id in producer_ids)
         and (duration < 0 or (m.record.start_ms >= 0 and now - m.record.start_ms > duration))

@@ -7,6 +7,10 @@ coordinator that takes over after a failover replays exactly what clients were t
 transaction that is being changed is `pending`: other requests for it get
 CONCURRENT_TRANSACTIONS, which clients retry. Requests decide (`requests.py`); ending a
 transaction (markers, then the Complete state) runs here, in the background.
+
+Partitions are followed and loaded as the group coordinator's are (`PartitionedCoordinator`):
+in slices, the ids installed only at the end; meanwhile their requests get
+COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import BrokerConfig
+from brokercore.coordinator.loading import PartitionedCoordinator, Slices
 from brokercore.coordinator.state import GroupError
 from brokercore.protocol.errors import ErrorCode
 
@@ -29,11 +33,10 @@ from .metadata import TransactionMetadata
 from .records import TxnRecord, encode_key, encode_value, partition_for
 from .requests import TransactionRequests
 from .state import VALID_PREVIOUS_STATES, TxnError, TxnState
-from .state_topic import TransactionStore
+from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStore
 
 log = logging.getLogger(__name__)
 S = TxnState
-TICK_SECONDS = 0.1
 RETRY_SECONDS = 0.1
 
 
@@ -53,106 +56,67 @@ class TxnConfig:
         )
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(PartitionedCoordinator):
+    topic = TRANSACTION_STATE_TOPIC
+    store: TransactionStore
+
     def __init__(
         self, store: TransactionStore, clock: Clock, config: TxnConfig,
         markers: MarkerWriter, allocate_producer_id: Callable[[], Awaitable[int]],
     ) -> None:
-        self.store = store
+        super().__init__(store)
         self.clock = clock
         self.config = config
         self.markers = markers
         self.allocate_producer_id = allocate_producer_id
         self.txns: dict[str, TransactionMetadata] = {}
-        self.loaded: dict[int, int] = {}  # partition -> the leader epoch it was loaded in
-        self._background: set[asyncio.Task[None]] = set()
-        self._task: asyncio.Task[None] | None = None
         self._next_abort = clock.monotonic()
         self.requests = TransactionRequests(self)
 
     # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> None:
-        self.refresh_partitions()
-        self._task = asyncio.create_task(self._run())
-
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        for task in list(self._background):
-            task.cancel()
-        for partition in list(self.loaded):
-            self.unload_partition(partition)
+        await super().stop()
         self.markers.close()
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.tick()
-            except Exception:
-                log.exception("transaction coordinator tick failed")
-
     def tick(self) -> None:
-        self.refresh_partitions()
+        super().tick()
         if self.clock.monotonic() >= self._next_abort:
             self._next_abort = self.clock.monotonic() + self.config.abort_interval_ms / 1000
             self.abort_timed_out()
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- which transactional ids are ours ---------------------------------------------------
     def partition_of(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.store.num_partitions)
 
-    def refresh_partitions(self) -> None:
-        if not self.store.exists:
-            return
-        for partition in range(self.store.num_partitions):
-            self._refresh(partition)
-
-    def _refresh(self, partition: int) -> None:
-        """Follow the partition's leadership; a new leader epoch means reading it again."""
-        epoch = self.store.leader_epoch(partition)
-        loaded = self.loaded.get(partition)
-        if loaded is not None and loaded != epoch:
-            self.unload_partition(partition)
-        if epoch is not None and partition not in self.loaded:
-            self.load_partition(partition, epoch)
-
     def metadata(self, transactional_id: str) -> TransactionMetadata | None:
-        """The id's state if this broker coordinates it; NOT_COORDINATOR otherwise."""
-        partition = self.partition_of(transactional_id)
-        if self.store.exists:
-            self._refresh(partition)
-        if partition not in self.loaded:
-            raise TxnError(ErrorCode.NOT_COORDINATOR)
+        """The id's state if this broker coordinates it; NOT_COORDINATOR otherwise, and
+        COORDINATOR_LOAD_IN_PROGRESS while its partition loads."""
+        code = self.partitions.check(self.partition_of(transactional_id))
+        if code != ErrorCode.NONE:
+            raise TxnError(code)
         return self.txns.get(transactional_id)
 
-    def load_partition(self, partition: int, epoch: int) -> None:
+    def load_partition(self, partition: int, epoch: int) -> Slices:
+        """Replay the partition, yielding between slices; the ids appear at the end."""
         states: dict[str, TxnRecord] = {}
-        for transactional_id, record in self.store.replay_states(partition):
+        for n, (transactional_id, record) in enumerate(self.store.replay_states(partition), 1):
             if record is None:
                 states.pop(transactional_id, None)
             else:
                 states[transactional_id] = record
+            if n % self.load_slice_records == 0:
+                yield
         for transactional_id, record in states.items():
             meta = TransactionMetadata(transactional_id, partition, record)
             self.txns[transactional_id] = meta
             if record.state.preparing:  # decided before the failover: finish it
                 self._spawn(self.complete(meta))
-        self.loaded[partition] = epoch
         log.info("loaded __transaction_state-%d in leader epoch %d: %d transactional id(s)",
                  partition, epoch, len(states))
 
     def unload_partition(self, partition: int) -> None:
         for meta in [m for m in self.txns.values() if m.partition == partition]:
             del self.txns[meta.transactional_id]
-        self.loaded.pop(partition, None)
 
     # -- transitions ------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -208,7 +172,7 @@ class TransactionCoordinator:
         commit = prepared.state is S.PREPARE_COMMIT
         remaining = set(prepared.partitions)
         while self.txns.get(meta.transactional_id) is meta:
-            coordinator_epoch = self.loaded.get(meta.partition, -1)
+            coordinator_epoch = self.partitions.epochs.get(meta.partition, -1)
             if remaining:
                 try:
                     remaining -= await self.markers.write(
@@ -254,6 +218,9 @@ class TransactionCoordinator:
 
     # -- DescribeTransactions, ListTransactions ---------------------------------------------
     def list_transactions(self) -> list[TransactionMetadata]:
-        self.refresh_partitions()
+        """COORDINATOR_LOAD_IN_PROGRESS while any partition loads, as Kafka answers."""
+        code = self.check_loading_all()
+        if code != ErrorCode.NONE:
+            raise TxnError(code)
         return [m for m in self.txns.values() if m.record.producer_id >= 0]
 

@@ -24,9 +24,6 @@ class TransactionStore(Protocol):
     the states a partition replays to)."""
 
     @property
-    def exists(self) -> bool: ...
-
-    @property
     def num_partitions(self) -> int: ...
 
     def leader_epoch(self, partition: int) -> int | None: ...
@@ -68,8 +65,6 @@ class TransactionStateTopic(BrokerOffsetsTopic):
 class MemoryTransactionStateTopic(MemoryOffsetsTopic):
     """`__transaction_state` in memory, every partition led here (the state machine's tests);
     replication is driven as in `MemoryOffsetsTopic`."""
-
-    exists = True
 
     def replay_states(self, partition: int) -> Iterator[tuple[str, TxnRecord | None]]:
         return _states(stored for batch in self.batches[partition]

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import confluent_kafka
 import kafka
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.admin import ListGroupsRequest
 from kafka.protocol.consumer import OffsetFetchRequest
 
 from tests.brokercore.wire import WireClient
@@ -36,13 +37,15 @@ def _commit_history(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: (COMMITS - 1) * 10 + p for p in range(PARTITIONS)}
 
 
-def _probe_until_loaded(bootstrap: str, topic: str, expected: dict[int, int]) -> list[int]:
-    """OffsetFetch over and over from the first moment; each answer's error code. An answer
-    without an error must hold every committed offset."""
+def _probe_until_loaded(bootstrap: str, topic: str, expected: dict[int, int]
+                        ) -> tuple[list[int], list[int]]:
+    """OffsetFetch and ListGroups over and over from the first moment; each answer's error
+    code. An answer without an error must hold every committed offset, or list the group."""
     request = OffsetFetchRequest(group_id=GROUP, topics=[
         OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=list(
             range(PARTITIONS)))])
     codes: list[int] = []
+    listing: list[int] = []
     deadline = time.monotonic() + 60
     while True:  # from before the broker is ready: the load starts as it comes up
         try:
@@ -59,7 +62,12 @@ def _probe_until_loaded(bootstrap: str, topic: str, expected: dict[int, int]) ->
                 [answer] = response.topics
                 assert {p.partition_index: p.committed_offset
                         for p in answer.partitions} == expected, "a half-loaded answer"
-    return codes
+            listed = client.request(ListGroupsRequest(states_filter=[]), 4)
+            listing.append(listed.error_code)
+            names = [g.group_id for g in listed.groups]  # before leading it: none, no error
+            assert names in ([], [] if listed.error_code else [GROUP]), (listing, names)
+    assert names == [GROUP]  # once loaded
+    return codes, listing
 
 
 def test_a_coordinator_loading_a_long_partition_answers_load_in_progress_and_clients_retry(
@@ -73,10 +81,12 @@ def test_a_coordinator_loading_a_long_partition_answers_load_in_progress_and_cli
     with ThreadPoolExecutor(1) as pool:
         probe = pool.submit(_probe_until_loaded, broker.bootstrap, topic, expected)
         broker.start()
-        codes = probe.result(timeout=120)
+        codes, listing = probe.result(timeout=120)
     # Retriable errors only (the first requests may even beat the partition's leadership),
     # COORDINATOR_LOAD_IN_PROGRESS among them: the load was seen from outside.
     assert set(codes[:-1]) <= {14, 15, 16} and 14 in codes, codes
+    # ListGroups too, as Kafka 4.0: COORDINATOR_LOAD_IN_PROGRESS, never a list without it.
+    assert 14 in listing, listing
 
     broker.stop()
     broker.start()  # a second load, which the real clients meet

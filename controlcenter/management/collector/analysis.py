@@ -213,7 +213,7 @@ class Analyzer:
             for part in lag.partitions:
                 key = (group_id, part.topic, part.partition)
                 seen.add(key)
-                observed = _observed(reading, part)
+                observed = _observed(reading, group_id, part)
                 row, status, secs = self._partition_lag(reading, key, part, observed)
                 lags[key], statuses[key], seconds[key] = row, status, secs
                 if observed is not None:
@@ -269,10 +269,11 @@ class Analyzer:
         }
 
 
-def _observed(reading: Reading, part: PartitionLag) -> tuple[int, int] | None:
+def _observed(reading: Reading, group_id: str, part: PartitionLag) -> tuple[int, int] | None:
     """(committed, end) when both were read this cycle: a stale end (its leader did not
-    answer) or stale groups are shown, never observed or sampled as new."""
-    if part.committed_offset is None or part.log_end_offset is None or reading.groups_stale:
+    answer) or a stale group is shown, never observed or sampled as new."""
+    if (part.committed_offset is None or part.log_end_offset is None
+            or group_id in reading.stale_groups):
         return None
     if TopicPartition(part.topic, part.partition) in reading.stale:
         return None

@@ -3,10 +3,11 @@
 Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
 answered within half an interval or the cluster is unreachable), a batched ListOffsets for
 the end of every partition (and once a minute one for their log starts), and meanwhile
-ListGroups, one DescribeGroups for all groups, OffsetFetch for all groups in flight at once;
-then topic configs (min.insync.replicas) for topics not seen before. For the built-in
-cluster also the supervisor's process states and each running broker's Prometheus endpoint
-(bytes in/out, messages in, active controller, each partition's log size).
+ListGroups, one DescribeGroups for all groups (and one for groups no longer listed), then
+OffsetFetch for all groups in flight at once; then topic configs (min.insync.replicas) for
+topics not seen before. For the built-in cluster also the supervisor's process states and
+each running broker's Prometheus endpoint (bytes in/out, messages in, active controller,
+each partition's log size).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from clusterclient import (
     ClusterRequestError,
     ClusterUnavailable,
     ConsumerGroup,
+    GroupState,
     TopicPartition,
 )
 
@@ -63,7 +65,8 @@ class Reading:
     log_size: dict[TopicPartition, int] = field(default_factory=dict)  # the leader's, in bytes
     # Partitions whose offsets are the last good ones, not this cycle's (no answer).
     stale: frozenset[TopicPartition] = frozenset()
-    groups_stale: bool = False  # groups and committed offsets are the last good ones
+    # Groups whose description or committed offsets are the last good ones (no answer).
+    stale_groups: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -87,7 +90,7 @@ class Sampler:
         self.last_groups: tuple[dict[str, ConsumerGroup],
                                 dict[str, dict[TopicPartition, int]]] | None = None
         self.log_start_read = -math.inf  # monotonic time all log starts were last read
-        # Supervisor status, one scrape per broker, the groups' reads and their describe.
+        # Supervisor status, one scrape per broker, the groups' reads.
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="collector-io")
 
     def read(self) -> Reading:
@@ -103,7 +106,7 @@ class Sampler:
                                      for p in metadata.partitions if not p.offline])
         self._read_log_starts(fresh)
         self._forget(partitions)
-        groups, committed, groups_stale = groups_read.result()
+        groups, committed, stale_groups = groups_read.result()
         self._read_min_isr(metadata)
         scraped = {n: found for n, f in scrapes.items() if (found := f.result()) is not None}
         return Reading(
@@ -113,7 +116,7 @@ class Sampler:
             processes=procs, broker_counters={n: s.counters for n, s in scraped.items()},
             log_size=_leaders_sizes(metadata, scraped),
             stale=frozenset(tp for tp in partitions if tp not in fresh),
-            groups_stale=groups_stale,
+            stale_groups=stale_groups,
         )
 
     def _read_log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -153,34 +156,60 @@ class Sampler:
                 del known[gone]
 
     def _groups_or_last(self) -> tuple[dict[str, ConsumerGroup],
-                                       dict[str, dict[TopicPartition, int]], bool]:
-        """The groups and their committed offsets, and whether they are the last good ones:
-        a broker that just died leaves ListGroups (sent to every broker) or a group's
-        coordinator without an answer while the cluster answers Metadata. That is a partial
-        answer, not an unreachable cluster; the groups shown keep their last good values."""
+                                       dict[str, dict[TopicPartition, int]], frozenset[str]]:
+        """The groups, their committed offsets, and which of them are the last good ones: a
+        broker that just died, or one loading its group partitions, leaves ListGroups (sent
+        to every broker) or a group's coordinator without an answer while the cluster
+        answers Metadata. That is a partial answer, not an unreachable cluster; the groups
+        it leaves out keep their last good values (`_unlisted`)."""
         try:
-            self.last_groups = self._groups()
+            groups, committed, stale = self._groups()
         except (ClusterUnavailable, ClusterRequestError) as exc:
             if self.last_groups is None:
                 raise
             log.info("consumer groups not read this cycle (%s); the last good ones stay", exc)
-            return (*self.last_groups, True)
-        return (*self.last_groups, False)
+            return (*self.last_groups, frozenset(self.last_groups[0]))
+        self.last_groups = groups, committed
+        return groups, committed, stale
 
-    def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]]]:
-        ids = [g.group_id for g in self.client.list_groups()]
-        if not ids:
+    def _groups(self) -> tuple[dict[str, ConsumerGroup], dict[str, dict[TopicPartition, int]],
+                               frozenset[str]]:
+        last_groups, last_committed = self.last_groups or ({}, {})
+        listed = [g.group_id for g in self.client.list_groups()]
+        # Described before their offsets are fetched, never meanwhile: librdkafka 2.16 crashes
+        # the process when an admin OffsetFetch meets NOT_COORDINATOR (librdkafka #5040), so
+        # OffsetFetch goes out only right after every coordinator answered DescribeGroups.
+        described = self.client.describe_groups(listed)
+        found, kept = self._unlisted(sorted(last_groups.keys() - set(listed)))
+        offsets = self.client.committed_offsets_many(listed + list(found))
+        committed = {g: last_committed.get(g, {}) for g in kept}
+        stale = set(kept)
+        for group_id, answer in offsets.items():
+            committed[group_id] = answer.offsets
+            if answer.error is not None:  # its coordinator died: its last good offsets stay
+                log.warning("group %s: OffsetFetch failed: %s", group_id, answer.error)
+                committed[group_id] = last_committed.get(group_id, {})
+                stale.add(group_id)
+        return {**described, **found, **kept}, committed, frozenset(stale)
+
+    def _unlisted(self, missing: list[str]) -> tuple[dict[str, ConsumerGroup],
+                                                      dict[str, ConsumerGroup]]:
+        """Groups seen before and not listed now: (those that still exist, those kept as last
+        seen). A group between coordinators is listed by no broker: its coordinator died, or
+        the new one is loading its partition (ListGroups then answers
+        COORDINATOR_LOAD_IN_PROGRESS) or has yet to take it. So each is asked for, and only
+        a coordinator that answers it is Dead (deleted, or its offsets expired) removes it;
+        without an answer it keeps its last good values."""
+        if not missing:
             return {}, {}
-        described = self.pool.submit(self.client.describe_groups, ids)
-        offsets = self.client.committed_offsets_many(ids)
-        last = self.last_groups[1] if self.last_groups else {}
-        committed = {}
-        for group_id, found in offsets.items():
-            committed[group_id] = found.offsets
-            if found.error is not None:  # its coordinator died: its last good offsets stay
-                log.warning("group %s: OffsetFetch failed: %s", group_id, found.error)
-                committed[group_id] = last.get(group_id, {})
-        return described.result(), committed
+        assert self.last_groups is not None
+        try:
+            described = self.client.describe_groups(missing)
+        except (ClusterUnavailable, ClusterRequestError) as exc:
+            log.info("%d group(s) neither listed nor described this cycle (%s); their last good "
+                     "values stay", len(missing), exc)
+            return {}, {g: self.last_groups[0][g] for g in missing}
+        return {g: d for g, d in described.items() if d.state is not GroupState.DEAD}, {}
 
     def _read_min_isr(self, metadata: ClusterMetadata) -> None:
         for name in metadata.topics:

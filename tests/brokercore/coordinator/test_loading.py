@@ -68,3 +68,18 @@ async def test_a_leadership_change_mid_load_starts_the_load_again_in_the_new_epo
     await h.coordinator.wait_loaded()
     assert h.coordinator.partitions.epochs[partition] == 1
     assert len(h.coordinator.offsets.fetch("g", None)) == len(TPS)
+
+
+async def test_list_groups_answers_load_in_progress_while_any_partition_loads() -> None:
+    h = Harness()
+    await _commit_rounds(h)
+    other = next(f"o{n}" for n in range(100)
+                 if h.coordinator.partition_of(f"o{n}") != h.coordinator.partition_of("g"))
+    await h.coordinator.offsets.commit(other, -1, "", None, {TPS[0]: (5, -1, None)})
+    h.restart()
+    h.coordinator.load_slice_records = 7  # "g"'s partition loads for long, `other`'s at once
+    assert _load_error(h.coordinator.list_groups) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert other in h.coordinator.groups  # loaded, but not listed while "g" is missing
+
+    await h.coordinator.wait_loaded()
+    assert sorted(g.group_id for g in h.coordinator.list_groups()) == ["g", other]

@@ -11,6 +11,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from brokercore.clock import FakeClock
+from brokercore.coordinator.loading import LOAD_SLICE_RECORDS
 from brokercore.log import LogConfig, LogError, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
@@ -79,8 +80,10 @@ def make(store: MemoryTransactionStateTopic, markers: LogMarkers, clock: FakeClo
     async def allocate() -> int:
         return next(ids)
 
-    def coordinator(**config: int) -> TransactionCoordinator:
+    def coordinator(load_slice_records: int = LOAD_SLICE_RECORDS,
+                    **config: int) -> TransactionCoordinator:
         c = TransactionCoordinator(store, clock, TxnConfig(**config), markers, allocate)
+        c.load_slice_records = load_slice_records
         c.refresh_partitions()
         return c
 
@@ -234,3 +237,70 @@ async def test_a_state_write_that_loses_leadership_answers_not_coordinator(
     with pytest.raises(TxnError) as refused:
         await ending
     assert refused.value.error_code == ErrorCode.NOT_COORDINATOR
+
+
+async def load_error(request: Awaitable[object] | Callable[[], object]) -> ErrorCode:
+    with pytest.raises(TxnError) as refused:
+        if callable(request):
+            request()
+        else:
+            await request
+    return refused.value.error_code
+
+
+async def test_requests_answer_load_in_progress_until_the_partition_is_loaded(
+    make: Make, store: MemoryTransactionStateTopic,
+) -> None:
+    old = make()
+    epochs = {f"t{n}": (await old.requests.init_producer_id(f"t{n}", 60_000, -1, -1))
+              for n in range(40)}
+    pid, epoch = epochs["t0"]
+    await old.requests.add_partitions("t0", pid, epoch, {TP}, {TP})
+    await old.stop()
+    store.epochs = dict.fromkeys(store.epochs, 1)  # a new leader of every partition
+
+    new = make(load_slice_records=2)  # about ten records a partition: several slices each
+    loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert await load_error(new.requests.init_producer_id("t1", 60_000, -1, -1)) == loading
+    assert await load_error(new.requests.add_partitions("t0", pid, epoch, {TP}, {TP})) == (
+        loading)
+    assert await load_error(new.requests.end_txn("t0", pid, epoch, commit=True)) == loading
+    assert await load_error(lambda: new.metadata("t0")) == loading  # DescribeTransactions
+    assert await load_error(new.list_transactions) == loading
+    assert new.txns == {}  # nothing half-loaded is ever visible
+
+    await new.wait_loaded()
+    assert {m.transactional_id for m in new.list_transactions()} == set(epochs)
+    assert new.txns["t0"].record.state is S.ONGOING
+    await new.requests.end_txn("t0", pid, epoch, commit=True)
+    assert await settled(new, "t0") is S.COMPLETE_COMMIT
+    assert await new.requests.init_producer_id("t1", 60_000, -1, -1) == (
+        epochs["t1"][0], epochs["t1"][1] + 1)
+
+
+async def test_a_leadership_change_mid_load_loads_again_in_the_new_epoch(
+    make: Make, store: MemoryTransactionStateTopic, markers: LogMarkers,
+) -> None:
+    old = make()
+    for n in range(20):
+        await old.requests.init_producer_id(f"t{n}", 60_000, -1, -1)
+    pid, epoch = await old.requests.init_producer_id("t", 60_000, -1, -1)
+    await old.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    markers.down.add(TP)  # its markers cannot be written before the coordinator dies
+    await old.requests.end_txn("t", pid, epoch, commit=True)
+    await old.stop()
+    markers.down.clear()
+
+    partition = old.partition_of("t")
+    new = make(load_slice_records=1)
+    assert await load_error(lambda: new.metadata("t")) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    store.led.discard(partition)
+    assert await load_error(lambda: new.metadata("t")) == ErrorCode.NOT_COORDINATOR
+    await asyncio.sleep(0)
+    assert "t" not in new.txns  # the cancelled load installed nothing
+    store.led.add(partition)
+    store.epochs[partition] = 2
+    new.refresh_partitions()
+    await new.wait_loaded()
+    assert await settled(new, "t") is S.COMPLETE_COMMIT  # finished where the old one stopped
+    assert markers.log(TP).producer_state()[pid].coordinator_epoch == 2
