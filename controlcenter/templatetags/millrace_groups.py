@@ -26,9 +26,10 @@ def sort_link(key: str, label: str, sort: str, query: str = "") -> str:
 
 @register.filter
 def seconds(value: float | None) -> str:
-    """Lag in seconds: "—" when unknown (too little history), 1 decimal under a minute,
-    then whole seconds with minutes/hours spelled out."""
-    if value is None:
+    """Lag in seconds: "—" when unknown (too little history, or a row without the field,
+    which a template hands over as ""), 1 decimal under a minute, then whole seconds with
+    minutes/hours spelled out."""
+    if not isinstance(value, (int, float)):
         return "—"
     if value < 60:
         return f"{value:.1f}"

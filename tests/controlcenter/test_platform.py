@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import confluent_kafka
+import confluent_kafka.admin
 import httpx
 import pytest
 
@@ -149,11 +150,36 @@ def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Pa
         assert states == [("1", "running"), ("2", "killed"), ("3", "running")], status
         assert "broker 2 started" in run_printed(by_action["start 2"])
         assert all(is_listening(port_of(s)) for s in servers)
+
+        # A crashed collector (librdkafka can segfault while a group coordinator moves) is
+        # restarted, and the overview goes on following the cluster.
+        os.kill(child_pid(proc.pid, "collect"), signal.SIGSEGV)
+        topic = new_topic("after-crash")
+        admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([confluent_kafka.admin.NewTopic(topic, 1, 3)])[topic].result(30)
+        deadline = time.monotonic() + 60
+        while topic not in (overview := get(web)):
+            assert time.monotonic() < deadline, overview
+            time.sleep(1)
     finally:
         proc.send_signal(signal.SIGINT)
         output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 0, output
+    assert "collector exited (code -11); restarting it" in output, output
     assert not [s for s in servers if is_listening(port_of(s))], "a broker outlived Ctrl-C"
+
+
+def child_pid(parent: int, argument: str) -> int:
+    """The pid of `parent`'s child process whose command line has `argument`."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and argument.encode() in argv:
+            return int(stat.parent.name)
+    raise AssertionError(f"no child of {parent} runs with {argument!r}")
 
 
 def assert_admin_signs_in(web: str, password: str) -> None:

@@ -4,7 +4,8 @@ Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
 KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then the web server
 (`controlcenter.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
 center, the schema registry and the REST proxy, waits for each to be ready,
-prints the endpoints and the commands to try a failover, and on Ctrl-C stops everything in
+prints the endpoints and the commands to try a failover, restarts a child that exits on its
+own (three exits in a minute stop the platform), and on Ctrl-C stops everything in
 reverse order.
 """
 
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ from controlcenter.management.children import Child, http_ok
 
 # CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
 CLUSTER_HOST = "127.0.0.1"
+# A child that exits this often within this many seconds stops the platform (_restart).
+RESTART_LIMIT = 3
+RESTART_WINDOW = 60.0
 
 
 class Command(BaseCommand):
@@ -166,16 +171,35 @@ class Command(BaseCommand):
                 child.wait_ready(60)
                 self.stdout.write(f"{child.name} is [UP]")
             self._print_endpoints(host, ports, bootstrap, data_dir, external)
+            exits: dict[str, list[float]] = {}
             while not stop.wait(0.5):
                 for child in started:
-                    if not child.running:
-                        self.stderr.write(f"{child.name} exited; stopping. Its log:\n"
-                                          f"{child.tail()}")
+                    if not child.running and not self._restart(child, exits):
                         stop.set()
         finally:
             for child in reversed(started):
                 child.stop()
                 self.stdout.write(f"{child.name} is [DOWN]")
+
+    def _restart(self, child: Child, exits: dict[str, list[float]]) -> bool:
+        """Start again a child that exited on its own, as systemd's Restart=on-failure would:
+        a crash of one part (librdkafka can segfault in the collector's admin client while a
+        group coordinator moves, controlcenter/README.md) costs that part a restart, not the
+        whole platform. A child that exits RESTART_LIMIT times within RESTART_WINDOW seconds
+        is broken, not unlucky: then the platform stops, printing its log."""
+        now = time.monotonic()
+        recent = [t for t in exits.get(child.name, []) if now - t < RESTART_WINDOW] + [now]
+        exits[child.name] = recent
+        code = child.proc.returncode if child.proc is not None else None
+        if len(recent) >= RESTART_LIMIT:
+            self.stderr.write(f"{child.name} exited (code {code}) {len(recent)} times in "
+                              f"{RESTART_WINDOW:.0f} s; stopping. Its log:\n{child.tail()}")
+            return False
+        self.stderr.write(f"{child.name} exited (code {code}); restarting it. Its log:\n"
+                          f"{child.tail()}")
+        child.start(Path(settings.BASE_DIR))
+        self.stdout.write(f"{child.name} restarted")
+        return True
 
     def _print_endpoints(self, host: str, ports: dict[str, int], bootstrap: str,
                          data_dir: Path, external: bool) -> None:
