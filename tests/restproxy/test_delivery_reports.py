@@ -22,7 +22,7 @@ def _threads_of_reports(batch: PendingBatch) -> list[str]:
 
     def on_thread(index: int, err: object, msg: object) -> None:
         seen.append(threading.current_thread().name)
-        delivered(index, err, msg)  # type: ignore[arg-type]
+        delivered(index, err, msg)
 
     batch.delivered = on_thread  # type: ignore[method-assign]
     return seen
