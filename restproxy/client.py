@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,13 +204,16 @@ class KafkaGateway:
         self._closed = False
         self._waiting: dict[asyncio.AbstractEventLoop, int] = {}  # waiters on each loop
         self._drainers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._no_drainers = threading.Event()
         threading.Thread(target=self._serve_callbacks, name="restproxy-producer",
                          daemon=True).start()
 
     def _serve_callbacks(self) -> None:
         while not self._closed:
             if self._drainers:
-                time.sleep(THREAD_POLL_INTERVAL)
+                # Set when the last loop stops polling; the timeout only guards a race
+                # between loops of several threads (tests).
+                self._no_drainers.wait(THREAD_POLL_INTERVAL)
             else:
                 self.producer.poll(THREAD_POLL_INTERVAL)
 
@@ -220,6 +222,7 @@ class KafkaGateway:
         """Poll the producer on `loop` (the running one) while the block waits."""
         self._waiting[loop] = self._waiting.get(loop, 0) + 1
         if loop not in self._drainers:
+            self._no_drainers.clear()
             self._drainers[loop] = loop.create_task(self._drain(loop))
         try:
             yield
@@ -239,6 +242,8 @@ class KafkaGateway:
             del self._drainers[loop]
             if not self._waiting.get(loop):
                 self._waiting.pop(loop, None)
+            if not self._drainers:
+                self._no_drainers.set()
 
     # --- produce ------------------------------------------------------------------------
     def produce(self, topic: str, records: list[OutgoingRecord]) -> PendingBatch:
@@ -267,6 +272,7 @@ class KafkaGateway:
 
     def close(self) -> None:
         self._closed = True
+        self._no_drainers.set()
         self.producer.flush(5)
 
 

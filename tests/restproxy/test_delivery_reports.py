@@ -10,7 +10,13 @@ from collections.abc import Callable
 
 import pytest
 
-from restproxy.client import LOOP_DRAIN_MIN_RECORDS, OutgoingRecord, PendingBatch, gateway
+from restproxy.client import (
+    LOOP_DRAIN_MIN_RECORDS,
+    THREAD_POLL_INTERVAL,
+    OutgoingRecord,
+    PendingBatch,
+    gateway,
+)
 
 pytestmark = pytest.mark.usefixtures("proxy_cluster")
 
@@ -38,10 +44,25 @@ async def _produce(topic: str, count: int) -> tuple[list[str], PendingBatch, str
     return seen, batch, threading.current_thread().name
 
 
+async def _produce_while_polling(topic: str, count: int
+                                 ) -> tuple[list[str], PendingBatch, str]:
+    """As a busy worker does: another large request is already waiting on this loop, so
+    the gateway's thread has left its last poll (it may serve what arrives during one)."""
+    waiting = PendingBatch(LOOP_DRAIN_MIN_RECORDS, gateway())  # never produced
+    other = asyncio.create_task(waiting.all_done())
+    await asyncio.sleep(0)  # the task starts waiting, and the loop polling
+    assert gateway()._drainers
+    await asyncio.sleep(THREAD_POLL_INTERVAL * 4)
+    try:
+        return await _produce(topic, count)
+    finally:
+        other.cancel()
+
+
 def test_a_large_request_s_reports_are_served_on_its_own_loop(
         new_topic: Callable[..., str]) -> None:
     topic = new_topic(partitions=2)
-    seen, batch, loop_thread = asyncio.run(_produce(topic, 500))
+    seen, batch, loop_thread = asyncio.run(_produce_while_polling(topic, 500))
     assert all(r.error is None and r.offset is not None for r in batch.reports)
     assert seen.count(loop_thread) == len(seen) == 500
 
