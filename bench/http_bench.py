@@ -393,7 +393,7 @@ Key = tuple[str, bool]  # a case's name, and whether the baseline serves it
 
 
 def measure(cases: list[Case], args: argparse.Namespace) -> dict[Key, Result]:
-    """Every case `--rounds` times, the rounds interleaved; the median round of each.
+    """Every case `--rounds` times, the rounds interleaved; the medians of each.
 
     Interleaving spreads the machine's other load over every case alike, so that the
     ratios between cases hold even when the absolute figures drift. A case's baseline
@@ -410,8 +410,19 @@ def measure(cases: list[Case], args: argparse.Namespace) -> dict[Key, Result]:
             side = " (baseline)" if case.baseline else ""
             print(f"  round {n + 1} {case.name}{side}: {result.requests_per_s:,.0f} req/s, "
                   f"p99 {result.p99_ms:,.1f} ms", flush=True)
-    return {key: sorted(results, key=lambda r: r.requests_per_s)[len(results) // 2]
-            for key, results in rounds.items()}
+    return {key: _median(results) for key, results in rounds.items()}
+
+
+def _median(results: list[Result]) -> Result:
+    """The median round by rate, with the median of each round's latencies and CPU: a
+    p99 is one slow moment, so the slowest round's neighbours say more than its own."""
+    middle = len(results) // 2
+    chosen = sorted(results, key=lambda r: r.requests_per_s)[middle]
+    cpu = [r.cpu_ms for r in results if r.cpu_ms is not None]
+    return Result(chosen.requests_per_s, chosen.records_per_s,
+                  sorted(r.p50_ms for r in results)[middle],
+                  sorted(r.p99_ms for r in results)[middle], chosen.failed,
+                  sorted(cpu)[len(cpu) // 2] if cpu else None)
 
 
 def _round_order(cases: list[Case], n: int) -> list[Case]:
