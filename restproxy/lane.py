@@ -65,6 +65,7 @@ class LaneRequest:
         self.mount_path: str | None = scope.get("millrace.mount_path")
         raw = scope.get("query_string", b"")
         self.query_params = QueryDict(raw) if raw else EMPTY_QUERY
+        self.META["QUERY_STRING"] = raw.decode()  # as Django's; forwarding relays it
 
 
 def _handler(view_class: type[ProxyView]) -> LaneHandler:

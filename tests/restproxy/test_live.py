@@ -210,6 +210,10 @@ def test_the_fast_lane_relays_a_fetch_to_the_owner_itself(
         got, by_django = both("GET", f"/consumers/{instance_path}/records?timeout=100",
                               accept=BINARY)
         assert (got.status_code, got.json(), by_django) == (200, [], 1)
+        # The query goes along: a bad one is the owner's 422 on both paths.
+        bad, by_django = both("GET", f"/consumers/{instance_path}/records?timeout=x",
+                              accept=BINARY)
+        assert bad.status_code == 422 and by_django == 1
         mismatch, by_django = both("GET", f"/consumers/{instance_path}/records", accept=JSON)
         assert mismatch.json()["error_code"] == 40601 and by_django == 1  # the owner said so
     finally:
