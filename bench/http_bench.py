@@ -15,8 +15,13 @@ Each line gives requests/s, records/s, the share of the ASGI floor and of the Dj
 p50/p99 latency and the count of non-2xx answers. `--server` and `--workers` run the floors
 under another ASGI server (to compare servers); the platform always runs its own.
 
+`--baseline REF` also starts the platform of an older commit (an export of `git archive REF`,
+run with this virtualenv) beside this tree's, and measures every case on both, alternating
+within each round (this tree first in odd rounds, the baseline first in even ones), so both
+meet the same load. The table then shows both side by side with the ratio this/baseline.
+
     .venv/bin/python bench/http_bench.py [--seconds 5] [--rounds 3] [--connections 16]
-                                         [--only "v3 streaming"]
+                                         [--only "v3 streaming"] [--baseline REF]
 """
 
 from __future__ import annotations
@@ -113,16 +118,45 @@ class Platform:
     bootstrap: str
     registry: str
     proxy: str
+    pid: int  # the platform's own process; its web workers are among its descendants
+
+
+def web_workers(root_pid: int) -> list[int]:
+    """The platform's web worker processes (`controlcenter.webserver --serve-fds`)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        with suppress(OSError):
+            if b"--serve-fds" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time the processes have used so far."""
+    total = 0
+    for pid in pids:
+        with suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
-def platform(data_dir: Path) -> Iterator[Platform]:
-    """`manage.py platform` with its defaults, on free ports; the endpoints it printed."""
-    env = {**os.environ, "MILLRACE_LOG_LEVEL": "WARNING"}
+def platform(data_dir: Path, root: Path = ROOT) -> Iterator[Platform]:
+    """`manage.py platform` of the tree at `root` with its defaults, on free ports; the
+    endpoints it printed."""
+    env = {**os.environ, "MILLRACE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(root)}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "platform", "--any-port", "--data-dir", str(data_dir)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
     try:
@@ -137,13 +171,24 @@ def platform(data_dir: Path) -> Iterator[Platform]:
         if not all(found.values()):
             raise RuntimeError("the platform did not start:\n" + printed)
         bootstrap, registry, proxy = (m.group(1) for m in found.values() if m)
-        yield Platform(bootstrap, registry, proxy)
+        yield Platform(bootstrap, registry, proxy, proc.pid)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def export_tree(ref: str, into: Path) -> Path:
+    """The tree of commit `ref`, unpacked under `into` (the virtualenv is this one's: the
+    package is installed editable, and PYTHONPATH puts the export first)."""
+    tree = into / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
 
 
 # --- wrk ---------------------------------------------------------------------------------
@@ -197,6 +242,7 @@ class Result:
     p50_ms: float
     p99_ms: float
     failed: int
+    cpu_ms: float | None = None  # the web workers' CPU time per request (platform cases)
 
 
 def run_wrk(url: str, script: str, seconds: float, connections: int, threads: int,
@@ -229,6 +275,8 @@ class Case:
     script: str
     records_per_request: int | None = 1  # None: counted from the responses
     connections: int | None = None  # None: --connections
+    baseline: bool = False  # served by the baseline's platform
+    workers: list[int] | None = None  # the platform's web worker pids
 
 
 def registry_cases(base: str) -> list[Case]:
@@ -341,29 +389,64 @@ end
 
 # --- the run -----------------------------------------------------------------------------
 
-def measure(cases: list[Case], args: argparse.Namespace) -> dict[str, Result]:
-    """Every case `--rounds` times, the rounds interleaved; the median round of each.
+Key = tuple[str, bool]  # a case's name, and whether the baseline serves it
+
+
+def measure(cases: list[Case], args: argparse.Namespace) -> dict[Key, Result]:
+    """Every case `--rounds` times, the rounds interleaved; the medians of each.
 
     Interleaving spreads the machine's other load over every case alike, so that the
-    ratios between cases hold even when the absolute figures drift.
+    ratios between cases hold even when the absolute figures drift. A case's baseline
+    twin runs right before or after it, alternately.
     """
-    rounds: dict[str, list[Result]] = {case.name: [] for case in cases}
+    rounds: dict[Key, list[Result]] = {(case.name, case.baseline): [] for case in cases}
     for case in cases:
         if case.records_per_request is not None:  # warm up (not consume: it would drain)
             run_case(case, args, 2)
     for n in range(args.rounds):
-        for case in cases:
-            rounds[case.name].append(run_case(case, args, args.seconds))
-            print(f"  round {n + 1} {case.name}: "
-                  f"{rounds[case.name][-1].requests_per_s:,.0f} req/s", flush=True)
-    return {name: sorted(results, key=lambda r: r.requests_per_s)[len(results) // 2]
-            for name, results in rounds.items()}
+        for case in _round_order(cases, n):
+            result = run_case(case, args, args.seconds)
+            rounds[(case.name, case.baseline)].append(result)
+            side = " (baseline)" if case.baseline else ""
+            print(f"  round {n + 1} {case.name}{side}: {result.requests_per_s:,.0f} req/s, "
+                  f"p99 {result.p99_ms:,.1f} ms", flush=True)
+    return {key: _median(results) for key, results in rounds.items()}
+
+
+def _median(results: list[Result]) -> Result:
+    """The median round by rate, with the median of each round's latencies and CPU: a
+    p99 is one slow moment, so the slowest round's neighbours say more than its own."""
+    middle = len(results) // 2
+    chosen = sorted(results, key=lambda r: r.requests_per_s)[middle]
+    cpu = [r.cpu_ms for r in results if r.cpu_ms is not None]
+    return Result(chosen.requests_per_s, chosen.records_per_s,
+                  sorted(r.p50_ms for r in results)[middle],
+                  sorted(r.p99_ms for r in results)[middle], chosen.failed,
+                  sorted(cpu)[len(cpu) // 2] if cpu else None)
+
+
+def _round_order(cases: list[Case], n: int) -> list[Case]:
+    """Each case next to its baseline twin, the twin first in every other round."""
+    ours = [c for c in cases if not c.baseline]
+    twins = {c.name: c for c in cases if c.baseline}
+    order: list[Case] = []
+    for case in ours:
+        pair = [case, twins[case.name]] if case.name in twins else [case]
+        order += pair[::-1] if n % 2 else pair
+    return order
 
 
 def run_case(case: Case, args: argparse.Namespace, seconds: float) -> Result:
+    """One wrk run; for a platform case also the CPU its web workers spent per request,
+    which the machine's other load changes far less than the rates."""
     connections = case.connections or args.connections
-    return run_wrk(case.url, case.script, seconds, connections, min(args.threads, connections),
-                   case.records_per_request)
+    before = cpu_seconds(case.workers) if case.workers else 0.0
+    result = run_wrk(case.url, case.script, seconds, connections,
+                     min(args.threads, connections), case.records_per_request)
+    if case.workers:
+        requests = result.requests_per_s * max(1, round(seconds))
+        result.cpu_ms = (cpu_seconds(case.workers) - before) * 1000 / max(requests, 1)
+    return result
 
 
 def main() -> None:
@@ -380,6 +463,8 @@ def main() -> None:
     parser.add_argument("--floors-only", action="store_true")
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="run only the cases whose name contains TEXT (and the floors)")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="also run every case on the platform of git commit REF")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: run `make bench` (it installs the Debian package)")
@@ -393,30 +478,74 @@ def main() -> None:
         cases = [Case("floor: bare ASGI app", asgi, lua_fixed("GET", "/", {})),
                  Case("floor: bare Django async view", django, lua_fixed("GET", "/floor", {}))]
         if not args.floors_only:
-            tmp = running.enter_context(tempfile.TemporaryDirectory(prefix="http-bench-"))
-            p = running.enter_context(platform(Path(tmp)))
-            chosen = [c for c in registry_cases(p.registry) + produce_cases(p.proxy, p.bootstrap)
-                      if wanted(c.name, args.only)]
-            if wanted("proxy: v2 consume", args.only):  # filling its topic takes a while
-                chosen.append(consume_case(p.proxy, p.bootstrap, args.threads,
-                                           args.seconds * args.rounds))
-            cases += chosen
-        print_table(measure(cases, args))
+            tmp = Path(running.enter_context(tempfile.TemporaryDirectory(prefix="http-bench-")))
+            (tmp / "data").mkdir()
+            cases += platform_cases(running.enter_context(platform(tmp / "data")), args)
+            if args.baseline:
+                tree = export_tree(args.baseline, tmp)
+                (tmp / "baseline-data").mkdir()
+                older = running.enter_context(platform(tmp / "baseline-data", tree))
+                for case in platform_cases(older, args):
+                    case.baseline = True
+                    cases.append(case)
+        print_table(measure(cases, args), args.baseline)
+
+
+def platform_cases(p: Platform, args: argparse.Namespace) -> list[Case]:
+    chosen = [c for c in registry_cases(p.registry) + produce_cases(p.proxy, p.bootstrap)
+              if wanted(c.name, args.only)]
+    if wanted("proxy: v2 consume", args.only):  # filling its topic takes a while
+        chosen.append(consume_case(p.proxy, p.bootstrap, args.threads,
+                                   args.seconds * args.rounds))
+    workers = web_workers(p.pid)
+    for case in chosen:
+        case.workers = workers
+    return chosen
 
 
 def wanted(name: str, only: list[str]) -> bool:
     return not only or any(text in name for text in only)
 
 
-def print_table(results: dict[str, Result]) -> None:
-    asgi = results["floor: bare ASGI app"].requests_per_s
-    django = results["floor: bare Django async view"].requests_per_s
+def print_table(results: dict[Key, Result], baseline: str | None) -> None:
+    asgi = results[("floor: bare ASGI app", False)].requests_per_s
+    django = results[("floor: bare Django async view", False)].requests_per_s
+    if baseline:
+        return print_comparison(results, baseline, django)
     print("\n| case | req/s | records/s | of ASGI floor | of Django floor | p50 ms | p99 ms "
-          "| failed |\n|---|---|---|---|---|---|---|---|")
-    for name, r in results.items():
+          "| worker CPU ms/req | failed |\n|---|---|---|---|---|---|---|---|---|")
+    for (name, _), r in results.items():
         print(f"| {name} | {r.requests_per_s:,.0f} | {r.records_per_s:,.0f} | "
               f"{r.requests_per_s / asgi:.1%} | {r.requests_per_s / django:.0%} | "
-              f"{r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.failed} |")
+              f"{r.p50_ms:.2f} | {r.p99_ms:.2f} | {_cpu(r)} | {r.failed} |")
+
+
+def _cpu(result: Result) -> str:
+    return "" if result.cpu_ms is None else f"{result.cpu_ms:.3f}"
+
+
+def print_comparison(results: dict[Key, Result], baseline: str, django: float) -> None:
+    print(f"\nbaseline: {baseline}; worker CPU is the web workers' CPU time per request\n\n"
+          "| case | baseline req/s | records/s | p50 / p99 ms | CPU ms/req "
+          "| this req/s | records/s | p50 / p99 ms | CPU ms/req | of Django floor "
+          "| rate this/base | p99 this/base | CPU this/base | failed |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (name, is_baseline), r in results.items():
+        if is_baseline:
+            continue
+        b = results.get((name, True))
+        before = (f"{b.requests_per_s:,.0f} | {b.records_per_s:,.0f} | "
+                  f"{b.p50_ms:.1f} / {b.p99_ms:.1f} | {_cpu(b)}") if b else " | | | "
+        ratios = " | | "
+        if b and b.requests_per_s and b.p99_ms:
+            cpu = (f"{r.cpu_ms / b.cpu_ms:.2f}" if r.cpu_ms is not None and b.cpu_ms
+                   else "")
+            ratios = (f"{r.requests_per_s / b.requests_per_s:.2f} | "
+                      f"{r.p99_ms / b.p99_ms:.2f} | {cpu}")
+        failed = r.failed + (b.failed if b else 0)
+        print(f"| {name} | {before} | {r.requests_per_s:,.0f} | {r.records_per_s:,.0f} | "
+              f"{r.p50_ms:.1f} / {r.p99_ms:.1f} | {_cpu(r)} | {r.requests_per_s / django:.0%} | "
+              f"{ratios} | {failed} |")
 
 
 if __name__ == "__main__":

@@ -74,12 +74,14 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 LaneHandler = Callable[[dict[str, Any], dict[str, str], bytes], Awaitable[HttpResponseBase | None]]
 LaneRoutes = list[tuple[str, re.Pattern[str], LaneHandler]]
+MOUNT_PATH = "millrace.mount_path"  # the scope key of a lane request's path below its mount
 
 
 class FastLane:
     """Answer an app's hot requests before Django's handler, or hand them to it unchanged.
 
-    A lane route is (method, pattern on the raw path below the app's mount point, handler).
+    A lane route is (method, pattern on the raw path below the app's mount point, handler);
+    that path is in the scope under MOUNT_PATH.
     The lane reads the body (up to DATA_UPLOAD_MAX_MEMORY_SIZE, the most Django keeps in
     memory) and calls the handler with the scope, the pattern's groups and the body. The
     handler answers with a Django response, sent as Django sends it, or None: then the
@@ -110,6 +112,7 @@ class FastLane:
         for method, pattern, handler in routes:
             match = pattern.fullmatch(path)
             if match is not None and method == scope["method"]:
+                scope[MOUNT_PATH] = path  # what a handler relays when it forwards
                 return handler, match.groupdict()
         return None
 

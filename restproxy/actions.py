@@ -89,7 +89,7 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
     caller collects reports from the batch in order."""
     known = client.topic(topic)
     kafka = gateway()
-    batch = PendingBatch(len(entries))
+    batch = PendingBatch(len(entries), kafka)
     for index, entry in enumerate(entries):
         if isinstance(entry, errors.RestProxyError):
             batch.complete(index)

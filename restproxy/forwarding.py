@@ -25,6 +25,9 @@ def is_forwarded(request: Request) -> bool:
 
 def mount_relative(request: Request) -> str:
     """The request path below the proxy's mount point ('topics/t', 'consumers/g/...')."""
+    lane_path: str | None = getattr(request, "mount_path", None)  # the fast lane's request
+    if lane_path is not None:
+        return lane_path
     root = reverse("restproxy:root")
     return request.path[len(root):] if request.path.startswith(root) else request.path
 

@@ -3,14 +3,16 @@ handler.
 
 `controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
 produce (to a topic or a partition), v3 produce (one record, or a stream) and v2 fetch from
-a consumer instance this process holds. Each runs the same view method that
+a consumer instance (relayed to the process holding it, as `InstanceView` does, when that
+is another one whose address the owner cache knows). Each runs the same view method that
 `api.as_proxy_view` runs on the event loop, with what DRF's dispatch would have given it,
 and its response goes through the same `api._completed` (a `Later` awaited on the loop), so
 the bytes and headers are the ones Django sends.
 
 Anything else declines (returns None) before a record is produced, and Django's handler
 serves the request as before: anything that needs a thread (`need_thread`: a schema
-registry call, an unknown topic, an instance held by another process), any error (Django
+registry call, an unknown topic, an instance whose owner is not in the owner cache), any
+error (Django
 renders it), a topic name or Host header that is not plain. Metadata that has aged is
 refreshed on a thread first, so produce stays in the lane.
 """
@@ -29,6 +31,7 @@ from django.http.response import HttpResponseBase
 from . import errors, views_consumers, views_v2, views_v3_records
 from .api import ProxyView, _completed, _on_loop
 from .client import cluster
+from .content_types import accepts_metadata
 from .forwarding import is_forwarded
 from .manager import manager
 
@@ -58,8 +61,11 @@ class LaneRequest:
         self.method: str = scope["method"]
         self.META = _meta(scope)
         self.kept_body = body  # see api.read_body
+        # The path below the proxy's mount, as FastLane matched it (forwarding.mount_relative)
+        self.mount_path: str | None = scope.get("millrace.mount_path")
         raw = scope.get("query_string", b"")
         self.query_params = QueryDict(raw) if raw else EMPTY_QUERY
+        self.META["QUERY_STRING"] = raw.decode()  # as Django's; forwarding relays it
 
 
 def _handler(view_class: type[ProxyView]) -> LaneHandler:
@@ -68,12 +74,16 @@ def _handler(view_class: type[ProxyView]) -> LaneHandler:
         request = LaneRequest(scope, body)
         if not _allowed_host(request.META.get("HTTP_HOST", "")) or not await _fresh_metadata():
             return None
-        view = _prepared(view_class, request, path)
-        if view is None:
+        prepared = _prepared(view_class, request, path)
+        if prepared is None:
             return None
+        view, owner_url = prepared
         token = _on_loop.set(True)
         try:
-            response = getattr(view, request.method.lower())(request, **path)
+            if owner_url is not None:  # as InstanceView.initial answers it
+                response = view.forward(request, owner_url)  # type: ignore[attr-defined]
+            else:
+                response = getattr(view, request.method.lower())(request, **path)
         except Exception:  # an error, or NeedsThread: Django serves (and renders) it
             return None
         finally:
@@ -88,8 +98,9 @@ def _handler(view_class: type[ProxyView]) -> LaneHandler:
 
 
 def _prepared(view_class: type[ProxyView], request: LaneRequest, path: dict[str, str]
-              ) -> ProxyView | None:
-    """The view with what its `initial` sets up, or None where that would need Django."""
+              ) -> tuple[ProxyView, str | None] | None:
+    """The view with what its `initial` sets up, and the owner's URL when another process
+    holds its consumer instance; None where that would need Django."""
     view = view_class()
     view.setup(request, **path)  # type: ignore[arg-type]  # as as_view() does: HEAD too
     view.headers = view.default_response_headers
@@ -108,10 +119,14 @@ def _prepared(view_class: type[ProxyView], request: LaneRequest, path: dict[str,
             return None
         finally:
             _on_loop.reset(token)
+        if location.owner_url is not None:
+            if view.check_accept and not accepts_metadata(request.META.get("HTTP_ACCEPT")):
+                return None
+            return view, location.owner_url
         if location.instance is None:
             return None
         view.instance = location.instance
-    return view
+    return view, None
 
 
 async def _fresh_metadata() -> bool:

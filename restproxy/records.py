@@ -99,8 +99,8 @@ def _v3_data(topic: str, role: str, spec: Any) -> tuple[bytes | None, str | None
     if not isinstance(spec, dict):
         raise errors.bad_request(f"{role} must be an object")
     kind = str(spec.get("type") or "").upper()
-    has_schema = any(spec.get(k) is not None for k in ("schema", "schema_id", "schema_version"))
     if not kind:
+        has_schema = any(spec.get(k) is not None for k in ("schema", "schema_id", "schema_version"))
         kind = "AVRO" if has_schema else "BINARY"
     data = spec.get("data")
     if kind not in V3_TYPES:

@@ -186,3 +186,35 @@ def test_a_stream_delivers_records_produced_after_it_opened_through_any_process(
     missing = http.get(f"{second}/consumers/nobody/instances/none/records/stream")
     assert (missing.status_code, missing.json()["error_code"]) == (404, 40403)
     assert http.delete(base_uri).status_code == 204
+
+
+def test_the_fast_lane_relays_a_fetch_to_the_owner_itself(
+        servers: list[str], http: httpx.Client, new_topic: Callable[..., str],
+        settings: Any) -> None:
+    """This process (the in-process lane and Django handler of test_lane) does not hold the
+    instance; a live server does. Both paths relay the fetch to it, and the lane does so
+    without Django's handler once the owner is in the owner cache."""
+    from restproxy.manager import manager
+    from tests.restproxy.test_lane import both
+
+    owner, topic = servers[0], new_topic()
+    group = f"lane-fwd-{uuid.uuid4().hex[:6]}"
+    base_uri = create_consumer(http, owner, group, "binary")
+    assert http.post(f"{base_uri}/subscription", headers={"Content-Type": V2},
+                     json={"topics": [topic]}).status_code == 204
+    owner_root, instance_path = base_uri.split("/consumers/", 1)
+    settings.RESTPROXY_INTERNAL_URL = "http://127.0.0.1:9/not-the-owner"
+    owners = manager()._owners
+    owners.put((group, instance_path.rsplit("/", 1)[1]), owner_root, owners.generation())
+    try:
+        got, by_django = both("GET", f"/consumers/{instance_path}/records?timeout=100",
+                              accept=BINARY)
+        assert (got.status_code, got.json(), by_django) == (200, [], 1)
+        # The query goes along: a bad one is the owner's 422 on both paths.
+        bad, by_django = both("GET", f"/consumers/{instance_path}/records?timeout=x",
+                              accept=BINARY)
+        assert bad.status_code == 422 and by_django == 1
+        mismatch, by_django = both("GET", f"/consumers/{instance_path}/records", accept=JSON)
+        assert mismatch.json()["error_code"] == 40601 and by_django == 1  # the owner said so
+    finally:
+        assert http.delete(base_uri).status_code == 204

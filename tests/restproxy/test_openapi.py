@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,9 +110,17 @@ def cluster_id(client: Client) -> str:
 
 
 def member_id(client: Client, cluster: str) -> str:
-    """The consumer id of the example group's member (the v2 example instance)."""
-    members = client.get(f"/{settings.RESTPROXY_PREFIX}v3/clusters/{cluster}/consumer-groups/"
-                         f"{restproxy_spec.GROUP}/consumers").json()["data"]
+    """The consumer id of the example group's member (the v2 example instance), once it has
+    joined: its subscription is answered before the group's rebalance completes, which on
+    a loaded machine can take seconds."""
+    url = (f"/{settings.RESTPROXY_PREFIX}v3/clusters/{cluster}/consumer-groups/"
+           f"{restproxy_spec.GROUP}/consumers")
+    deadline = time.monotonic() + 60
+    members = client.get(url).json()["data"]
+    while not members and time.monotonic() < deadline:
+        time.sleep(0.2)
+        members = client.get(url).json()["data"]
+    assert members, f"the example group {restproxy_spec.GROUP} has no member"
     return str(members[0]["consumer_id"])
 
 
