@@ -1,13 +1,17 @@
-"""Fixtures shared by every suite: real brokers as child processes."""
+"""Fixtures shared by every suite: real brokers as child processes, a Spark cluster."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.brokerproc import BrokerProcess
+
+if TYPE_CHECKING:
+    from tests.sparkcluster import SparkCluster
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +41,14 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     yield make
     for broker in started:
         broker.kill()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """One Spark standalone master and worker for the session: two JVMs that take long to
+    start on a loaded machine. Tests that count the master's applications count the ones
+    that are new to them."""
+    from tests.sparkcluster import spark_standalone
+
+    with spark_standalone(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster

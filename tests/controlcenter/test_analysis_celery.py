@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from tests.controlcenter.analysis_worker import (
     wait_for,
 )
 from tests.controlcenter.conftest import PASSWORD, make_user
-from tests.sparkcluster import spark_standalone
+from tests.sparkcluster import SparkCluster
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 SLA_THRESHOLD_S, OBJECTIVE, HOT_FACTOR = 400.0, 0.9, 1.5
@@ -36,6 +37,15 @@ SLA_THRESHOLD_S, OBJECTIVE, HOT_FACTOR = 400.0, 0.9, 1.5
 @pytest.fixture(scope="module")
 def scenario(kafka_bootstrap: str) -> Scenario:
     return build_scenario(kafka_bootstrap)
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup: None, scenario: Scenario,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:  # fmt: skip
+    """One worker with beat on the filesystem transport for the tests that need no other;
+    started once the test database exists, which it works on."""
+    with celery_worker(tmp_path_factory.mktemp("celery"), scenario.bootstrap, beat=True):
+        yield
 
 
 @pytest.fixture
@@ -65,16 +75,15 @@ def results(client: Client, run_id: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_jobs_run_by_a_celery_worker_on_the_filesystem_transport_match_the_scenario(
-    scenario: Scenario, analyst: Client, tmp_path: Path
+    scenario: Scenario, analyst: Client, worker: None
 ) -> None:
-    with celery_worker(tmp_path, scenario.bootstrap):
-        eta = launch(analyst, "eta", groups=[scenario.group])
-        sla = launch(analyst, "sla", groups=[scenario.group], threshold_s=SLA_THRESHOLD_S,
-                     objective=OBJECTIVE)
-        hot = launch(analyst, "hot_partitions", topics=[scenario.topic], hot_factor=HOT_FACTOR)
-        check_eta(scenario, results(analyst, eta))
-        check_sla(scenario, results(analyst, sla), AnalysisRun.objects.get(pk=sla).parameters)
-        check_hot_partitions(scenario, results(analyst, hot))
+    eta = launch(analyst, "eta", groups=[scenario.group])
+    sla = launch(analyst, "sla", groups=[scenario.group], threshold_s=SLA_THRESHOLD_S,
+                 objective=OBJECTIVE)
+    hot = launch(analyst, "hot_partitions", topics=[scenario.topic], hot_factor=HOT_FACTOR)
+    check_eta(scenario, results(analyst, eta))
+    check_sla(scenario, results(analyst, sla), AnalysisRun.objects.get(pk=sla).parameters)
+    check_hot_partitions(scenario, results(analyst, hot))
     assert AuditEntry.objects.filter(action="analysis.launch", result="ok").count() == 3
 
 
@@ -94,31 +103,29 @@ def test_through_redis_a_job_over_a_window_with_no_data_succeeds_with_empty_resu
 
 
 def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
-    scenario: Scenario, analyst: Client, tmp_path: Path
+    scenario: Scenario, analyst: Client, tmp_path: Path, spark_cluster: SparkCluster
 ) -> None:
     """The values check_eta accepts are the ones local[2] gave in the first test."""
-    with spark_standalone(tmp_path) as cluster, \
-            celery_worker(tmp_path, scenario.bootstrap, master=cluster.url):
+    with celery_worker(tmp_path, scenario.bootstrap, master=spark_cluster.url):
         eta = launch(analyst, "eta", groups=[scenario.group])
         check_eta(scenario, results(analyst, eta))
-    assert AnalysisRun.objects.get(pk=eta).master == cluster.url
+    assert AnalysisRun.objects.get(pk=eta).master == spark_cluster.url
 
 
 def test_a_schedule_made_through_the_api_is_launched_by_beat_and_run_by_the_worker(
-    scenario: Scenario, analyst: Client, tmp_path: Path
+    scenario: Scenario, analyst: Client, worker: None
 ) -> None:
     """Due at once (never launched); beat looks every second, the worker launches it and
     then runs the launched job like any other."""
-    with celery_worker(tmp_path, scenario.bootstrap, beat=True):
-        made = analyst.post("/api/v1/analysis/schedules", {
-            "name": "eta-every-hour", "job": "eta", "groups": [scenario.group],
-            "window_minutes": 30, "every_minutes": 60}, content_type="application/json")
-        assert made.status_code == 201, made.content
-        deadline = time.monotonic() + 120
-        while not (runs := list(AnalysisRun.objects.filter(schedule_id=made.json()["id"]))):
-            assert time.monotonic() < deadline, "beat launched nothing"
-            time.sleep(0.5)
-        check_eta(scenario, results(analyst, runs[0].pk))
+    made = analyst.post("/api/v1/analysis/schedules", {
+        "name": "eta-every-hour", "job": "eta", "groups": [scenario.group],
+        "window_minutes": 30, "every_minutes": 60}, content_type="application/json")
+    assert made.status_code == 201, made.content
+    deadline = time.monotonic() + 120
+    while not (runs := list(AnalysisRun.objects.filter(schedule_id=made.json()["id"]))):
+        assert time.monotonic() < deadline, "beat launched nothing"
+        time.sleep(0.5)
+    check_eta(scenario, results(analyst, runs[0].pk))
     (run,) = AnalysisRun.objects.filter(schedule_id=made.json()["id"])  # once an hour: once
     assert run.requested_by is None
     assert run.parameters["until"] - run.parameters["since"] == pytest.approx(30 * 60)
