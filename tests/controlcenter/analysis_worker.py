@@ -35,10 +35,11 @@ from tests.brokerproc import REPO
 
 @contextmanager
 def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
-                  master: str = "local[2]", queue: str | None = None, beat: bool = False
-                  ) -> Iterator[None]:  # fmt: skip
+                  master: str = "local[2]", queue: str | None = None, beat: bool = False,
+                  concurrency: int = 1) -> Iterator[None]:  # fmt: skip
     """A worker process on its own queue; while it runs, this process queues to it. With
-    `beat`, `celery beat` runs too, looking for due schedules every second.
+    `beat`, `celery beat` runs too, looking for due schedules every second. `concurrency`
+    is how many jobs it runs at once (the platform's MILLRACE_ANALYSIS_CONCURRENCY).
 
     A live server forked earlier queues to the settings' queue: pass `queue` to serve that
     one (and `purge_queue` it before the test queues anything)."""
@@ -48,7 +49,7 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
            "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
            "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
            "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-    worker = ["worker", "--pool", "threads", "--concurrency", "1", "--queues", queue,
+    worker = ["worker", "--pool", "threads", "--concurrency", str(concurrency), "--queues", queue,
               "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
     beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
     with ExitStack() as stack:

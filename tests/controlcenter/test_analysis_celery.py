@@ -43,8 +43,10 @@ def scenario(kafka_bootstrap: str) -> Scenario:
 def worker(django_db_setup: None, scenario: Scenario,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:  # fmt: skip
     """One worker with beat on the filesystem transport for the tests that need no other;
-    started once the test database exists, which it works on."""
-    with celery_worker(tmp_path_factory.mktemp("celery"), scenario.bootstrap, beat=True):
+    started once the test database exists, which it works on. It runs two jobs at once:
+    the filesystem test's three jobs then overlap their Spark start-ups."""
+    with celery_worker(tmp_path_factory.mktemp("celery"), scenario.bootstrap, beat=True,
+                       concurrency=2):
         yield
 
 
