@@ -2,10 +2,10 @@
 
 Each round picks a fault (kill -9, SIGTERM, SIGSTOP past the session timeout, the active
 controller, a partition leader), lets the workload run through it, heals it, and waits
-until every replica is back in sync. Beside the idempotent workload, a transactional one
-(`txn_workload.py`: random commits and aborts, consume-transform-produce) runs on a topic of
-its own, and its history goes through the same checker, which knows transactions. The
-seed is printed; `FAULTS_SEED=n` replays one.
+until every replica is back in sync, the internal topics' too. Beside the idempotent
+workload, a transactional one (`txn_workload.py`: random commits and aborts,
+consume-transform-produce) runs on a topic of its own, and its history goes through the
+same checker, which knows transactions. The seed is printed; `FAULTS_SEED=n` replays one.
 
 A run that fails, or has a phase (a round, or the workloads' finish) slower than
 `SLOW_PHASE_S`, keeps the brokers' and the supervisor's logs in `var/faults/<seed>/`, with
@@ -116,7 +116,8 @@ def _run_schedule(cluster_dir: Path, seed: int, phases: Phases,
             with capsys.disabled():
                 print(f"    round {round_}: {fault} broker {victim}")
             with phases.timed(f"round {round_} ({fault} broker {victim})"):
-                _fault_round(cluster, view, topic, fault, victim, rng, workload, transactions)
+                _fault_round(cluster, view, (topic, txn_topic), fault, victim, rng, workload,
+                             transactions)
         with phases.timed("the workloads' finish"):
             history = workload.finish()
             txn_history = transactions.finish()
@@ -130,9 +131,10 @@ def _run_schedule(cluster_dir: Path, seed: int, phases: Phases,
     assert not transactions.errors, transactions.errors
 
 
-def _fault_round(cluster: ClusterProcess, view: ClusterView, topic: str, fault: str,
-                 victim: int, rng: random.Random, workload: Workload,
+def _fault_round(cluster: ClusterProcess, view: ClusterView, topics: tuple[str, str],
+                 fault: str, victim: int, rng: random.Random, workload: Workload,
                  transactions: TxnWorkload) -> None:
+    topic = topics[0]
     if fault == "pause":
         cluster.pause(victim)
         wait_until(f"broker {victim} is fenced", partial(view.fenced, topic, victim))
@@ -145,6 +147,9 @@ def _fault_round(cluster: ClusterProcess, view: ClusterView, topic: str, fault: 
         cluster.resume(victim)
     else:
         cluster.start(victim)
-    view.fully_replicated(topic)
+    # The internal topics too: a replica of a group's or a transaction's partition left out
+    # of sync would make the next fault take its coordinator below min.insync.replicas.
+    for name in (*topics, "__consumer_offsets", "__transaction_state"):
+        view.fully_replicated(name)
     workload.wait_for_acks(50)
     transactions.wait_for_commits(5)
