@@ -42,8 +42,11 @@ KEPT_LOGS = REPO / "var" / "faults"
 class Phases:
     """How long each phase of the run took; whether the run is worth keeping logs of."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, slow_after: float = SLOW_PHASE_S,
+                 kept: Path = KEPT_LOGS) -> None:
         self.seed = seed
+        self.slow_after = slow_after
+        self.kept = kept
         self.lines: list[str] = []
         self.slow: list[str] = []
 
@@ -55,15 +58,15 @@ class Phases:
         finally:
             took = time.monotonic() - started
             self.lines.append(f"{name}: {took:.1f} s")
-            if took > SLOW_PHASE_S:
-                self.slow.append(f"{name} took {took:.1f} s (more than {SLOW_PHASE_S:.0f} s)")
+            if took > self.slow_after:
+                self.slow.append(f"{name} took {took:.1f} s (more than {self.slow_after:g} s)")
 
     def keep_logs(self, cluster_dir: Path, failure: BaseException | None) -> Path | None:
         """Copy the cluster's logs to var/faults/<seed>/ if the run failed or was slow."""
         reasons = [*self.slow, *([f"failed: {failure!r}"] if failure is not None else [])]
         if not reasons:
             return None
-        target = KEPT_LOGS / str(self.seed)
+        target = self.kept / str(self.seed)
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(cluster_dir / "logs", target / "logs", dirs_exist_ok=True)
         shutil.copy2(cluster_dir / "supervisor.out", target / "supervisor.out")
@@ -153,3 +156,29 @@ def _fault_round(cluster: ClusterProcess, view: ClusterView, topics: tuple[str, 
         view.fully_replicated(name)
     workload.wait_for_acks(50)
     transactions.wait_for_commits(5)
+
+
+def test_a_failed_or_slow_run_keeps_the_logs_and_a_clean_one_does_not(tmp_path: Path) -> None:
+    cluster_dir = tmp_path / "cluster"
+    (cluster_dir / "logs").mkdir(parents=True)
+    (cluster_dir / "logs" / "broker-1.log").write_text("node 1: ready\n")
+    (cluster_dir / "supervisor.out").write_text("millrace cluster ready\n")
+
+    clean = Phases(1, slow_after=60, kept=tmp_path / "kept")
+    with clean.timed("round 0"):
+        pass
+    assert clean.keep_logs(cluster_dir, None) is None
+    assert not (tmp_path / "kept").exists()
+
+    failed = clean.keep_logs(cluster_dir, AssertionError("no transactional progress"))
+    assert failed == tmp_path / "kept" / "1"
+    assert "no transactional progress" in (failed / "phases.txt").read_text()
+
+    slow = Phases(2, slow_after=0, kept=tmp_path / "kept")
+    with slow.timed("round 0 (kill broker 3)"):
+        time.sleep(0.01)
+    kept = slow.keep_logs(cluster_dir, None)
+    assert kept is not None
+    assert (kept / "logs" / "broker-1.log").read_text() == "node 1: ready\n"
+    assert (kept / "supervisor.out").exists()
+    assert "round 0 (kill broker 3) took" in (kept / "phases.txt").read_text()
