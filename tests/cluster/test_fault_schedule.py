@@ -90,8 +90,9 @@ def test_random_faults_lose_nothing(tmp_path: Path, capsys: pytest.CaptureFixtur
         raise
     finally:
         kept = phases.keep_logs(tmp_path / "cluster", failure)
-        if kept is not None:
-            with capsys.disabled():
+        with capsys.disabled():
+            print(f"    phases: {', '.join(phases.lines)}")
+            if kept is not None:
                 print(f"    logs kept in {kept}: {'; '.join(phases.slow) or 'failed'}")
 
 
