@@ -66,15 +66,7 @@ def _producer(bootstrap: str, transactional_id: str) -> confluent_kafka.Producer
 def _probe_until_loaded(bootstrap: str, transactional_id: str) -> list[int]:
     """DescribeTransactions over and over from the first moment; each answer's error code."""
     codes: list[int] = []
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            client = WireClient(bootstrap)
-            break
-        except ConnectionRefusedError:
-            assert time.monotonic() < deadline, "the broker never listened"
-            time.sleep(0.005)
-    with client:
+    with WireClient.as_soon_as_listening(bootstrap) as client:
         while not codes or codes[-1] != 0:
             codes.append(_describe(client, transactional_id).error_code)
     return codes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -14,6 +15,17 @@ class WireClient:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.correlation_id = 0
+
+    @classmethod
+    def as_soon_as_listening(cls, bootstrap: str, limit: float = 60.0) -> WireClient:
+        """Connected the moment a starting broker listens (to see what it answers first)."""
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                return cls(bootstrap)
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "the broker never listened"
+                time.sleep(0.005)
 
     def close(self) -> None:
         self.sock.close()
