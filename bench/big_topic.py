@@ -21,7 +21,6 @@ Without `--before` it measures this tree only.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import statistics
 import struct
@@ -39,7 +38,8 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from brokercluster.ports import free_port
 
-HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import trees
 
 
 @dataclass(frozen=True)
@@ -91,18 +91,10 @@ class StallProbe(threading.Thread):
 def start_broker(tree: Path, data: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
     port = free_port()
     output = data / "broker.out"
-    args = [sys.executable, "-m", "brokercore", "--override", "node.id=1",
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={data / 'logs'}"]
-    with open(output, "wb") as out:
-        # cwd first on sys.path: the tree's own brokercore, not the installed one
-        proc = subprocess.Popen(args, cwd=tree, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONPATH": str(tree)})
-    deadline = time.monotonic() + 60
-    while b"ready on" not in output.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"broker from {tree} did not start:\n{output.read_text()}")
-        time.sleep(0.05)
+    proc = trees.start(tree, ["-m", "brokercore", "--override", "node.id=1",
+                              "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                              "--override", f"log.dirs={data / 'logs'}"],
+                       output, b"ready on", 60)
     return proc, port, output
 
 
@@ -135,12 +127,7 @@ def measure(tree: Path, partitions: int) -> Run:
             create_s = time.monotonic() - started
             stall_s = probe.stop()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            trees.stop(proc)
         return Run(answered_s, create_s, stall_s, output.read_text().count("fencing broker"))
 
 
@@ -150,15 +137,13 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    trees = {"after": HERE} | ({"before": args.before.resolve()} if args.before else {})
-    runs: dict[str, list[Run]] = {name: [] for name in trees}
-    for round_ in range(args.rounds):
-        for name, tree in trees.items():
-            run = measure(tree, args.partitions)
-            runs[name].append(run)
-            print(f"round {round_ + 1} {name:6}: answered {run.answered_s:6.2f} s, every "
-                  f"partition acked {run.create_s:6.2f} s, longest stall {run.stall_s:6.2f} s, "
-                  f"fenced {run.fenced}", flush=True)
+    def show(round_: int, name: str, run: Run) -> None:
+        print(f"round {round_} {name:6}: answered {run.answered_s:6.2f} s, every "
+              f"partition acked {run.create_s:6.2f} s, longest stall {run.stall_s:6.2f} s, "
+              f"fenced {run.fenced}", flush=True)
+
+    runs = trees.alternate(trees.trees(args.before), args.rounds,
+                           lambda tree: measure(tree, args.partitions), show)
     medians = {name: (statistics.median(r.create_s for r in rs),
                       statistics.median(r.stall_s for r in rs), sum(r.fenced for r in rs))
                for name, rs in runs.items()}

@@ -18,9 +18,7 @@ Without `--before` it measures this tree only.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,27 +28,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokercluster.ports import free_base_port
 
-HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import trees
+
 BROKERS = 3
-
-
-def start_cluster(tree: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
-    base_port = free_base_port(BROKERS)
-    output = data / "cluster.out"
-    args = [sys.executable, "-m", "brokercluster", "--brokers", str(BROKERS),
-            "--base-port", str(base_port), "--data-dir", str(data / "cluster")]
-    with open(output, "wb") as out:
-        # cwd first on sys.path: the tree's own packages, not the installed ones
-        proc = subprocess.Popen(args, cwd=tree, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONPATH": str(tree)})
-    deadline = time.monotonic() + 120
-    while b"millrace cluster ready" not in output.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"cluster from {tree} did not start:\n{output.read_text()}")
-        time.sleep(0.1)
-    bootstrap = ",".join(f"127.0.0.1:{base_port + i}" for i in range(BROKERS))
-    return proc, bootstrap
 
 
 def create_many(bootstrap: str, topics: int) -> float:
@@ -67,16 +48,16 @@ def create_many(bootstrap: str, topics: int) -> float:
 
 def measure(tree: Path, topics: int) -> float:
     with tempfile.TemporaryDirectory(prefix="many-topics-") as tmp:
-        proc, bootstrap = start_cluster(tree, Path(tmp))
+        base_port = free_base_port(BROKERS)
+        proc = trees.start(tree, ["-m", "brokercluster", "--brokers", str(BROKERS),
+                                  "--base-port", str(base_port), "--data-dir",
+                                  f"{tmp}/cluster"],
+                           Path(tmp) / "cluster.out", b"millrace cluster ready", 120)
         try:
-            return create_many(bootstrap, topics)
+            return create_many(",".join(f"127.0.0.1:{base_port + i}" for i in range(BROKERS)),
+                               topics)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            trees.stop(proc)
 
 
 def main() -> None:
@@ -85,14 +66,10 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    trees = {"after": HERE} | ({"before": args.before.resolve()} if args.before else {})
-    runs: dict[str, list[float]] = {name: [] for name in trees}
-    for round_ in range(args.rounds):
-        for name, tree in trees.items():
-            seconds = measure(tree, args.topics)
-            runs[name].append(seconds)
-            print(f"round {round_ + 1} {name:6}: {args.topics} topics answered in "
-                  f"{seconds:6.2f} s", flush=True)
+    runs = trees.alternate(
+        trees.trees(args.before), args.rounds, lambda tree: measure(tree, args.topics),
+        lambda round_, name, seconds: print(f"round {round_} {name:6}: {args.topics} topics "
+                                            f"answered in {seconds:6.2f} s", flush=True))
     medians = {name: statistics.median(r) for name, r in runs.items()}
     print(f"\n{args.topics} topics in one CreateTopics, {BROKERS} brokers, "
           f"median of {args.rounds} rounds")
