@@ -11,8 +11,12 @@ PLATFORM_ARGS ?=
 run: $(STAMP)
 	$(PY) manage.py platform $(PLATFORM_ARGS)
 
+# Two pytest-xdist workers, each taking a whole test file at a time (module fixtures such as
+# a platform or a 3-broker cluster are started once): tests/README.md. TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) system-packages lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS).
 faults: $(STAMP)

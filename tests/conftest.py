@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +14,23 @@ from tests.brokerproc import BrokerProcess
 
 if TYPE_CHECKING:
     from tests.sparkcluster import SparkCluster
+
+
+@pytest.fixture(autouse=True)
+def _no_database_connection_from_an_earlier_test(request: pytest.FixtureRequest) -> None:
+    """A test without database access starts with this thread's connections closed. A
+    database test leaves its connection open, and Django's handler, driven in-process
+    (over ASGI, not through the test client), checks an open connection when a request
+    starts: the test would then fail or pass by which file ran before it on its worker."""
+    if "django" not in sys.modules or request.node.get_closest_marker("django_db") or \
+            {"db", "transactional_db"} & set(request.fixturenames):
+        return
+    try:  # Playwright's sync API runs a loop on this thread: Django refuses to close there
+        asyncio.get_running_loop()
+    except RuntimeError:
+        from django.db import connections
+
+        connections.close_all()
 
 
 @pytest.fixture(scope="session")
@@ -45,9 +64,9 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """One Spark standalone master and worker for the session: two JVMs that take long to
-    start on a loaded machine. Tests that count the master's applications count the ones
-    that are new to them."""
+    """One Spark standalone master and worker, started when a test first asks for it: two
+    JVMs that take long to start on a loaded machine. Tests that count the master's
+    applications count the ones that are new to them."""
     from tests.sparkcluster import spark_standalone
 
     with spark_standalone(tmp_path_factory.mktemp("spark-cluster")) as cluster:

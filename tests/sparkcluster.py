@@ -3,9 +3,8 @@
 pyspark 4.x ships `bin/spark-class` and `sbin/spark-daemon.sh` but not `sbin/start-master.sh`;
 start-master.sh only runs the master's class through them, so we run the Master and Worker
 classes with `spark-class` in the foreground, as children of our own to stop. Used by the
-laganalysis tests (a job on local vs on a cluster) and the control center's (the same job
-through Celery, and a master with no worker: a job that waits until cancelled).
-"""
+control center's tests: a job through Celery on a master and worker (the same results as on
+local[2]), and a master with no worker (a job that waits until cancelled)."""
 
 from __future__ import annotations
 

@@ -41,13 +41,19 @@ def scenario(kafka_bootstrap: str) -> Scenario:
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup: None, scenario: Scenario,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:  # fmt: skip
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:  # fmt: skip
     """One worker with beat on the filesystem transport for the tests that need no other;
     started once the test database exists, which it works on. It runs two jobs at once:
-    the filesystem test's three jobs then overlap their Spark start-ups."""
-    with celery_worker(tmp_path_factory.mktemp("celery"), scenario.bootstrap, beat=True,
-                       concurrency=2):
-        yield
+    the filesystem test's three jobs then overlap their Spark start-ups. Yields the
+    directory of its and beat's logs."""
+    logs = tmp_path_factory.mktemp("celery")
+    with celery_worker(logs, scenario.bootstrap, beat=True, concurrency=2):
+        yield logs
+
+
+def log_tails(logs: Path) -> str:
+    return "\n".join(f"--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}"
+                     for log in sorted(logs.glob("*.log")))
 
 
 @pytest.fixture
@@ -77,7 +83,7 @@ def results(client: Client, run_id: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_jobs_run_by_a_celery_worker_on_the_filesystem_transport_match_the_scenario(
-    scenario: Scenario, analyst: Client, worker: None
+    scenario: Scenario, analyst: Client, worker: Path
 ) -> None:
     eta = launch(analyst, "eta", groups=[scenario.group])
     sla = launch(analyst, "sla", groups=[scenario.group], threshold_s=SLA_THRESHOLD_S,
@@ -107,15 +113,20 @@ def test_through_redis_a_job_over_a_window_with_no_data_succeeds_with_empty_resu
 def test_the_same_job_on_a_spark_standalone_cluster_gives_the_same_results(
     scenario: Scenario, analyst: Client, tmp_path: Path, spark_cluster: SparkCluster
 ) -> None:
-    """The values check_eta accepts are the ones local[2] gave in the first test."""
+    """The values check_eta accepts are the ones local[2] gave in the first test; the
+    master's own list of finished applications shows the job ran there, not on local."""
+    earlier = {app["id"] for app in spark_cluster.state().get("completedapps", [])}
     with celery_worker(tmp_path, scenario.bootstrap, master=spark_cluster.url):
         eta = launch(analyst, "eta", groups=[scenario.group])
         check_eta(scenario, results(analyst, eta))
     assert AnalysisRun.objects.get(pk=eta).master == spark_cluster.url
+    apps = [app["name"] for app in spark_cluster.state().get("completedapps", [])
+            if app["id"] not in earlier]
+    assert apps == ["millrace-eta"]
 
 
 def test_a_schedule_made_through_the_api_is_launched_by_beat_and_run_by_the_worker(
-    scenario: Scenario, analyst: Client, worker: None
+    scenario: Scenario, analyst: Client, worker: Path
 ) -> None:
     """Due at once (never launched); beat looks every second, the worker launches it and
     then runs the launched job like any other."""
@@ -125,7 +136,7 @@ def test_a_schedule_made_through_the_api_is_launched_by_beat_and_run_by_the_work
     assert made.status_code == 201, made.content
     deadline = time.monotonic() + 120
     while not (runs := list(AnalysisRun.objects.filter(schedule_id=made.json()["id"]))):
-        assert time.monotonic() < deadline, "beat launched nothing"
+        assert time.monotonic() < deadline, "beat launched nothing\n" + log_tails(worker)
         time.sleep(0.5)
     check_eta(scenario, results(analyst, runs[0].pk))
     (run,) = AnalysisRun.objects.filter(schedule_id=made.json()["id"])  # once an hour: once

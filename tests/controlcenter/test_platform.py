@@ -1,5 +1,9 @@
-"""The README's first command: the platform starts the cluster and every endpoint, offers
-the failover commands that work, and stops everything cleanly."""
+"""The README's first command: the platform starts its three-broker cluster and every
+endpoint, offers the failover commands that work, and stops everything cleanly.
+
+One platform serves the module's tests in file order (starting one takes a migration, three
+brokers, the web server, Celery and the collector): each test leaves the cluster with all three
+brokers running, and the last one stops the platform with Ctrl-C."""
 
 from __future__ import annotations
 
@@ -8,22 +12,32 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import confluent_kafka
 import confluent_kafka.admin
 import httpx
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.brokerproc import REPO
 from tests.compat.clients import new_topic
 
+pytestmark = pytest.mark.slow
+
 
 def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 90) -> dict[str, str]:
-    lines = wait_for_output(proc, timeout)
-    text = "".join(lines)
+    return endpoints_in("".join(wait_for_output(proc, timeout)))
+
+
+def endpoints_in(text: str) -> dict[str, str]:
+    """The endpoint table the platform printed, and the admin password if it printed one."""
     endpoints = {
         name: re.search(rf"{name}\s+(\S+)", text).group(1)  # type: ignore[union-attr]
         for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy")
@@ -74,6 +88,66 @@ def platform(data_dir: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+T = TypeVar("T")
+BROKER_ROW = re.compile(r"Broker (\d)\s+Kafka 127\.0\.0\.1:(\d+), controller :(\d+), "
+                        r"metrics (http://127\.0\.0\.1:(\d+)/metrics)")
+
+
+@dataclass
+class Running:
+    """A platform past its "Press Ctrl-C" line: what it printed up to there (`text`) and,
+    read by a thread so that a full pipe never blocks it, everything after (`later`)."""
+
+    proc: subprocess.Popen[str]
+    text: str
+    later: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.later.append(line)
+
+    def endpoint(self, name: str) -> str:
+        return re.search(rf"{name}\s+(\S+)", self.text).group(1)  # type: ignore[union-attr]
+
+    def wait_for_later(self, what: str, timeout: float = 60) -> None:
+        wait_until(f"the platform to print {what!r}", lambda: what in "".join(self.later),
+                   timeout)
+
+    def stop(self) -> str:
+        """Ctrl-C, and everything printed after the endpoints."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(60)
+        self.reader.join(10)
+        return "".join(self.later)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    proc = platform(tmp_path_factory.mktemp("platform"))
+    try:
+        yield Running(proc, "".join(wait_for_output(proc)))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(60)
+
+
+def wait_until(what: str, probe: Callable[[], T | None], timeout: float = 60) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def assert_an_analysis_runs(web: str, password: str, topic: str) -> None:
     """The platform's own Celery worker runs a Spark job launched through the API."""
     auth = ("admin", password)
@@ -90,83 +164,132 @@ def assert_an_analysis_runs(web: str, password: str, topic: str) -> None:
     assert sum(r["messages"] for r in rows) == 1
 
 
-def test_platform_serves_every_endpoint_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    # One broker keeps this quick; the next test runs the default cluster.
-    proc = platform(tmp_path, "--brokers", "1")
-    try:
-        endpoints = wait_for_endpoints(proc)
-        topic = new_topic("platform")
-        producer = confluent_kafka.Producer({"bootstrap.servers": endpoints["Kafka bootstrap"]})
-        producer.produce(topic, b"hello")
-        assert producer.flush(20) == 0
-        assert_an_analysis_runs(endpoints["Control center"], endpoints["admin password"], topic)
+def test_platform_serves_every_endpoint(running: Running) -> None:
+    endpoints = endpoints_in(running.text)
+    topic = new_topic("platform")
+    producer = confluent_kafka.Producer({"bootstrap.servers": endpoints["Kafka bootstrap"]})
+    producer.produce(topic, b"hello")
+    assert producer.flush(20) == 0
+    assert_an_analysis_runs(endpoints["Control center"], endpoints["admin password"], topic)
 
-        # The overview shows the collector's snapshot: the topic within an interval or two.
-        deadline = time.monotonic() + 30
-        while topic not in (overview := get(endpoints["Control center"])):
-            assert time.monotonic() < deadline, overview
-            time.sleep(1)
-        assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
-        assert get(endpoints["Schema registry"] + "/subjects") == "[]"
-        assert topic in get(endpoints["REST proxy"] + "/topics")
-        ports = [port_of(url) for name, url in endpoints.items() if name != "admin password"]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        output = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 0, output
+    # The overview shows the collector's snapshot: the topic within an interval or two.
+    deadline = time.monotonic() + 30
+    while topic not in (overview := get(endpoints["Control center"])):
+        assert time.monotonic() < deadline, overview
+        time.sleep(1)
+    assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
+    assert get(endpoints["Schema registry"] + "/subjects") == "[]"
+    assert topic in get(endpoints["REST proxy"] + "/topics")
+
+
+def replicas(admin: AdminClient, topic: str) -> list[int] | None:
+    found = admin.list_topics(topic, timeout=10).topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        return None
+    return sorted({len(p.replicas) for p in found.partitions.values()})
+
+
+def preferred_led(admin: AdminClient, topic: str) -> bool:
+    parts = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+    return all(p.leader == p.replicas[0] for p in parts)
+
+
+def test_the_cluster_replicates_lists_its_ports_and_rebalances(running: Running) -> None:
+    """Replicated topics (auto-created ones and __consumer_offsets included), every open port
+    in the endpoint table, and preferred leadership back soon after a broker returns."""
+    text = running.text
+    bootstrap = running.endpoint("Kafka bootstrap")
+    rows = BROKER_ROW.findall(text)
+    assert [row[0] for row in rows] == ["1", "2", "3"], text
+    for _node, kafka, controller, _url, metrics in rows:
+        assert all(is_listening(int(p)) for p in (kafka, controller, metrics)), text
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = new_topic("auto-created")
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce(topic, b"hello")
+    assert producer.flush(30) == 0
+    assert wait_until(f"{topic} to exist", lambda: replicas(admin, topic)) == [3]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["min.insync.replicas"].value == "2"
+
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": new_topic("group"),
+        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    message = wait_until("a record", lambda: consumer.poll(1.0))
+    consumer.commit(message=message, asynchronous=False)
+    consumer.close()
+    assert replicas(admin, "__consumer_offsets") == [3]
+
+    # The failover commands the platform prints, whatever module runs the cluster.
+    printed = [re.search(r"-m \w+ (?:cluster )?(\w+(?: \d)?)\s+--data-dir", line)
+               for line in text.splitlines()]
+    commands = {found[1]: line.split("#")[0].strip()
+                for found, line in zip(printed, text.splitlines(), strict=True) if found}
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    run_printed(commands["kill 2"].replace(" 2 ", f" {leader} "))
+    wait_until("leadership to move", lambda: not preferred_led(admin, topic))
+    run_printed(commands["start 2"].replace(" 2 ", f" {leader} "))
+    wait_until("the preferred leader to come back", lambda: preferred_led(admin, topic))
+
+
+def test_the_failover_commands_work_and_a_crashed_collector_is_restarted(
+    running: Running,
+) -> None:
+    text = running.text
+    servers = running.endpoint("Kafka bootstrap").split(",")
+    assert len(servers) == 3
+    commands = [line.split("#")[0].strip() for line in text.splitlines()
+                if " -m brokercluster " in line]
+    by_action = {c.split(" -m brokercluster ")[1].split(" --data-dir")[0]: c for c in commands}
+    assert set(by_action) == {"status", "kill 2", "start 2", "restart 1"}
+
+    web = running.endpoint("Control center")
+    deadline = time.monotonic() + 60  # the overview shows the collector's first sample
+    while True:
+        overview = get(web)
+        broker_rows = re.findall(r'<tr id="broker-row-(\d+)" data-broker="\d+" '
+                                 r'data-status="up"', overview)
+        if broker_rows == ["1", "2", "3"] or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert broker_rows == ["1", "2", "3"], overview
+
+    killed = run_printed(by_action["kill 2"])
+    assert "broker 2 killed" in killed, killed
+    status = run_printed(by_action["status"])
+    states = re.findall(r"^\s+(\d)\s+(\w+)", status, re.M)
+    assert states == [("1", "running"), ("2", "killed"), ("3", "running")], status
+    assert "broker 2 started" in run_printed(by_action["start 2"])
+    assert all(is_listening(port_of(s)) for s in servers)
+
+    # A crashed collector (librdkafka can segfault while a group coordinator moves) is
+    # restarted, and the overview goes on following the cluster.
+    os.kill(child_pid(running.proc.pid, "collect"), signal.SIGSEGV)
+    running.wait_for_later("collector exited (code -11); restarting it")
+    topic = new_topic("after-crash")
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": running.endpoint(
+        "Kafka bootstrap")})
+    admin.create_topics([confluent_kafka.admin.NewTopic(topic, 1, 3)])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while topic not in (overview := get(web)):
+        assert time.monotonic() < deadline, overview
+        time.sleep(1)
+
+
+def test_ctrl_c_stops_everything(running: Running) -> None:
+    endpoints = endpoints_in(running.text)
+    ports = [port_of(url) for name, url in endpoints.items()
+             if name not in ("admin password", "Kafka bootstrap")]
+    ports += [port_of(s) for s in endpoints["Kafka bootstrap"].split(",")]
+    ports += [int(p) for row in BROKER_ROW.findall(running.text) for p in (row[2], row[4])]
+    output = running.stop()
+    assert running.proc.returncode == 0, output
     assert "cluster is [DOWN]" in output
     assert "celery worker is [DOWN]" in output and "celery beat is [DOWN]" in output
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
-
-
-@pytest.mark.slow  # three brokers, migrate, the web server, and a broker restart: ~20-30 s here
-def test_platform_runs_three_brokers_and_its_failover_commands_work(tmp_path: Path) -> None:
-    proc = platform(tmp_path)
-    try:
-        text = "".join(wait_for_output(proc))
-        bootstrap = re.search(r"Kafka bootstrap\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-        servers = bootstrap.split(",")
-        assert len(servers) == 3
-        commands = [line.split("#")[0].strip() for line in text.splitlines()
-                    if " -m brokercluster " in line]
-        by_action = {c.split(" -m brokercluster ")[1].split(" --data-dir")[0]: c for c in commands}
-        assert set(by_action) == {"status", "kill 2", "start 2", "restart 1"}
-
-        web = re.search(r"Control center\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-        deadline = time.monotonic() + 60  # the overview shows the collector's first sample
-        while True:
-            overview = get(web)
-            broker_rows = re.findall(r'<tr id="broker-row-(\d+)" data-broker="\d+" '
-                                     r'data-status="up"', overview)
-            if broker_rows == ["1", "2", "3"] or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert broker_rows == ["1", "2", "3"], overview
-
-        killed = run_printed(by_action["kill 2"])
-        assert "broker 2 killed" in killed, killed
-        status = run_printed(by_action["status"])
-        states = re.findall(r"^\s+(\d)\s+(\w+)", status, re.M)
-        assert states == [("1", "running"), ("2", "killed"), ("3", "running")], status
-        assert "broker 2 started" in run_printed(by_action["start 2"])
-        assert all(is_listening(port_of(s)) for s in servers)
-
-        # A crashed collector (librdkafka can segfault while a group coordinator moves) is
-        # restarted, and the overview goes on following the cluster.
-        os.kill(child_pid(proc.pid, "collect"), signal.SIGSEGV)
-        topic = new_topic("after-crash")
-        admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([confluent_kafka.admin.NewTopic(topic, 1, 3)])[topic].result(30)
-        deadline = time.monotonic() + 60
-        while topic not in (overview := get(web)):
-            assert time.monotonic() < deadline, overview
-            time.sleep(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        output = proc.communicate(timeout=60)[0]
-    assert proc.returncode == 0, output
-    assert "collector exited (code -11); restarting it" in output, output
-    assert not [s for s in servers if is_listening(port_of(s))], "a broker outlived Ctrl-C"
 
 
 def child_pid(parent: int, argument: str) -> int:

@@ -1,4 +1,6 @@
-"""A Spark session per test module (local[2], small shuffles, no UI), on this venv's Python."""
+"""One Spark session (local[2], small shuffles, no UI) on this venv's Python for every
+laganalysis module that reads through it: a JVM start is seconds, and the modules only read
+and compute, so they share it."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -1,0 +1,21 @@
+"""The platform's settings for a test run, with a data directory of its own per pytest-xdist
+worker: `var/` holds the test database, the file channel hub, the cache, the Celery
+filesystem queues and the analysis results, and two workers sharing them would see each
+other's pushes, tasks and run ids.
+
+The settings module pytest-django loads (`--ds` in pyproject.toml), so this runs before
+Django reads `MILLRACE_DATA_DIR`: `var/xdist/<worker>/` for a worker, `var/` (or the
+variable's value) on a serial run. It sets the variable in `os.environ`, so that every
+process a test starts (Celery workers, live servers, commands) inherits the worker's
+directory, and hands those processes the platform's own settings module."""
+
+import os
+from pathlib import Path
+
+# Idempotent: a live server started with these settings imports them again.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["MILLRACE_DATA_DIR"] = str(
+        Path(__file__).resolve().parents[1] / "var" / "xdist" / worker)
+os.environ["DJANGO_SETTINGS_MODULE"] = "controlcenter.settings"
+
+from controlcenter.settings import *  # noqa: F403
