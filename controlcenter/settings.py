@@ -189,7 +189,12 @@ if REDIS_URL:
         }
     }
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # Deployments (and tests) sharing one Redis keep their keys apart with this.
+            "KEY_PREFIX": env_str("MILLRACE_CACHE_PREFIX", ""),
+        }
     }
 else:
     # Shared by the collector and every web worker without a server (controlcenter/README.md).
@@ -209,15 +214,20 @@ else:
 # --- Celery: filesystem queue on one machine, Redis when REDIS_URL is set -------------------
 CELERY_QUEUE_DIR = DATA_DIR / "celery-queue"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+_FILE_QUEUE = CELERY_BROKER_URL.startswith("filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {}
-    if not CELERY_BROKER_URL.startswith("filesystem://")
+    if not _FILE_QUEUE
     else {
         "data_folder_in": str(CELERY_QUEUE_DIR),
         "data_folder_out": str(CELERY_QUEUE_DIR),
         "control_folder": str(CELERY_QUEUE_DIR / "control"),
     }
 )
+# The filesystem queue through our transport, which writes each message file whole
+# (controlcenter/queuefiles.py); any other URL names its transport itself.
+MILLRACE_FILE_QUEUE_TRANSPORT = "controlcenter.queuefiles:Transport"
+CELERY_BROKER_TRANSPORT = MILLRACE_FILE_QUEUE_TRANSPORT if _FILE_QUEUE else None
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 

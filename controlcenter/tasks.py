@@ -37,8 +37,12 @@ def queue_analysis(run_id: int) -> None:
     the one the Celery app was configured with at import."""
     from controlcenter.celery import app
 
+    url = settings.CELERY_BROKER_URL
+    # Named either way: without one, Celery falls back to the transport of its settings.
+    scheme = url.partition("://")[0]
+    transport = settings.MILLRACE_FILE_QUEUE_TRANSPORT if scheme == "filesystem" else scheme
     with app.connection_for_write(
-        settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        url, transport=transport, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
     ) as conn:
         run_analysis_task.apply_async((run_id,), connection=conn,
                                       queue=settings.MILLRACE_ANALYSIS_QUEUE)
