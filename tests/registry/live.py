@@ -26,10 +26,12 @@ PREFIX = "/schema-registry"  # the default MILLRACE_REGISTRY_PREFIX
 
 @contextmanager
 def registry_servers(
-    database_url: str, data_dir: Path, processes: int = 1, at_root: bool = True
+    database_url: str, data_dir: Path, processes: int = 1, at_root: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[list[str]]:
     """Server URLs; the API is at their root, or under the prefix if not `at_root`."""
-    env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir),
+           **(extra_env or {})}
     env.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
