@@ -21,7 +21,7 @@ header's host must be in ALLOWED_HOSTS) and carry the session's user (AuthMiddle
 
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
@@ -72,9 +72,67 @@ class ApiHandler(ASGIHandler):
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
-LaneHandler = Callable[[dict[str, Any], dict[str, str], bytes], Awaitable[HttpResponseBase | None]]
+LaneHandler = Callable[[dict[str, Any], dict[str, str], "LaneBody"],
+                       Awaitable[HttpResponseBase | None]]
 LaneRoutes = list[tuple[str, re.Pattern[str], LaneHandler]]
 MOUNT_PATH = "millrace.mount_path"  # the scope key of a lane request's path below its mount
+
+
+class LaneBody:
+    """A lane request's body, read whole (`read`) or as it arrives (`chunks`).
+
+    What `read` took is given back to Django's handler when the lane declines (`replaying`);
+    a handler that has taken `chunks` has answered and cannot decline any more.
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._read: list[bytes] = []
+        self.ended = False  # the last part is in
+        self.gone = False  # the client disconnected
+
+    async def read(self, limit: int) -> bytes | None:
+        """The whole body; None when it is over `limit` or the client has gone (with
+        `limit` 0: the body if it came in one part, as a short one does)."""
+        size = sum(map(len, self._read))
+        while not self.ended:
+            part = await self._next()
+            if part is None:
+                return None
+            self._read.append(part)
+            size += len(part)
+            if size > limit and not self.ended:
+                return None
+        return b"".join(self._read)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body's parts as the server hands them over (those `read` took first)."""
+        while self._read:
+            yield self._read.pop(0)
+        while not self.ended:
+            part = await self._next()
+            if part is None:
+                return
+            yield part
+
+    async def _next(self) -> bytes | None:
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            self.gone = self.ended = True
+            return None
+        self.ended = not message.get("more_body", False)
+        part: bytes = message.get("body", b"")
+        return part
+
+    def replaying(self) -> Receive:
+        """`receive` with the part of the body already read given back first."""
+        pending = [{"type": "http.request", "body": b"".join(self._read),
+                    "more_body": not self.ended}]
+
+        async def replay() -> dict[str, Any]:
+            return pending.pop() if pending else await self._receive()
+
+        return replay
 
 
 class FastLane:
@@ -82,10 +140,11 @@ class FastLane:
 
     A lane route is (method, pattern on the raw path below the app's mount point, handler);
     that path is in the scope under MOUNT_PATH.
-    The lane reads the body (up to DATA_UPLOAD_MAX_MEMORY_SIZE, the most Django keeps in
-    memory) and calls the handler with the scope, the pattern's groups and the body. The
-    handler answers with a Django response, sent as Django sends it, or None: then the
-    request goes to Django's handler with the body replayed, as if the lane were not there.
+    The handler is called with the scope, the pattern's groups and the body (`LaneBody`),
+    which it reads whole (up to DATA_UPLOAD_MAX_MEMORY_SIZE, the most Django keeps in
+    memory) or, for a stream, as it arrives. It answers with a Django response, sent as
+    Django sends it, or None: then the request goes to Django's handler with what was read
+    of the body replayed, as if the lane were not there.
     """
 
     def __init__(self, django: ApiHandler, mounts: list[tuple[int, str, LaneRoutes]]) -> None:
@@ -121,42 +180,15 @@ class FastLane:
         if found is None:
             return await self.django(scope, receive, send)
         handler, params = found
-        body, complete = await _read_body(receive, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-        if complete is None:
-            return  # the client has gone
-        response = await handler(scope, params, body) if complete else None
+        body = LaneBody(receive)
+        response = await handler(scope, params, body)
+        if body.gone:
+            return
         if response is None:
-            return await self.django(scope, _replaying(body, complete, receive), send)
+            return await self.django(scope, body.replaying(), send)
         if not response.streaming and not response.has_header("Content-Length"):
             response.headers["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
         await self.django.send_response(response, send)
-
-
-async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool | None]:
-    """The body, and whether it is complete (False: over `limit`; None: disconnected)."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b"", None
-        part = message.get("body", b"")
-        parts.append(part)
-        size += len(part)
-        if not message.get("more_body", False):
-            return b"".join(parts), True
-        if size > limit:
-            return b"".join(parts), False
-
-
-def _replaying(body: bytes, complete: bool, receive: Receive) -> Receive:
-    """`receive` with the part of the body already read given back first."""
-    pending = [{"type": "http.request", "body": body, "more_body": not complete}]
-
-    async def replay() -> dict[str, Any]:
-        return pending.pop() if pending else await receive()
-
-    return replay
 
 
 class HttpRouter:

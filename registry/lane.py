@@ -21,6 +21,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
+from django.conf import settings
 from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 from rest_framework.exceptions import APIException
@@ -32,6 +33,7 @@ from .cache import memory_only
 from .negotiation import JSON, OCTET_STREAM, V1, VND, RegistryNegotiation
 
 LaneHandler = Any  # see controlcenter.asgi.LaneHandler
+LaneBody = Any  # see controlcenter.asgi.LaneBody
 S = r"(?P<subject>[^/]+)"
 V = r"(?P<version>[0-9]+|latest|-1)"
 PARSED_TYPES = frozenset({"", V1, VND, JSON, OCTET_STREAM})
@@ -62,13 +64,16 @@ class LaneRequest:
 
 
 def _handler(view_class: type[views.RegistryView]) -> LaneHandler:
-    async def handle(scope: dict[str, Any], path: dict[str, str], body: bytes
+    async def handle(scope: dict[str, Any], path: dict[str, str], body: LaneBody
                      ) -> HttpResponseBase | None:
         headers = _headers(scope)
         negotiated = _negotiated(headers.get("accept", ""))
         kwargs = _kwargs(path)
         query = _query(scope)
-        data = _data(scope["method"], headers.get("content-type", ""), body)
+        raw = await body.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        if raw is None:
+            return None
+        data = _data(scope["method"], headers.get("content-type", ""), raw)
         if negotiated is None or kwargs is None or query is None or data is _DECLINE:
             return None
         request = LaneRequest(scope["method"], query, data, headers.get("accept", ""))

@@ -83,14 +83,16 @@ def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
     return body
 
 
-def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError]
-               ) -> PendingBatch:
-    """Start producing v3 entries (ones that failed to parse are already final); the
-    caller collects reports from the batch in order."""
+def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError],
+               batch: PendingBatch | None = None) -> PendingBatch:
+    """Start producing v3 entries (ones that failed to parse are already final), their
+    reports after those already in `batch` (a stream's); the caller collects them in order."""
     known = client.topic(topic)
     kafka = gateway()
-    batch = PendingBatch(len(entries), kafka)
-    for index, entry in enumerate(entries):
+    if batch is None:
+        batch = PendingBatch(0, kafka)
+    first = batch.extend(len(entries))
+    for index, entry in enumerate(entries, first):
         if isinstance(entry, errors.RestProxyError):
             batch.complete(index)
             continue

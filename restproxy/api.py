@@ -136,6 +136,9 @@ async def _completed(response: HttpResponseBase, context: dict[str, Any]) -> Htt
             final = await response.finish()
         except Exception as exc:  # rendered as every other error of the view
             final = errors.exception_handler(exc, context) or Response(status=500)
+            for name, value in response.items():  # the view's own (Allow), as DRF adds them
+                if name.lower() != "content-type" and not final.has_header(name):
+                    final[name] = value
         if isinstance(final, Response):
             final.accepted_renderer = response.accepted_renderer
             final.accepted_media_type = response.accepted_media_type

@@ -88,6 +88,16 @@ class PendingBatch:
         self.lock = threading.Lock()
         self._loop_waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
+    def extend(self, count: int) -> int:
+        """Room for `count` more reports (a stream's records as they arrive); the first's
+        index."""
+        with self.lock:
+            first = len(self.reports)
+            self.reports += [NOT_DELIVERED] * count
+            self.done += [False] * count
+            self.remaining += count
+        return first
+
     def callback(self, index: int) -> Callable[[KafkaError | None, Message], None]:
         return partial(self.delivered, index)
 

@@ -50,6 +50,9 @@ class InstanceConfig:
             # Only records handed to the REST client count as consumed.
             "enable.auto.offset.store": False,
             "enable.partition.eof": False,
+            # librdkafka postpones a partition's fetch by this (default 1 s) once it holds
+            # queued.min.messages; a client draining a backlog then waits for it (README).
+            "fetch.queue.backoff.ms": 20,
         }
         if self.fetch_min_bytes is not None and self.fetch_min_bytes > 0:
             config["fetch.min.bytes"] = self.fetch_min_bytes

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +37,7 @@ from .forwarding import is_forwarded
 from .manager import manager
 
 LaneHandler = Any  # see controlcenter.asgi.LaneHandler
+LaneBody = Any  # see controlcenter.asgi.LaneBody
 T = r"(?P<topic>[A-Za-z0-9._-]+)"
 P = r"(?P<partition>[0-9]+)"
 INSTANCE = r"consumers/(?P<group>[A-Za-z0-9._-]+)/instances/(?P<instance>[A-Za-z0-9._-]+)"
@@ -57,10 +59,12 @@ def routes() -> list[tuple[str, re.Pattern[str], LaneHandler]]:
 class LaneRequest:
     """What the proxy's views read from DRF's Request: META, the body, query parameters."""
 
-    def __init__(self, scope: dict[str, Any], body: bytes) -> None:
+    def __init__(self, scope: dict[str, Any], body: bytes | None,
+                 parts: AsyncIterator[bytes] | None = None) -> None:
         self.method: str = scope["method"]
         self.META = _meta(scope)
         self.kept_body = body  # see api.read_body
+        self.body_parts = parts  # the body as it arrives (views_v3_records.RecordsView)
         # The path below the proxy's mount, as FastLane matched it (forwarding.mount_relative)
         self.mount_path: str | None = scope.get("millrace.mount_path")
         raw = scope.get("query_string", b"")
@@ -69,9 +73,18 @@ class LaneRequest:
 
 
 def _handler(view_class: type[ProxyView]) -> LaneHandler:
-    async def handle(scope: dict[str, Any], path: dict[str, str], body: bytes
+    async def handle(scope: dict[str, Any], path: dict[str, str], body: LaneBody
                      ) -> HttpResponseBase | None:
-        request = LaneRequest(scope, body)
+        if view_class is views_v3_records.RecordsView:
+            # The body if it came at once (one record, mostly); else a stream, parsed as
+            # its parts arrive.
+            raw = await body.read(0)
+            request = LaneRequest(scope, raw, None if raw is not None else body.chunks())
+        else:
+            raw = await body.read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+            if raw is None:
+                return None
+            request = LaneRequest(scope, raw)
         if not _allowed_host(request.META.get("HTTP_HOST", "")) or not await _fresh_metadata():
             return None
         prepared = _prepared(view_class, request, path)

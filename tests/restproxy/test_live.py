@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import threading
 import time
 import uuid
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import h11
 import httpx
 import pytest
 
@@ -155,6 +157,61 @@ def test_chunked_streaming_produce(servers: list[str], http: httpx.Client,
         assert response.status_code == 200
         reports = [json.loads(line) for line in response.iter_lines() if line]
     assert [r["offset"] for r in reports] == list(range(500))
+
+
+def test_a_slow_stream_gets_each_report_before_its_body_ends(
+        servers: list[str], new_topic: Callable[..., str]) -> None:
+    """Confluent's streaming mode: a record's report comes back while the client is still
+    sending the body, a record split between chunks is one record, and a bad one gets its
+    error in place without ending the stream."""
+    url, topic = servers[0], new_topic()
+    cluster_id = httpx.get(f"{url}/v3/clusters").json()["data"][0]["cluster_id"]
+    host, port = url.removeprefix("http://").split(":")
+    record = [json.dumps({"value": {"type": "STRING", "data": f"r{i}"}}).encode()
+              for i in range(3)]
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        http = h11.Connection(h11.CLIENT)
+        reports = HttpReports(sock, http)
+        sock.sendall(http.send(h11.Request(
+            method="POST", target=f"/v3/clusters/{cluster_id}/topics/{topic}/records",
+            headers=[("Host", host), ("Content-Type", "application/json"),
+                     ("Transfer-Encoding", "chunked")])))
+        sock.sendall(http.send(h11.Data(data=record[0])))
+        assert reports.next(1) == [(200, 0)]
+        sock.sendall(http.send(h11.Data(data=record[1][:9])))
+        sock.sendall(http.send(h11.Data(data=record[1][9:] + b'\n{"value": {"type": "NO"}}')))
+        assert reports.next(2) == [(200, 1), (400, None)]
+        sock.sendall(http.send(h11.Data(data=record[2])))
+        assert reports.next(1) == [(200, 2)]
+        sock.sendall(http.send(h11.EndOfMessage()))
+        assert reports.next(0, until_end=True) == []
+        assert reports.status == 200
+
+
+class HttpReports:
+    """The report lines of a streaming produce's response, read as they come."""
+
+    def __init__(self, sock: socket.socket, http: h11.Connection) -> None:
+        self.sock, self.http = sock, http
+        self.status: int | None = None
+        self.buffer = b""
+
+    def next(self, count: int, until_end: bool = False) -> list[tuple[int, int | None]]:
+        lines: list[bytes] = []
+        while len(lines) < count or until_end:
+            event = self.http.next_event()
+            if event is h11.NEED_DATA:
+                self.http.receive_data(self.sock.recv(65536))
+            elif isinstance(event, h11.Response):
+                self.status = event.status_code
+            elif isinstance(event, h11.Data):
+                self.buffer += bytes(event.data)
+                *complete, self.buffer = self.buffer.split(b"\n")
+                lines += complete
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        reports = [json.loads(line) for line in lines]
+        return [(r["error_code"], r.get("offset")) for r in reports]
 
 
 def test_a_stream_delivers_records_produced_after_it_opened_through_any_process(

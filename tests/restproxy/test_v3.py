@@ -186,3 +186,23 @@ def test_consumer_groups_consumers_and_lags(
         assert summary["max_lag_partition_id"] == 0
     finally:
         consumer.close()
+
+
+def test_a_stream_s_records_parse_the_same_however_its_bytes_are_cut() -> None:
+    from restproxy.errors import RestProxyError
+    from restproxy.views_v3_records import JsonValues, split_json_values
+
+    body = '{"value": "é€"} 12 {"a": [1, {"b": "}"}]}\n-3.5e2 "s" true {"v": 1} {oops'.encode()
+    whole = split_json_values(body)
+    assert whole[:-1] == [{"value": "é€"}, 12, {"a": [1, {"b": "}"}]}, -350.0, "s", True,
+                          {"v": 1}]
+    assert isinstance(whole[-1], RestProxyError) and whole[-1].status == 400
+    for cut in range(len(body) + 1):
+        values = JsonValues(1000)
+        got = values.feed(body[:cut], final=False) + values.feed(body[cut:], final=True)
+        assert got[:-1] == whole[:-1], cut
+        assert isinstance(got[-1], RestProxyError)
+    unfinished = JsonValues(10)  # a record may not outgrow the limit while it waits
+    first, too_long = unfinished.feed(b'{"v": 1} {"value": "0123456789', final=False)
+    assert first == {"v": 1} and too_long.status == 413
+    assert unfinished.feed(b'"}', final=True) == []
