@@ -8,7 +8,8 @@ coordinator to replay.
 A write has two steps, as an acks=all produce does: `append` puts it in the leader's log at
 once (so writes keep the order they were made in) and returns the offset after it;
 `wait_replicated` returns when the high watermark has passed that offset, that is, when
-every in-sync replica has it, and raises GroupError when that cannot happen.
+every in-sync replica has it, and raises GroupError when that cannot happen. Its code is
+the partition's or the log's error as Kafka's coordinators answer it (`coordinator_error`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Protocol
 
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller, NewTopic
-from brokercore.log import InvalidProducerEpochError
+from brokercore.log import LogError
 from brokercore.log.transactions import build_control_batch
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
@@ -44,6 +45,28 @@ OFFSETS_TOPIC = "__consumer_offsets"
 _READ_CHUNK = 1 << 20
 # A transactional write's producer: (producer id, epoch).
 Producer = tuple[int, int] | None
+
+# What Kafka's group and transaction coordinators answer for a failed write to their log
+# (GroupCoordinatorService's exception normalisation, TransactionStateManager's append
+# callback): the leadership or the log dir is gone here, so the coordinator has moved
+# (clients look it up again); the partition cannot take the write now, so it is not
+# available (clients retry); a batch too large is the coordinator's own fault. Any other
+# error (INVALID_PRODUCER_EPOCH, say) is answered as it is.
+_COORDINATOR_ERRORS = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def coordinator_error(code: ErrorCode) -> ErrorCode:
+    return _COORDINATOR_ERRORS.get(code, code)
 
 
 class OffsetsStore(Protocol):
@@ -216,32 +239,24 @@ class BrokerOffsetsTopic:
         tp = TopicPartition(self.topic, partition)
         try:
             leader = self.replicas.leader_partition(tp)
-        except PartitionError as exc:
-            raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
-        try:
-            leader.check_min_insync_replicas()
-        except PartitionError as exc:
-            # Kafka's coordinator writes with acks=all and answers NOT_ENOUGH_REPLICAS as the
-            # retriable COORDINATOR_NOT_AVAILABLE.
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{tp}: {exc}") from None
-        try:
+            leader.check_min_insync_replicas()  # Kafka's coordinators write with acks=all
             batch = build_batch(records, timestamp_ms, producer)
             return leader.append_as_leader(batch).last_offset + 1
-        except InvalidProducerEpochError as exc:  # a TxnOffsetCommit of a fenced producer
-            raise GroupError(ErrorCode.INVALID_PRODUCER_EPOCH, str(exc)) from None
-        except Exception as exc:  # the log's own errors: the write did not happen
-            log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
+        except (PartitionError, LogError) as exc:  # the write did not happen
+            if isinstance(exc, LogError):
+                log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
+            raise GroupError(coordinator_error(exc.error_code), f"{tp}: {exc}") from None
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         tp = TopicPartition(self.topic, partition)
         try:
             leader = self.replicas.leader_partition(tp)
         except PartitionError as exc:
-            raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+            raise GroupError(coordinator_error(exc.error_code), f"{tp}: {exc}") from None
         code = await leader.wait_until_replicated(offset - 1, timeout_ms / 1000)
         if code != ErrorCode.NONE:
-            raise GroupError(code, f"{tp}: {code.name} waiting for offset {offset - 1}")
+            raise GroupError(coordinator_error(code),
+                             f"{tp}: {code.name} waiting for offset {offset - 1}")
 
     def replay(self, partition: int) -> Iterator[OffsetsRecord | TxnMarker]:
         for stored in self.read_batches(partition):
