@@ -137,13 +137,22 @@ class TransactionRequests:
                       commit: bool) -> None:
         meta = self._known(transactional_id, producer_id, producer_epoch)
         state = meta.record.state
-        if meta.pending or state.preparing:
+        if meta.pending:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if state is S.ONGOING:
             async with self.c.owning(meta):
                 await self.c.end(meta, commit, bump_epoch=False)
             return
-        if state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
-            return  # a retry of the request that ended it
-        raise TxnError(ErrorCode.INVALID_TXN_STATE,
-                       f"cannot {'commit' if commit else 'abort'} in state {state.kafka_name}")
+        # As Kafka answers transaction version 1: the decision already taken again is a retry
+        # (CONCURRENT_TRANSACTIONS while its markers go out, then NONE); the other decision,
+        # or either in Empty, is INVALID_TXN_STATE.
+        if _DECIDED.get(state) is not commit:
+            raise TxnError(ErrorCode.INVALID_TXN_STATE, f"cannot {'commit' if commit else 'abort'}"
+                           f" in state {state.kafka_name}")
+        if state.preparing:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
+# Whether a transaction in each state was decided to commit (True) or abort (False).
+_DECIDED = {S.PREPARE_COMMIT: True, S.COMPLETE_COMMIT: True,
+            S.PREPARE_ABORT: False, S.COMPLETE_ABORT: False}

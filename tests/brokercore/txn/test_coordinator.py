@@ -133,6 +133,24 @@ async def test_a_commit_writes_markers_then_completes(make: Make, markers: LogMa
     assert refused.value.error_code == ErrorCode.INVALID_TXN_STATE
 
 
+async def test_while_its_markers_go_out_a_decided_transaction_refuses_the_other_decision(
+    make: Make, markers: LogMarkers,
+) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    markers.down.add(TP)  # the leader is away: the commit stays prepared
+    await c.requests.end_txn("t", pid, epoch, commit=True)
+    assert c.txns["t"].record.state is S.PREPARE_COMMIT
+    for commit, code in ((True, ErrorCode.CONCURRENT_TRANSACTIONS),  # a retry: wait
+                         (False, ErrorCode.INVALID_TXN_STATE)):  # as Kafka answers it
+        with pytest.raises(TxnError) as refused:
+            await c.requests.end_txn("t", pid, epoch, commit=commit)
+        assert refused.value.error_code == code
+    markers.down.clear()
+    assert await settled(c, "t") is S.COMPLETE_COMMIT
+
+
 async def test_a_new_instance_aborts_the_open_transaction_and_fences_the_old_one(
     make: Make, markers: LogMarkers,
 ) -> None:
