@@ -44,6 +44,7 @@ class Broker:
         self.controller.snapshot_listeners.append(self.replica_manager.on_metadata_snapshot)
         self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
         self.replica_manager.on_dir_offline = self._on_dir_offline
+        self.controller.quorum.on_storage_failure = self._on_metadata_dir_failed
         self.group_coordinator = broker_group_coordinator(
             config, self.replica_manager, self.controller, self.clock)
         self.transaction_coordinator = broker_transaction_coordinator(
@@ -61,9 +62,15 @@ class Broker:
         self.broker_epoch = -1
         self._heartbeats: asyncio.Task[None] | None = None
         self._heartbeat_now = asyncio.Event()
-        # Set when every log dir has failed: the broker must stop (`python -m brokercore`
-        # then exits 1), as Kafka's does.
+        # Set when every log dir, or the metadata log's dir, has failed: the broker must stop
+        # (`python -m brokercore` then exits 1), as Kafka's does.
         self.failed = asyncio.Event()
+        # Log dir failures so far, and how many of them a heartbeat has told the controller
+        # of (KIP-858's `log.dir.failure.timeout.ms`).
+        self._dir_failures = 0
+        self._acknowledged_failures = 0
+        self._acknowledged = asyncio.Condition()
+        self._failure_watches: set[asyncio.Task[None]] = set()
 
     @property
     def image(self) -> MetadataImage:
@@ -107,10 +114,15 @@ class Broker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._heartbeat_now.wait(), interval)
             self._heartbeat_now.clear()
+            reported = self._dir_failures
             try:
                 await self.controller.heartbeat(
                     self.node_id, self.broker_epoch,
                     offline_replicas=self.replica_manager.offline_replicas())
+                if reported > self._acknowledged_failures:
+                    async with self._acknowledged:
+                        self._acknowledged_failures = reported
+                        self._acknowledged.notify_all()
             except ControllerError as exc:
                 log.info("node %d: heartbeat failed: %s", self.node_id, exc.message)
                 if exc.error_code in (ErrorCode.STALE_BROKER_EPOCH,
@@ -124,7 +136,33 @@ class Broker:
         if not any(d.online for d in self.log_dirs):
             log.critical("node %d: every log dir has failed; shutting down", self.node_id)
             self.failed.set()
+        self._dir_failures += 1
         self._heartbeat_now.set()
+        watch = asyncio.create_task(self._expect_acknowledgement(log_dir, self._dir_failures))
+        self._failure_watches.add(watch)
+        watch.add_done_callback(self._failure_watches.discard)
+
+    async def _expect_acknowledgement(self, log_dir: LogDir, failure: int) -> None:
+        """KIP-858: a broker that cannot get the controller to take a failed dir's replicas
+        (a heartbeat naming them, answered) within `log.dir.failure.timeout.ms` stops: its
+        leaderships there would otherwise stay with it, unserved."""
+        timeout = self.config.get_int("log.dir.failure.timeout.ms") / 1000
+        try:
+            async with self._acknowledged:
+                await asyncio.wait_for(self._acknowledged.wait_for(
+                    lambda: self._acknowledged_failures >= failure), timeout)
+        except TimeoutError:
+            log.critical("node %d: the controller has not acknowledged the failure of log dir "
+                         "%s within log.dir.failure.timeout.ms (%d ms); shutting down",
+                         self.node_id, log_dir.path, timeout * 1000)
+            self.failed.set()
+
+    def _on_metadata_dir_failed(self, error: OSError) -> None:
+        """Kafka's rule: without its metadata log the broker cannot follow the cluster, so it
+        stops (whichever dir holds it, and whatever the other dirs' state)."""
+        log.critical("node %d: the metadata log dir %s has failed (%s); shutting down",
+                     self.node_id, self.log_dir, error)
+        self.failed.set()
 
     async def _controlled_shutdown(self) -> None:
         """Move this broker's leaderships away before it stops (`want_shutdown`).
@@ -173,6 +211,8 @@ class Broker:
         log.info("node %d: shutting down", self.node_id)
         self.controller.quorum.retire()
         budget = 2 * self.controller.quorum.request_timeout + STEP_SECONDS
+        for watch in list(self._failure_watches):
+            watch.cancel()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
             await bounded(self.node_id, "controlled shutdown", self._controlled_shutdown(),

@@ -113,6 +113,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("log.flush.interval.messages", T.LONG, str(LONG_MAX), "Messages before fsync."),
         _k("log.flush.interval.ms", T.LONG, None, "Time before fsync (ms)."),
         _k("log.flush.scheduler.interval.ms", T.LONG, str(LONG_MAX), "Flusher period."),
+        _k("log.dir.failure.timeout.ms", T.LONG, "30000",
+           "Time a failed log dir may go unacknowledged by the controller before the "
+           "broker shuts down (KIP-858).", read_only=True),
+        _k("log.flush.offset.checkpoint.interval.ms", T.INT, "60000",
+           "Period of each log dir's recovery-point-offset-checkpoint.", read_only=True),
+        _k("log.flush.start.offset.checkpoint.interval.ms", T.INT, "60000",
+           "Period of each log dir's log-start-offset-checkpoint.", read_only=True),
         _k("log.message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
            choices=("CreateTime", "LogAppendTime")),
         _k("compression.type", T.STRING, "producer",

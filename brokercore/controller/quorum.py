@@ -109,6 +109,8 @@ class MetadataQuorum:
             config.get_int("metadata.log.max.snapshot.interval.ms") / 1000, time.monotonic)
         self._snapshot_timer: asyncio.Task[None] | None = None
         self.on_role_change: RoleHook | None = None
+        # Told of an I/O error in the metadata log (the broker shuts down).
+        self.on_storage_failure: Callable[[OSError], None] | None = None
         self.voters = parse_voters(config.get("controller.quorum.voters") or "")
         if self.voters and self.node_id not in self.voters:
             raise ConfigError(f"node.id {self.node_id} is not in controller.quorum.voters; "
@@ -131,8 +133,10 @@ class MetadataQuorum:
             self.transport.voters[self.node_id] = (address[0], port)
         migrate_single_node_log(self.directory)
         election = self.config.get_int("controller.quorum.election.timeout.ms") / 1000
+        storage = FileRaftStorage(self.directory)
+        storage.on_failure = self._storage_failed
         raft = RaftNode(
-            self.node_id, set(self.voters) or {self.node_id}, FileRaftStorage(self.directory),
+            self.node_id, set(self.voters) or {self.node_id}, storage,
             self.transport, AsyncioScheduler(), apply=self._apply, restore=self.restore_hook,
             config=RaftConfig(election_timeout=election, heartbeat_interval=election / 10),
         )
@@ -142,6 +146,10 @@ class MetadataQuorum:
         if raft.role is Role.LEADER and self.on_role_change is not None:
             self.on_role_change(raft.role, raft.leader_id)  # a lone voter led in __init__
         self._snapshot_timer = asyncio.create_task(self._snapshot_when_due())
+
+    def _storage_failed(self, error: OSError) -> None:
+        if self.on_storage_failure is not None:
+            self.on_storage_failure(error)
 
     def _apply(self, offset: int, record: Record) -> None:
         self.snapshots.applied(record)

@@ -11,13 +11,15 @@ before it (the end of a kept snapshot), 0 at the log's beginning.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Concatenate, ParamSpec, Protocol, TypeVar
 
 from brokercore.log.checkpoint import fsync_directory
 
@@ -42,6 +44,32 @@ class Entry:
 
 class RaftStorageError(Exception):
     """Storage this node cannot start from; the message says what to do."""
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _io(method: Callable[Concatenate[FileRaftStorage, P], R],
+        ) -> Callable[Concatenate[FileRaftStorage, P], R]:
+    """An OSError in a write fails the storage: `on_failure` hears of it once (the broker
+    shuts down, as Kafka's does when the metadata log dir fails), and every later write is
+    refused, so nothing half-written is built on."""
+
+    @functools.wraps(method)
+    def guarded(self: FileRaftStorage, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.failure is not None:
+            raise OSError(f"the metadata log in {self.directory} has failed: {self.failure}")
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            self.failure = str(exc)
+            log.critical("the metadata log in %s has failed: %s", self.directory, exc)
+            if self.on_failure is not None:
+                self.on_failure(exc)
+            raise
+
+    return guarded
 
 
 class RaftStorage(Protocol):
@@ -159,6 +187,8 @@ class FileRaftStorage:
         self._kept: list[tuple[int, int]] = []
         self._positions: list[int] = []  # byte position of each entry's line
         self._file: BinaryIO | None = None
+        self.failure: str | None = None  # the I/O error that failed it
+        self.on_failure: Callable[[OSError], None] | None = None
         self._recover_log()
         self._recover_snapshots()
         self._file = open(self.log_path, "ab")  # noqa: SIM115  (held open for the node's life)
@@ -222,6 +252,7 @@ class FileRaftStorage:
                 return self.snapshots.read(snapshot_id)
         return None
 
+    @_io
     def save_vote(self, term: int, voted_for: int | None) -> None:
         tmp = self.state_path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
@@ -232,6 +263,7 @@ class FileRaftStorage:
         fsync_directory(self.directory)
         self.term, self.voted_for = term, voted_for
 
+    @_io
     def append(self, entries: list[Entry]) -> None:
         assert self._file is not None
         position = self._file.tell()
@@ -244,6 +276,7 @@ class FileRaftStorage:
         os.fsync(self._file.fileno())
         self.entries.extend(entries)
 
+    @_io
     def truncate(self, end_offset: int) -> None:
         assert self._file is not None
         if end_offset >= log_end_offset(self):
@@ -256,6 +289,7 @@ class FileRaftStorage:
         del self.entries[keep:]
         del self._positions[keep:]
 
+    @_io
     def save_snapshot(self, snapshot: Snapshot) -> None:
         plan = plan_retention(self._kept, self.start_offset, log_end_offset(self),
                               term_at(self, snapshot.end_offset - 1), snapshot)

@@ -30,7 +30,7 @@ STORAGE_ERROR = 56  # KAFKA_STORAGE_ERROR
 class Cluster:
     """Three brokers, each with log dirs `a` and `b`, voters of one metadata quorum."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
         controller_ports = {i: free_port() for i in (1, 2, 3)}
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in controller_ports.items())
         self.brokers: dict[int, BrokerProcess] = {}
@@ -46,6 +46,7 @@ class Cluster:
                 "replica.high.watermark.checkpoint.interval.ms": "300",
                 "replica.lag.time.max.ms": "3000",
                 "leader.imbalance.check.interval.seconds": "2",
+                **(overrides or {}),
             })
             self.brokers[i] = broker
 
@@ -74,26 +75,6 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield cluster.start()
     finally:
         cluster.kill()
-
-
-def place_on_broker_2(cluster: Cluster, topic: str, on_a: set[int], on_b: set[int]) -> None:
-    """Broker 2 keeps partitions `on_a` in dir a and `on_b` in dir b (AlterReplicaLogDirs)."""
-    admin = kafka.KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-    try:
-        errors = admin.alter_replica_log_dirs({
-            (topic, p, 2): str(cluster.log_dir(2, "b" if p in on_b else "a"))
-            for p in on_a | on_b})
-    finally:
-        admin.close()
-    assert all(error is kafka.errors.NoError for error in errors.values()), errors
-
-    def placed() -> bool:
-        return all((cluster.log_dir(2, "b" if p in on_b else "a") / f"{topic}-{p}").is_dir()
-                   and not (cluster.log_dir(2, "a" if p in on_b else "b")
-                            / f"{topic}-{p}").exists()
-                   for p in on_a | on_b) and not [
-                       f for d in "ab" for f in cluster.log_dir(2, d).glob(f"{topic}-*-future")]
-    wait_until(placed, "broker 2 holds the partitions in the dirs asked for")
 
 
 def partitions_of(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
@@ -198,12 +179,19 @@ def test_a_failed_dir_moves_its_leaders_away_and_the_broker_serves_its_other_dir
     wait_until(lambda: all(state == (2, [1, 2, 3])
                            for state in partitions_of(cluster.bootstrap, topic).values()),
                "broker 2 leads every partition with a full ISR")
+    # Metadata says so as soon as the controller has the topic, from any broker; broker 2
+    # may not have applied the records yet, let alone opened its logs (under a loaded
+    # machine it had not: its dirs held none, which once read as "all on one dir").
+    # DescribeLogDirs answers from broker 2's own replicas.
     failing = cluster.log_dir(2, "b")
-    # Odd partitions on dir b, even ones on a, whatever the placement chose (moves of a
-    # replica to the dir it is on are no-ops): the test is about a dir failing.
-    on_b = {p for p in range(PARTITIONS) if p % 2}
-    on_a = set(range(PARTITIONS)) - on_b
-    place_on_broker_2(cluster, topic, on_a, on_b)
+    dirs = str(cluster.log_dir(2, "a").resolve()), str(failing.resolve())
+    wait_until(lambda: sum(len(placed(entry, topic)) for entry in describe_log_dirs(
+                   cluster.bootstrap, 2).values()) == PARTITIONS,
+               "broker 2 hosts every partition")
+    found = describe_log_dirs(cluster.bootstrap, 2)
+    on_a, on_b = (placed(found[d], topic) for d in dirs)
+    # The dir with the fewest partitions takes each new one.
+    assert (len(on_a), len(on_b)) == (PARTITIONS // 2, PARTITIONS // 2), (on_a, on_b)
 
     with Producer(cluster.bootstrap, topic) as producer:
         wait_until(lambda: len(producer.acked) > 100, "records are acknowledged")
@@ -225,9 +213,8 @@ def test_a_failed_dir_moves_its_leaders_away_and_the_broker_serves_its_other_dir
     read = read_all(cluster.bootstrap, topic)
     assert sorted(read) == sorted(producer.acked), "acknowledged records lost or duplicated"
 
-    dirs = describe_log_dirs(cluster.bootstrap, 2)
-    good = dirs[str(cluster.log_dir(2, "a").resolve())]
-    bad = dirs[str(failing.resolve())]
+    found = describe_log_dirs(cluster.bootstrap, 2)
+    good, bad = (found[d] for d in dirs)
     assert bad["error_code"] == STORAGE_ERROR and bad["topics"] == []
     assert good["error_code"] == 0 and placed(good, topic) == on_a
     assert "is offline" in cluster.brokers[2].output.read_text()
@@ -240,9 +227,9 @@ def test_a_failed_dir_moves_its_leaders_away_and_the_broker_serves_its_other_dir
     wait_until(lambda: all(isr == [1, 2, 3]
                            for _, isr in partitions_of(cluster.bootstrap, topic).values()),
                "broker 2 is back in every ISR")
-    dirs = describe_log_dirs(cluster.bootstrap, 2)
-    assert {path: (entry["error_code"], placed(entry, topic)) for path, entry in dirs.items()} \
-        == {str(cluster.log_dir(2, "a").resolve()): (0, on_a), str(failing.resolve()): (0, on_b)}
+    found = describe_log_dirs(cluster.bootstrap, 2)
+    assert {path: (entry["error_code"], placed(entry, topic)) for path, entry in found.items()} \
+        == {dirs[0]: (0, on_a), dirs[1]: (0, on_b)}
     assert sorted(read_all(cluster.bootstrap, topic)) == sorted(producer.acked)
 
 
@@ -264,3 +251,55 @@ def test_a_broker_whose_every_dir_failed_stops(
     assert broker.proc is not None
     assert broker.proc.wait(60) == 1
     assert "every log dir has failed" in broker.output.read_text()
+
+
+def test_a_broker_whose_metadata_log_dir_fails_stops(
+        broker_factory: Callable[..., BrokerProcess], tmp_path: Path) -> None:
+    """Kafka's rule: the metadata log's dir failing stops the broker, though its data dir
+    works. The log file is held open, so the first write to fail is the next snapshot's."""
+    metadata = tmp_path / "metadata"
+    broker = broker_factory({"log.dirs": str(tmp_path / "data"),
+                             "metadata.log.dir": str(metadata),
+                             "metadata.log.max.snapshot.interval.ms": "500"})
+    metadata.rename(metadata.with_name("metadata.failed"))
+    metadata.write_text("a file where the metadata log dir was")
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = new_topic("metafail")
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].exception(30)  # records to snapshot
+
+    assert broker.proc is not None
+    assert broker.proc.wait(60) == 1
+    assert "the metadata log dir" in broker.output.read_text()
+
+
+def test_a_broker_that_cannot_tell_the_controller_of_a_failed_dir_stops(tmp_path: Path) -> None:
+    """KIP-858's `log.dir.failure.timeout.ms`: brokers 1 and 3 are gone, so no controller
+    answers broker 2's heartbeats, and the replicas of its failed dir would stay its own."""
+    cluster = Cluster(tmp_path, {"log.dir.failure.timeout.ms": "2000"})
+    try:
+        cluster.start()
+        topic = new_topic("unheard")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(topic, 2, replica_assignment=[[2], [2]])])[topic].result(30)
+        wait_until(lambda: all(placed(entry, topic) for entry in describe_log_dirs(
+            cluster.bootstrap, 2).values()), "broker 2 holds a partition in each dir")
+        broker = cluster.brokers[2]
+        cluster.brokers[1].kill()
+        cluster.brokers[3].kill()
+        failing = cluster.log_dir(2, "b")
+        failing.rename(failing.with_name("b.failed"))
+        failing.write_text("a file where the log dir was")
+
+        producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "acks": 1})
+        for p in (0, 1):  # moves both high watermarks: dir b's checkpoint fails
+            producer.produce(topic, b"after", partition=p)
+        producer.flush(3)  # partition 1's write is refused from then on: no need to wait
+
+        assert broker.proc is not None
+        assert broker.proc.wait(60) == 1
+        output = broker.output.read_text()
+        assert "log dir" in output and "has not acknowledged the failure" in output
+        assert "every log dir has failed" not in output
+    finally:
+        cluster.kill()
