@@ -17,7 +17,10 @@ class LeaderEpochCache:
 
     On-disk format: ``leader-epoch-checkpoint`` in Kafka's checkpoint format (version
     ``0``, entry count, then ``<epoch> <start_offset>`` lines), rewritten atomically
-    on every change. Changes are rare: a new leader epoch, truncation, log start moves.
+    on every change but one. Changes are rare: a new leader epoch, truncation, log start
+    moves. A move of the log start is written with the next change or flush (Kafka's
+    truncateFromStartAsyncFlush): the log start it follows is itself restored at open,
+    which clamps the epochs again, so a crash before the write loses nothing.
 
     A new leadership may defer its write (`assign(..., persist=False)`): the replica
     manager then writes a `snapshot()` on a disk thread (`persist`), so a failover of many
@@ -72,7 +75,7 @@ class LeaderEpochCache:
             kept = [(below[-1][0], start_offset), *rest]
         if kept != self.entries:
             self.entries = kept
-            self._persist()
+            self._version += 1  # written by the next `persist` (the log's next flush)
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """Kafka's OffsetForLeaderEpoch answer: (largest epoch <= requested, its end offset)."""

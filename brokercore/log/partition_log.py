@@ -14,7 +14,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from brokercore.clock import Clock
 from brokercore.log import cleaner, recovery
-from brokercore.log.checkpoint import fsync_directory, write_offset
+from brokercore.log.checkpoint import fsync_directory
 from brokercore.log.config import LogConfig
 from brokercore.log.epoch_cache import LeaderEpochCache
 from brokercore.log.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
@@ -30,18 +30,13 @@ from brokercore.log.transactions import (
     AbortedTxn,
     ControlMarker,
     build_control_batch,
-    index_if_aborted,
     marker_of,
 )
 from brokercore.log.validation import validate_record_set, with_topic_codec
 
 logger = logging.getLogger(__name__)
 
-from brokercore.log.recovery import (  # noqa: E402
-    CLEAN_SHUTDOWN,
-    LOG_START_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-)
+from brokercore.log.recovery import CLEAN_SHUTDOWN  # noqa: E402
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,8 +85,7 @@ class PartitionLog:
 
     - ``<base>.log``, ``<base>.index``, ``<base>.timeindex`` per segment (``LogSegment``);
       the highest-based segment is the active one, the only one appended to.
-    - ``log-start-offset-checkpoint``, ``recovery-point-offset-checkpoint``,
-      ``cleaner-offset-checkpoint``: one offset each, in Kafka's checkpoint format.
+    - ``cleaner-offset-checkpoint``: one offset, in Kafka's checkpoint format.
     - ``leader-epoch-checkpoint`` (``LeaderEpochCache``) and, after a clean close only,
       ``producer-state.snapshot`` (``ProducerStateManager``).
     - ``.kafka_cleanshutdown``: written last by ``close()``, removed by ``open()``. If it is
@@ -99,9 +93,14 @@ class PartitionLog:
       the first torn or corrupt batch.
     - ``*.log.cleaned`` / ``*.log.swap``: compaction in progress (see ``cleaner``).
 
+    The log start and the recovery point live in memory here; the replica manager writes
+    them for every partition of a log dir into that dir's ``log-start-offset-checkpoint``
+    and ``recovery-point-offset-checkpoint`` (Kafka's LogManager) and passes them to
+    ``open``. ``on_truncated`` tells it when a truncation lowered them.
+
     Durability: an append returns after write(), so its bytes are in the page cache and
     survive a kill -9 of the process. fsync (data, then indexes, then the recovery
-    point) happens after ``flush.messages`` messages or ``flush.ms``, on roll and on
+    point moves) happens after ``flush.messages`` messages or ``flush.ms``, on roll and on
     close; only it protects against power loss.
 
     Not thread-safe: owned by one event loop; every method is synchronous.
@@ -113,6 +112,8 @@ class PartitionLog:
         self.clock = clock
         self.segments: list[LogSegment] = []
         self._log_start_offset = 0
+        self.recovery_point = 0  # everything below it is fsynced
+        self.legacy_checkpoints = False  # its directory holds the files of earlier versions
         self.producers = ProducerStateManager(directory)
         self.epochs = LeaderEpochCache(directory)
         self._unflushed_messages = 0
@@ -122,10 +123,21 @@ class PartitionLog:
         # Called once, with the log and the error, when an I/O error fails the log; may be
         # called on whichever thread uses the log then.
         self.on_failure: Callable[[PartitionLog, OSError], None] | None = None
+        # Called (on the caller's thread) when a truncation lowered the recovery point or
+        # moved the log start: the log dir's checkpoints should be written soon.
+        self.on_truncated: Callable[[PartitionLog], None] | None = None
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, clock: Clock) -> PartitionLog:
+    def open(cls, directory: Path, config: LogConfig, clock: Clock, *,
+             recovery_point: int | None = None,
+             log_start_offset: int | None = None) -> PartitionLog:
         """Open (and if needed recover) the log in ``directory``, or create it empty.
+
+        ``recovery_point`` and ``log_start_offset`` are the log dir's checkpointed values
+        for it, None if its checkpoints do not list it (missing, unreadable, or written
+        before the log existed): then recovery starts at 0 (after a crash) and the log
+        start is the first segment's base, unless its directory holds the files of
+        earlier versions.
 
         A new log is created without fsync: it holds nothing to lose, and the metadata
         log, which is fsynced, recreates it if a power loss takes it. Its first flush
@@ -136,7 +148,7 @@ class PartitionLog:
             directory.mkdir(parents=True)
         except FileExistsError:
             log = cls(directory, config, clock)
-            recovery.load(log)
+            recovery.load(log, recovery_point, log_start_offset)
             return log
         log = cls(directory, config, clock)
         log.segments = [log._new_segment(0)]
@@ -163,9 +175,7 @@ class PartitionLog:
 
     @_io
     def set_log_start_offset(self, offset: int) -> None:
-        if offset != self._log_start_offset:
-            self._log_start_offset = offset
-            write_offset(self.directory / LOG_START_CHECKPOINT, offset)
+        self._log_start_offset = offset
         self.epochs.truncate_from_start(offset)
         self.producers.remove_before(offset)
 
@@ -286,7 +296,8 @@ class PartitionLog:
         """Commit an append's producer changes; index the transactions it aborted."""
         producer_append.commit()
         for done in producer_append.completed:
-            index_if_aborted(self.active_segment, done, producer_append)
+            self.active_segment.txn_index.add_if_aborted(
+                done, producer_append.first_unstable_offset())
 
     def _write(self, buf: bytes | bytearray, batches: list[FoundBatch], now: int) -> None:
         first, last = batches[0].header, batches[-1].header
@@ -442,7 +453,8 @@ class PartitionLog:
             self.active_segment.truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
         self.rebuild_producer_state()
-        recovery.lower_recovery_point(self, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._truncated()
 
     @_io
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -451,14 +463,20 @@ class PartitionLog:
         self._truncate_fully_and_start_at(offset)
         self.epochs.clear()
         self.rebuild_producer_state()
-        write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, offset)
+        self._truncated()
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
         for segment in self.segments:
             segment.delete()
         self.segments = [self._new_segment(offset)]
-        self._log_start_offset = offset
-        write_offset(self.directory / LOG_START_CHECKPOINT, offset)
+        self._log_start_offset = self.recovery_point = offset
+
+    def _truncated(self) -> None:
+        # Kafka writes the dir's checkpoints right after a truncation: a recovery point
+        # left above the new log end would let unflushed records written there later pass
+        # for fsynced ones after a power loss.
+        if self.on_truncated is not None:
+            self.on_truncated(self)
 
     @_io
     def enforce_retention(self) -> int:
@@ -580,7 +598,7 @@ class PartitionLog:
                 segment.flush()
         if self.epochs.dirty:  # recovery re-learns epochs only past the recovery point
             self.epochs.persist()
-        write_offset(self.directory / RECOVERY_POINT_CHECKPOINT, self.log_end_offset)
+        self.recovery_point = self.log_end_offset
         if self._new_directory:
             fsync_directory(self.directory.parent)
             self._new_directory = False
@@ -601,6 +619,13 @@ class PartitionLog:
         for segment in self.segments:
             segment.close()
         self.segments = []
+
+    @_io
+    def drop_legacy_checkpoints(self) -> None:
+        """After the log dir's checkpoints listing this log were written: the files of
+        earlier versions in its directory are not needed any more."""
+        recovery.drop_legacy_checkpoints(self.directory)
+        self.legacy_checkpoints = False
 
     def fail(self, error: OSError) -> None:
         """Take the log offline after an I/O error here or elsewhere in its dir: close its

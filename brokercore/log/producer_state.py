@@ -23,7 +23,7 @@ from brokercore.log.errors import (
     TransactionCoordinatorFencedError,
 )
 from brokercore.log.records import INT32_MAX, RecordBatchHeader
-from brokercore.log.transactions import ControlMarker
+from brokercore.log.transactions import CompletedTxn, ControlMarker
 
 CACHED_BATCHES = 5  # Kafka's limit on in-flight requests per idempotent producer
 
@@ -35,16 +35,6 @@ class BatchMetadata:
     first_offset: int
     last_offset: int
     timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
-    """A transaction a control batch ended: data from first_offset, marker at last_offset."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    aborted: bool
 
 
 @dataclass(slots=True)

@@ -14,9 +14,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
+from brokercore.log.checkpoint import fsync_directory, read_offset
+from brokercore.log.errors import CorruptLogError
 from brokercore.log.segment import LogSegment
-from brokercore.log.transactions import index_if_aborted, marker_of
+from brokercore.log.transactions import marker_of
 
 if TYPE_CHECKING:
     from brokercore.log.partition_log import PartitionLog
@@ -24,11 +25,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+# Where earlier versions kept a partition's log start and recovery point: in its own
+# directory. Each log dir's root now holds one file of each for all its partitions (the
+# replica manager's); these are read only for a log those files do not list yet.
+LEGACY_LOG_START = "log-start-offset-checkpoint"
+LEGACY_RECOVERY_POINT = "recovery-point-offset-checkpoint"
 
 
-def load(log: PartitionLog) -> None:
+def load(log: PartitionLog, recovery_point: int | None, log_start: int | None) -> None:
+    """Open the log's files. `recovery_point` and `log_start` are its entries in the log
+    dir's checkpoints; None where it has none (then the files of earlier versions in its
+    directory are read; failing those, 0 and the first segment's base, as Kafka does)."""
     directory = log.directory
     finish_swaps(directory)
     marker = directory / CLEAN_SHUTDOWN
@@ -36,8 +43,12 @@ def load(log: PartitionLog) -> None:
     if clean_shutdown:
         marker.unlink()
         fsync_directory(directory)
-    log_start = read_offset(directory / LOG_START_CHECKPOINT, 0)
-    recovery_point = read_offset(directory / RECOVERY_POINT_CHECKPOINT, 0)
+    log.legacy_checkpoints = any((directory / name).exists()
+                                 for name in (LEGACY_LOG_START, LEGACY_RECOVERY_POINT))
+    if log_start is None:
+        log_start = _legacy_offset(log, LEGACY_LOG_START)
+    if recovery_point is None:
+        recovery_point = _legacy_offset(log, LEGACY_RECOVERY_POINT)
     log.segments = _load_segments(log, recovery_point, clean_shutdown)
     if not log.segments:
         log.segments = [LogSegment(directory, log_start, log.config, log.clock.time_ms())]
@@ -55,7 +66,25 @@ def load(log: PartitionLog) -> None:
             log.epochs.assign(found.header.partition_leader_epoch, found.header.base_offset)
         for segment in log.segments:
             segment.dirty = True
-        log.flush()
+        log.flush()  # and the recovery point is the log end
+    log.recovery_point = log.log_end_offset
+
+
+def _legacy_offset(log: PartitionLog, name: str) -> int:
+    """A checkpoint of earlier versions in the partition's directory, 0 if it has none or it
+    is unreadable (as Kafka treats a corrupt checkpoint: recover from the start)."""
+    path = log.directory / name
+    try:
+        return read_offset(path, 0)
+    except CorruptLogError as exc:
+        logger.warning("%s: ignoring %s", log.directory.name, exc)
+        return 0
+
+
+def drop_legacy_checkpoints(directory: Path) -> None:
+    """Once the log dir's checkpoints list the partition, its old files are not needed."""
+    for name in (LEGACY_LOG_START, LEGACY_RECOVERY_POINT):
+        (directory / name).unlink(missing_ok=True)
 
 
 def _load_segments(
@@ -137,13 +166,7 @@ def rebuild_producer_state(log: PartitionLog) -> None:
             marker = marker_of(segment.read_bytes(found.position, header.size), header)
         producer_append.record(header, marker)
         for done in producer_append.completed:
-            index_if_aborted(segment, done, producer_append)
+            segment.txn_index.add_if_aborted(done, producer_append.first_unstable_offset())
         producer_append.completed.clear()
     producer_append.commit()
     log.producers.remove_before(log.log_start_offset)
-
-
-def lower_recovery_point(log: PartitionLog, offset: int) -> None:
-    path = log.directory / RECOVERY_POINT_CHECKPOINT
-    if read_offset(path, 0) > offset:
-        write_offset(path, offset)

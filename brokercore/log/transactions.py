@@ -14,7 +14,6 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from brokercore.log.records import (
     CONTROL_FLAG,
@@ -28,10 +27,6 @@ from brokercore.log.records import (
     decode_records,
     encode_record,
 )
-
-if TYPE_CHECKING:
-    from brokercore.log.producer_state import CompletedTxn, ProducerAppend
-    from brokercore.log.segment import LogSegment
 
 ABORT, COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")  # version 0, type
@@ -81,6 +76,16 @@ def marker_of(batch: Buffer, header: RecordBatchHeader) -> ControlMarker | None:
 
 
 @dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a control batch ended: data from first_offset, marker at last_offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class AbortedTxn:
     """One aborted transaction of a partition: its data lies in [first_offset, last_offset]
     (the marker's offset), and the last stable offset once it was aborted."""
@@ -97,7 +102,7 @@ class TransactionIndex:
     On-disk format (Kafka's): 34-byte entries back to back, each int16 version (0), int64
     producer id, int64 first offset, int64 last offset, int64 last stable offset. The file
     exists only once an entry is written; entries are appended as markers are, and the
-    whole index is rebuilt from the log on recovery (see ``recovery.rebuild_transactions``).
+    whole index is rebuilt from the log on recovery (see ``recovery.rebuild_producer_state``).
     """
 
     ENTRY = struct.Struct(">hqqqq")
@@ -120,6 +125,15 @@ class TransactionIndex:
             file.write(self.ENTRY.pack(0, entry.producer_id, entry.first_offset,
                                        entry.last_offset, entry.last_stable_offset))
 
+    def add_if_aborted(self, done: CompletedTxn, first_unstable_offset: int | None) -> None:
+        """Record a transaction that ended in this segment if it was aborted, with the last
+        stable offset once it ended (`first_unstable_offset`, None when none is open)."""
+        if done.aborted:
+            stable = done.last_offset + 1 if first_unstable_offset is None \
+                else first_unstable_offset
+            self.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                   stable))
+
     def reset(self) -> None:
         self.entries = []
         self.delete_file()
@@ -138,13 +152,3 @@ class TransactionIndex:
     def overlapping(self, start: int, end: int) -> list[AbortedTxn]:
         """Entries whose data may lie in [start, end)."""
         return [e for e in self.entries if e.last_offset >= start and e.first_offset < end]
-
-
-def index_if_aborted(segment: LogSegment, done: CompletedTxn, append: ProducerAppend) -> None:
-    """Record an aborted transaction in the segment holding its marker, with the last stable
-    offset once it ended."""
-    if done.aborted:
-        stable = append.first_unstable_offset()
-        segment.txn_index.append(AbortedTxn(
-            done.producer_id, done.first_offset, done.last_offset,
-            done.last_offset + 1 if stable is None else stable))

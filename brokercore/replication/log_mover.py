@@ -124,7 +124,9 @@ class ReplicaMove:
         target = self.destination.path / old.name
         os.replace(self.future.directory, target)
         fsync_directory(target.parent)
-        partition.log = PartitionLog.open(target, current.config, current.clock)
+        # The log dirs' checkpoints list it in its new dir only from their next write.
+        partition.log = PartitionLog.open(target, current.config, current.clock,
+                                          log_start_offset=current.log_start_offset)
         shutil.rmtree(doomed, ignore_errors=True)
         self.completed = True
         log.info("moved %s to %s", partition.tp, self.destination.path)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import itertools
 import logging
 import shutil
@@ -45,7 +47,7 @@ from brokercore.log import KafkaStorageError, LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
-from .checkpoint import read_high_watermarks, write_high_watermarks
+from .checkpoint import DirCheckpoint
 from .fetcher import ReplicaFetcher
 from .log_dirs import LogDir, locate_partitions
 from .log_mover import ReplicaMove, recover_moves
@@ -72,6 +74,8 @@ class _Opening:
     config: LogConfig
     lead_epoch: int | None
     log_dir: LogDir
+    recovery_point: int | None  # the dir's checkpointed values, if it lists the partition
+    log_start_offset: int | None
 
 
 class ReplicaManager:
@@ -90,8 +94,18 @@ class ReplicaManager:
         self.alter_partition: AlterPartition | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._isr_changes: set[asyncio.Task[None]] = set()
-        # Each dir's replication-offset-checkpoint as last written (or read at startup).
-        self._checkpointed: dict[Path, dict[TopicPartition, int]] = {}
+        # Each dir's checkpoint files (`checkpoint.py`), written on the disk threads.
+        self.high_watermarks = DirCheckpoint("replication-offset-checkpoint", any_dir=True)
+        self.recovery_points = DirCheckpoint("recovery-point-offset-checkpoint", any_dir=False)
+        self.log_starts = DirCheckpoint("log-start-offset-checkpoint", any_dir=True)
+        self._values: dict[DirCheckpoint, Callable[[Partition], int]] = {  # what each records
+            self.high_watermarks: lambda partition: partition.high_watermark,
+            self.recovery_points: lambda partition: partition.log.recovery_point,
+            self.log_starts: lambda partition: partition.log.log_start_offset,
+        }
+        self._checkpointing = asyncio.Lock()  # one writer of each file at a time
+        self._checkpoint_soon: asyncio.Task[None] | None = None
+        self._logs_changed = False  # a truncation or a move since `_checkpoint_soon` began
         # In the order they were assigned; True for a replica new to this broker (assigned
         # after startup), which may be created in any online dir.
         self._to_open: dict[TopicPartition, bool] = {}
@@ -115,8 +129,10 @@ class ReplicaManager:
     # -- metadata -------------------------------------------------------------------------
     async def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
-        self._checkpointed = {d.path: read_high_watermarks(d.path)
-                              for d in self.log_dirs if d.online}
+        for log_dir in self.log_dirs:
+            if log_dir.online:
+                for file in self._values:
+                    file.read(log_dir.path)
         recover_moves(self.log_dirs)
         self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
@@ -124,6 +140,7 @@ class ReplicaManager:
                 self._sync_partition(topic.name, index, new=False)
         await self.settled()
         self._delete_stray_logs()
+        await self._upgrade_checkpoints()
 
     async def settled(self, within: float | None = None) -> bool:
         """Wait until every log assigned or removed so far is open or deleted; False if
@@ -283,7 +300,9 @@ class ReplicaManager:
         self.placement[tp] = log_dir  # reserved now, so a batch spreads over the dirs
         lead = registration.leader_epoch if registration.leader == self.node_id else None
         topic_id = self.image.topics[tp.topic].topic_id
-        return _Opening(tp, topic_id, self.log_config(tp.topic), lead, log_dir)
+        return _Opening(tp, topic_id, self.log_config(tp.topic), lead, log_dir,
+                        self.recovery_points.lookup(tp, log_dir.path),
+                        self.log_starts.lookup(tp, log_dir.path))
 
     def _choose_dir(self, tp: TopicPartition, new: bool) -> LogDir | None:
         """The dir holding the partition's log, or the online dir with the fewest partitions
@@ -324,8 +343,9 @@ class ReplicaManager:
         OSError (the dir failing) is returned for the loop to take the dir offline."""
         try:
             plog = PartitionLog.open(opening.log_dir.path / str(opening.tp), opening.config,
-                                     self.clock)
-            plog.on_failure = self._log_failed
+                                     self.clock, recovery_point=opening.recovery_point,
+                                     log_start_offset=opening.log_start_offset)
+            self.watch(plog)
             if opening.lead_epoch is not None:  # as become_leader would, on the loop
                 plog.assign_epoch(opening.lead_epoch, plog.log_end_offset)
         except OSError as exc:
@@ -356,7 +376,7 @@ class ReplicaManager:
         if config != opening.config:  # a config record came meanwhile
             plog.update_config(config)
         partition = Partition(tp, opening.topic_id, plog, self.node_id,
-                              self._checkpointed_high_watermark(tp, opening.log_dir))
+                              self.high_watermarks.lookup(tp, opening.log_dir.path) or 0)
         self.partitions[tp] = partition
         self._take_role(partition, registration)
 
@@ -396,6 +416,11 @@ class ReplicaManager:
             partition.log.fail(error)
 
     # -- log dirs failing while the broker runs (KIP-112) -------------------------------------
+    def watch(self, plog: PartitionLog) -> None:
+        """Hear of the log's I/O errors and truncations (any thread)."""
+        plog.on_failure = self._log_failed
+        plog.on_truncated = self._log_truncated
+
     def _log_failed(self, plog: PartitionLog, error: OSError) -> None:
         """A log met an I/O error (on the loop or a disk thread): its dir goes offline."""
         if self._loop is not None:
@@ -482,6 +507,8 @@ class ReplicaManager:
             del self.moves[tp]
             if move.completed:
                 self.placement[tp] = move.destination
+                self.watch(move.partition.log)
+                self._checkpoint_logs_soon()
 
     def _stop_fetching(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
@@ -611,43 +638,80 @@ class ReplicaManager:
                 partition.pending_isr = None
                 partition.maybe_increment_high_watermark()
 
-    # -- high-watermark checkpoint -----------------------------------------------------------
-    def checkpoint_high_watermarks(self) -> None:
-        """Each online dir's `replication-offset-checkpoint`, listing only that dir's
-        partitions, rewritten when one of them changed. A dir whose write fails goes
-        offline; the others are written all the same."""
-        online = [d for d in self.log_dirs if d.online]
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d.path: {} for d in online}
-        for tp, partition in self.partitions.items():
-            by_dir[self.placement[tp].path][tp] = partition.high_watermark
-        for log_dir in online:
-            offsets = by_dir[log_dir.path]
-            if offsets == self._checkpointed.get(log_dir.path):
-                continue
+    # -- the log dirs' checkpoint files ------------------------------------------------------
+    async def checkpoint(self, *files: DirCheckpoint) -> None:
+        """Rewrite each online dir's files (all three if none is named) that changed, on the
+        disk threads, each listing that dir's partitions only. A dir whose write fails goes
+        offline; the others are written all the same. A write under way when the caller is
+        cancelled (a stop) still finishes before the next one starts: two threads must
+        never write one file."""
+        async with self._checkpointing:
+            online = [d for d in self.log_dirs if d.online]
+            writes: list[tuple[DirCheckpoint, LogDir, dict[TopicPartition, int]]] = []
+            for file in files or self._values:
+                by_dir: dict[Path, dict[TopicPartition, int]] = {d.path: {} for d in online}
+                for tp, partition in self.partitions.items():
+                    offsets = by_dir.get(self.placement[tp].path)
+                    if offsets is not None:
+                        offsets[tp] = self._values[file](partition)
+                writes += [(file, d, by_dir[d.path]) for d in online
+                           if file.stale(d.path, by_dir[d.path])]
+            loop = asyncio.get_running_loop()
+            writing = asyncio.gather(
+                *(loop.run_in_executor(self._disk, file.write, d.path, offsets)
+                  for file, d, offsets in writes), return_exceptions=True)
             try:
-                write_high_watermarks(log_dir.path, offsets)
-            except OSError as exc:
-                self._fail_dir(log_dir, str(exc))
-                continue
-            self._checkpointed[log_dir.path] = offsets
+                results = await asyncio.shield(writing)
+            except asyncio.CancelledError:
+                await writing
+                raise
+            for (file, log_dir, offsets), result in zip(writes, results, strict=True):
+                if isinstance(result, OSError):
+                    self._fail_dir(log_dir, str(result))
+                elif isinstance(result, BaseException):
+                    log.error("node %d: cannot write %s in %s: %r", self.node_id, file.name,
+                              log_dir.path, result)
+                else:
+                    file.written[log_dir.path] = offsets
 
-    def _checkpointed_high_watermark(self, tp: TopicPartition, log_dir: LogDir) -> int:
-        """The partition's checkpointed high watermark: its dir's, else another dir's (the
-        one file of earlier versions, in the first dir, listed every dir's partitions; a
-        move's entries may also still be in the dir it left), else 0."""
-        own = self._checkpointed.get(log_dir.path, {})
-        if tp in own:
-            return own[tp]
-        return next((offsets[tp] for offsets in self._checkpointed.values() if tp in offsets), 0)
+    async def _upgrade_checkpoints(self) -> None:
+        """At startup, once the dirs' checkpoints list every log: the recovery points and
+        log starts that earlier versions kept in each partition's directory go."""
+        await self.checkpoint(self.recovery_points, self.log_starts)
+        old = [p.log for tp, p in self.partitions.items()
+               if p.log.legacy_checkpoints and tp in self.log_starts.written.get(
+                   self.placement[tp].path, {})]
+        if old:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(self._disk, plog.drop_legacy_checkpoints)
+                                   for plog in old), return_exceptions=True)
+
+    def _log_truncated(self, plog: PartitionLog) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._checkpoint_logs_soon)
+
+    def _checkpoint_logs_soon(self) -> None:
+        """Kafka writes a dir's recovery points and log starts right after a truncation (or
+        a move between dirs); truncations close together share one write."""
+        self._logs_changed = True
+        if self._checkpoint_soon is None or self._checkpoint_soon.done():
+            self._checkpoint_soon = asyncio.create_task(self._checkpoint_logs(),
+                                                        name=f"checkpoint-logs-{self.node_id}")
+
+    async def _checkpoint_logs(self) -> None:
+        while self._logs_changed:  # one that came during a write is written after it
+            self._logs_changed = False
+            await self.checkpoint(self.recovery_points, self.log_starts)
 
     # -- background log work --------------------------------------------------------------
     def start(self) -> None:
         lag_s = self.config.get_int("replica.lag.time.max.ms") / 1000
         self._tasks.append(asyncio.create_task(self._every(lag_s / 2, self._shrink_isrs)))
-        checkpoint_s = self.config.get_int("replica.high.watermark.checkpoint.interval.ms") / 1000
-        self._tasks.append(
-            asyncio.create_task(self._every(checkpoint_s, self.checkpoint_high_watermarks))
-        )
+        for key, file in (("replica.high.watermark.checkpoint.interval.ms", self.high_watermarks),
+                          ("log.flush.offset.checkpoint.interval.ms", self.recovery_points),
+                          ("log.flush.start.offset.checkpoint.interval.ms", self.log_starts)):
+            self._tasks.append(asyncio.create_task(self._every(
+                self.config.get_int(key) / 1000, functools.partial(self.checkpoint, file))))
         retention_s = self.config.get_int("log.retention.check.interval.ms") / 1000
         self._tasks.append(asyncio.create_task(self._every(retention_s, self._retention)))
         if self.config.get_bool("log.cleaner.enable"):
@@ -655,12 +719,13 @@ class ReplicaManager:
             self._tasks.append(asyncio.create_task(self._every(backoff_s, self._clean)))
         self._tasks.append(asyncio.create_task(self._every(1.0, self._flush_due)))
 
-    async def _every(self, seconds: float, work: object) -> None:
-        assert callable(work)
+    async def _every(self, seconds: float, work: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(seconds)
             try:
-                work()
+                done = work()
+                if inspect.isawaitable(done):
+                    await done
             except Exception:
                 log.exception("background log work %s failed", getattr(work, "__name__", work))
 
@@ -693,16 +758,19 @@ class ReplicaManager:
         # closed cleanly, so the next start recovers them, as after a crash.
         # Closing a log writes an epoch checkpoint still pending.
         tasks = [*self._tasks, *self._isr_changes,
-                 *(t for t in (self._opener, self._epoch_writer) if t is not None)]
+                 *(t for t in (self._opener, self._epoch_writer, self._checkpoint_soon)
+                   if t is not None)]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self.checkpoint_high_watermarks()
         # Nothing else uses the logs by now: close them (each a few fsyncs) off the loop,
         # which still serves the metadata quorum. One failing does not keep the others open.
+        # Then, as Kafka's LogManager, each dir's checkpoints: the recovery points are the
+        # log ends the closes flushed.
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._disk, p.log.close)
                                for p in self.partitions.values()), return_exceptions=True)
+        await self.checkpoint()
         self._disk.shutdown(wait=False)

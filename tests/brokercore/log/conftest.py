@@ -25,7 +25,10 @@ def log_dir(tmp_path: Path) -> Path:
 def open_log(log_dir: Path, clock: FakeClock) -> Iterator[OpenLog]:
     """Open (or reopen) the partition log; ``crash()`` a log by simply dropping it."""
 
-    def _open(**config: object) -> PartitionLog:
-        return PartitionLog.open(log_dir, LogConfig(**config), clock)  # type: ignore[arg-type]
+    def _open(recovery_point: int | None = None, log_start_offset: int | None = None,
+              **config: object) -> PartitionLog:
+        return PartitionLog.open(log_dir, LogConfig(**config), clock,  # type: ignore[arg-type]
+                                 recovery_point=recovery_point,
+                                 log_start_offset=log_start_offset)
 
     yield _open

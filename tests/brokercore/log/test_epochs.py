@@ -48,7 +48,25 @@ def test_moving_the_log_start_clamps_the_first_epoch(tmp_path) -> None:  # type:
     cache.assign(4, 20)
     cache.truncate_from_start(15)
     assert cache.entries == [(2, 15), (4, 20)]
+    assert cache.dirty  # written with the next flush, not on the caller's path
+    assert LeaderEpochCache(tmp_path).entries == [(1, 0), (2, 10), (4, 20)]
+    cache.persist()
     assert LeaderEpochCache(tmp_path).entries == [(2, 15), (4, 20)]
+
+
+def test_a_crash_before_a_clamped_epoch_is_written_loses_nothing(
+        open_log: OpenLog) -> None:
+    log = open_log(segment_bytes=200)
+    for epoch in range(4):
+        log.append_as_leader(make_batch([b"x" * 60] * 2), leader_epoch=epoch)
+    log.flush()
+    log.delete_records_before(5)
+    assert log.epochs.dirty
+    del log  # a crash; the log dir's checkpoint had the new log start
+
+    log = open_log(segment_bytes=200, log_start_offset=5)
+
+    assert log.epochs.entries == [(2, 5), (3, 6)]
 
 
 def test_a_deferred_epoch_is_relearned_from_its_batches_after_a_crash(

@@ -137,12 +137,11 @@ def test_it_recovers_every_acknowledged_record_after_a_kill(
 
 
 def test_it_fsyncs_after_flush_messages_and_moves_the_recovery_point(
-    open_log: OpenLog, log_dir: Path, clock: FakeClock
+    open_log: OpenLog, clock: FakeClock
 ) -> None:
     log = open_log(flush_messages=2)
     fill(log, clock, 3)
-    checkpoint = (log_dir / "recovery-point-offset-checkpoint").read_text().split()
-    assert checkpoint == ["0", "1", "2"]
+    assert log.recovery_point == 2
     assert log.active_segment.dirty  # the third message waits for the next flush
 
 
@@ -167,3 +166,46 @@ def test_the_periodic_flusher_fsyncs_only_once_flush_ms_has_passed(
     assert log.flush_if_due()
     assert not log.active_segment.dirty
     assert not log.flush_if_due()  # nothing pending
+
+
+def test_after_a_crash_only_segments_past_the_checkpointed_recovery_point_are_rescanned(
+    open_log: OpenLog, log_dir: Path, clock: FakeClock
+) -> None:
+    log = open_log(segment_bytes=500)
+    fill(log, clock, 10)
+    log.flush()
+    assert log.recovery_point == 10 and len(log.segments) > 2
+    first = log_dir / segment_files(log_dir)[0]
+    del log  # a kill -9: no clean-shutdown marker
+    with first.open("r+b") as file:  # a flipped bit in the last record of the first segment
+        file.seek(os.path.getsize(first) - 1)
+        file.write(b"\x00" if file.read(1) != b"\x00" else b"\x01")
+
+    trusting = open_log(segment_bytes=500, recovery_point=10)
+    assert trusting.log_end_offset == 10  # fsynced below 10: not read again
+    del trusting
+    # The log dir's checkpoint is missing or unreadable: recover from the start, as Kafka.
+    rescanned = open_log(segment_bytes=500)
+    assert rescanned.log_end_offset < 10
+    assert len(rescanned.segments) == 1
+    assert rescanned.recovery_point == rescanned.log_end_offset
+
+
+def test_a_log_of_an_earlier_version_reads_its_own_checkpoint_files_until_told_to_drop_them(
+    open_log: OpenLog, log_dir: Path, clock: FakeClock
+) -> None:
+    log = open_log(segment_bytes=500)
+    fill(log, clock, 10)
+    del log
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\n3\n")
+    (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\n")  # torn: 0
+
+    log = open_log(segment_bytes=500)
+    assert (log.log_start_offset, log.legacy_checkpoints) == (3, True)
+    log.drop_legacy_checkpoints()
+    assert not (log_dir / "log-start-offset-checkpoint").exists()
+    assert not (log_dir / "recovery-point-offset-checkpoint").exists()
+    log.close()
+    # The log dir's entries win over any left.
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\n3\n")
+    assert open_log(segment_bytes=500, log_start_offset=4).log_start_offset == 4

@@ -16,15 +16,20 @@ import pytest
 
 from brokercore.controller.image import Record
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.checkpoint import FILE, read_high_watermarks, write_high_watermarks
+from brokercore.replication.checkpoint import read_offsets, write_offsets
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.topic_partition import TopicPartition
 from tests.brokercore.wire import record_batch
 
-from .harness import Client, Cluster
+from .harness import Client, Cluster, eventually
 
 TOPIC = "hw"
 PARTITIONS = 4
+FILE = "replication-offset-checkpoint"
+
+
+def read_high_watermarks(log_dir: Path) -> dict[TopicPartition, int]:
+    return read_offsets(log_dir / FILE)
 
 
 @pytest.fixture
@@ -85,7 +90,7 @@ async def test_each_dir_checkpoints_its_own_partitions_and_a_restart_reads_them(
         cluster: Cluster) -> None:
     await cluster.create_topic(TOPIC, [1], PARTITIONS)
     assert set((await produce(cluster, 1)).values()) == {ErrorCode.NONE}
-    manager(cluster).checkpoint_high_watermarks()
+    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
 
     dirs = dirs_of(cluster)
     assert {d.path for d in manager(cluster).placement.values()} == set(dirs)
@@ -108,12 +113,12 @@ async def test_the_single_file_of_earlier_versions_is_read_once_then_split_per_d
     for log_dir in dirs:
         (log_dir / FILE).unlink()
     everything = {TopicPartition(TOPIC, p): 2 * (p + 1) for p in range(PARTITIONS)}
-    write_high_watermarks(dirs[0], everything)  # as earlier versions did, in the first dir
+    write_offsets(dirs[0] / FILE, everything)  # as earlier versions did, in the first dir
 
     await cluster.restart_node(1)
 
     assert high_watermarks(cluster) == {p: 2 * (p + 1) for p in range(PARTITIONS)}
-    manager(cluster).checkpoint_high_watermarks()
+    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
     for log_dir in dirs:
         assert read_high_watermarks(log_dir) == expected(cluster, log_dir, 2)
 
@@ -122,14 +127,14 @@ async def test_a_dir_whose_checkpoint_fails_goes_offline_and_the_other_is_writte
         cluster: Cluster) -> None:
     await cluster.create_topic(TOPIC, [1], PARTITIONS)
     await produce(cluster, 1)
-    manager(cluster).checkpoint_high_watermarks()
+    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
     good, bad = dirs_of(cluster)
     on_bad = set(expected(cluster, bad, 2))
     bad.rename(bad.with_name("disk1.failed"))
     bad.write_text("a file where the log dir was")
 
     await produce(cluster, 1)  # the open segments still take writes
-    manager(cluster).checkpoint_high_watermarks()
+    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
 
     assert read_high_watermarks(good) == expected(cluster, good, 4)
     [failed] = [d for d in manager(cluster).log_dirs if not d.online]
@@ -161,3 +166,127 @@ async def test_after_a_restart_with_the_dir_still_failed_its_replicas_stay_offli
     await cluster.create_topic("fresh", [1], 2)
     assert {d.path for tp, d in manager(cluster).placement.items() if tp.topic == "fresh"} \
         == {good}
+
+
+RECOVERY_POINTS = "recovery-point-offset-checkpoint"
+LOG_STARTS = "log-start-offset-checkpoint"
+
+
+async def delete_records(cluster: Cluster, before: dict[int, int]) -> None:
+    client = await Client.to(cluster.nodes[1])
+    try:
+        for p, offset in before.items():
+            assert (await client.delete_records(TOPIC, offset, index=p)).error_code == 0
+    finally:
+        client.close()
+
+
+def log_starts(cluster: Cluster) -> dict[int, int]:
+    return {tp.partition: p.log.log_start_offset
+            for tp, p in manager(cluster).partitions.items()}
+
+
+def partition_dirs(log_dir: Path) -> list[Path]:
+    return [p for p in log_dir.iterdir() if p.name.startswith(f"{TOPIC}-")]
+
+
+async def stop_after_deleting_records(cluster: Cluster) -> None:
+    """Partition p of TOPIC with 2(p + 1) records and its log start at p + 1, then node 1
+    stopped cleanly, which flushes every log and writes both files."""
+    await cluster.create_topic(TOPIC, [1], PARTITIONS)
+    await produce(cluster, 1)
+    await delete_records(cluster, {p: p + 1 for p in range(PARTITIONS)})
+    follow_an_absent_leader(cluster)
+    await cluster.stop_node(1)
+
+
+async def test_each_dir_keeps_the_recovery_points_and_log_starts_of_its_partitions(
+        cluster: Cluster) -> None:
+    await stop_after_deleting_records(cluster)
+
+    for log_dir in dirs_of(cluster):
+        held = {TopicPartition(TOPIC, int(p.name.rsplit("-", 1)[1]))
+                for p in partition_dirs(log_dir)}
+        assert held
+        assert read_offsets(log_dir / RECOVERY_POINTS) == {
+            tp: 2 * (tp.partition + 1) for tp in held}
+        assert read_offsets(log_dir / LOG_STARTS) == {tp: tp.partition + 1 for tp in held}
+        for partition_dir in partition_dirs(log_dir):
+            assert not (partition_dir / RECOVERY_POINTS).exists()
+            assert not (partition_dir / LOG_STARTS).exists()
+
+    await cluster.restart_node(1)
+    assert log_starts(cluster) == {p: p + 1 for p in range(PARTITIONS)}
+
+
+async def test_the_files_each_partition_kept_in_earlier_versions_are_read_once_then_dropped(
+        cluster: Cluster) -> None:
+    await stop_after_deleting_records(cluster)
+    for log_dir in dirs_of(cluster):  # as earlier versions left them
+        (log_dir / RECOVERY_POINTS).unlink()
+        (log_dir / LOG_STARTS).unlink()
+        for partition_dir in partition_dirs(log_dir):
+            p = int(partition_dir.name.rsplit("-", 1)[1])
+            (partition_dir / LOG_STARTS).write_text(f"0\n1\n{p + 1}\n")
+            (partition_dir / RECOVERY_POINTS).write_text(f"0\n1\n{2 * (p + 1)}\n")
+
+    await cluster.restart_node(1)
+
+    assert log_starts(cluster) == {p: p + 1 for p in range(PARTITIONS)}
+    for log_dir in dirs_of(cluster):
+        assert read_offsets(log_dir / LOG_STARTS) == {
+            tp: tp.partition + 1 for tp in expected(cluster, log_dir, 2)}
+        for partition_dir in partition_dirs(log_dir):
+            assert not (partition_dir / RECOVERY_POINTS).exists()
+            assert not (partition_dir / LOG_STARTS).exists()
+
+
+async def test_damaged_checkpoints_after_a_crash_count_as_missing_and_the_logs_recover(
+        cluster: Cluster) -> None:
+    """Kafka's rule for an unreadable recovery-point or log-start checkpoint: recover every
+    log of the dir from its first segment, and start it at its first segment's base."""
+    await cluster.create_topic(TOPIC, [1], PARTITIONS, {"segment.bytes": "300"})
+    await produce(cluster, 1)  # partition 3: 4 batches, 8 records, 2 segments
+    await delete_records(cluster, {3: 1})
+    follow_an_absent_leader(cluster)
+    await cluster.stop_node(1)
+    [p3] = [d / f"{TOPIC}-3" for d in dirs_of(cluster) if (d / f"{TOPIC}-3").exists()]
+    for partition_dir in (p for d in dirs_of(cluster) for p in partition_dirs(d)):
+        (partition_dir / ".kafka_cleanshutdown").unlink()  # as a kill -9 leaves them
+    first, *later = sorted(p3.glob("*.log"))
+    assert later
+    with first.open("r+b") as file:  # damage in a segment the checkpoint calls fsynced
+        file.seek(first.stat().st_size - 1)
+        file.write(b"\x00" if file.read(1) != b"\x00" else b"\x01")
+    for name in (RECOVERY_POINTS, LOG_STARTS):
+        path = p3.parent / name
+        path.write_bytes(path.read_bytes()[:9])  # torn
+
+    await cluster.restart_node(1)
+
+    log3 = manager(cluster).partitions[TopicPartition(TOPIC, 3)].log
+    assert log3.log_start_offset == 0  # its first segment's base: the deletion is lost
+    assert log3.log_end_offset < 8  # rescanned from the start and cut at the damage
+    assert len(log3.segments) == 1
+    assert {p: plog.log.log_end_offset for p, plog in (
+        (tp.partition, part) for tp, part in manager(cluster).partitions.items())
+        if p != 3} == {p: 2 * (p + 1) for p in range(3)}
+
+
+async def test_a_truncation_rewrites_the_recovery_points_without_waiting_for_the_interval(
+        cluster: Cluster) -> None:
+    """A recovery point left above a truncated log's end would, after a power loss, let
+    records written there later pass for fsynced ones: Kafka writes the file at once."""
+    await cluster.create_topic(TOPIC, [1], PARTITIONS)
+    await produce(cluster, 1)
+    partition = cluster.nodes[1].partition(TOPIC, 3)
+    partition.log.flush()
+    await manager(cluster).checkpoint()
+    [log_dir] = [d for d in dirs_of(cluster) if (d / f"{TOPIC}-3").exists()]
+    tp = TopicPartition(TOPIC, 3)
+    assert read_offsets(log_dir / RECOVERY_POINTS)[tp] == 8
+
+    partition.truncate_to(2)  # as a follower's fetcher does (the interval is 60 s)
+
+    await eventually(lambda: read_offsets(log_dir / RECOVERY_POINTS).get(tp) == 2,
+                     "the dir's recovery points are rewritten", limit=5)

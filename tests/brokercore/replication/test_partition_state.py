@@ -10,7 +10,7 @@ import pytest
 from brokercore.clock import FakeClock
 from brokercore.log import LogConfig, PartitionLog
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.checkpoint import read_high_watermarks, write_high_watermarks
+from brokercore.replication.checkpoint import read_offsets, write_offsets
 from brokercore.replication.partition import Partition, PartitionError
 from brokercore.topic_partition import TopicPartition
 from tests.brokercore.wire import record_batch
@@ -176,14 +176,16 @@ def test_becoming_leader_records_the_epoch_for_followers_to_ask_about(
     assert partition.log.latest_epoch() == 5
 
 
-def test_high_watermark_checkpoint_round_trips_in_kafkas_format(tmp_path: Path) -> None:
+def test_a_log_dir_checkpoint_round_trips_in_kafkas_format(tmp_path: Path) -> None:
     offsets = {TopicPartition("b-topic", 1): 7, TopicPartition("a.topic", 0): 0}
-    write_high_watermarks(tmp_path, offsets)
-    text = (tmp_path / "replication-offset-checkpoint").read_text()
-    assert text == "0\n2\na.topic 0 0\nb-topic 1 7\n"
-    assert read_high_watermarks(tmp_path) == offsets
-    (tmp_path / "replication-offset-checkpoint").write_text("0\n5\nbroken\n")
-    assert read_high_watermarks(tmp_path) == {}
+    path = tmp_path / "replication-offset-checkpoint"
+    write_offsets(path, offsets)
+    assert path.read_text() == "0\n2\na.topic 0 0\nb-topic 1 7\n"
+    assert read_offsets(path) == offsets
+    path.write_text("0\n5\nbroken\n")
+    assert read_offsets(path) == {}
+    path.write_text("0\n2\na.topic 0 0\nb-to")  # torn
+    assert read_offsets(path) == {}
 
 
 async def test_followers_found_out_of_sync_count_against_min_insync_before_the_isr_shrinks(
