@@ -68,8 +68,11 @@ class ClusterView:
     """Metadata as clients see it, from whichever broker answers."""
 
     def __init__(self, bootstrap: str) -> None:
+        # A paused broker keeps its connections open: librdkafka's default 60 s socket
+        # timeout held this view's Metadata requests on it for a minute in pause rounds.
         self.admin = AdminClient({"bootstrap.servers": bootstrap,
-                                  "topic.metadata.refresh.interval.ms": 500})
+                                  "topic.metadata.refresh.interval.ms": 500,
+                                  "socket.timeout.ms": 10_000})
 
     def partitions(self, topic: str) -> dict[int, PartitionView]:
         meta = self.admin.list_topics(topic, timeout=5)

@@ -16,7 +16,7 @@ import kafka
 import pytest
 
 from tests.brokerproc import ClusterProcess
-from tests.cluster.checker import History, check
+from tests.cluster.checker import check
 from tests.cluster.faults import FAST_FAILOVER, TOPIC_CONFIGS, ClusterView, wait_until
 from tests.cluster.workload import Workload, create_topic
 from tests.compat.clients import new_topic
@@ -37,7 +37,10 @@ def replicated_topic(cluster: ClusterProcess, partitions: int = PARTITIONS) -> s
     return topic
 
 
-def assert_clean(history: History) -> None:
+def finish_clean(workload: Workload) -> None:
+    """Finish the workload: no client crashed or hung, and the checker finds nothing."""
+    history = workload.finish()
+    assert not workload.errors, workload.errors
     report = check(history)
     assert report.valid, f"{history.summary()}\n{report}"
 
@@ -56,8 +59,7 @@ def test_a_healthy_cluster_leaves_a_clean_history(cluster: ClusterProcess) -> No
     topic = replicated_topic(cluster)
     workload = Workload(cluster.bootstrap, topic, PARTITIONS).start()
     workload.wait_for_acks(300)
-    assert_clean(workload.finish())
-    assert not workload.errors, workload.errors
+    finish_clean(workload)
 
 
 @pytest.mark.slow
@@ -86,8 +88,7 @@ def test_killing_a_leader_loses_nothing_and_the_restarted_broker_takes_it_back(
     view.fully_replicated(topic)  # it truncated if it had to, caught up and rejoined
     view.preferred_leaders(topic)  # and leadership came back
     workload.wait_for_acks(200)
-    assert_clean(workload.finish())
-    assert not workload.errors, workload.errors
+    finish_clean(workload)
 
 
 @pytest.mark.slow
@@ -117,8 +118,7 @@ def test_a_paused_broker_is_fenced_rejoins_and_losing_the_controller_is_survived
     workload.wait_for_acks(200)
     cluster.start(controller)
     view.fully_replicated(topic)
-    assert_clean(workload.finish())
-    assert not workload.errors, workload.errors
+    finish_clean(workload)
 
 
 @pytest.mark.slow
@@ -183,7 +183,7 @@ def test_with_two_of_three_down_acks_all_writes_are_refused_not_lost(
     history.ok(value, meta.partition, meta.offset)
     probe.close(5)
     cluster.start(followers[1])
-    assert_clean(workload.finish())
+    finish_clean(workload)
 
 
 @pytest.mark.slow
@@ -219,4 +219,4 @@ def test_a_group_keeps_its_committed_offsets_when_its_coordinator_dies(
     workload.wait_for_acks(300)  # the workload's group carries on under a new coordinator
     cluster.start(coordinator)
     # The drained group read every acked write: it carried on under its new coordinator.
-    assert_clean(workload.finish())
+    finish_clean(workload)

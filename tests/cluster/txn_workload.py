@@ -14,11 +14,23 @@ Each transaction completes its values together: `ok` (committed), `fail` (aborte
 `info` (the outcome was not learnt: the commit failed fatally or timed out). A producer
 that meets a fatal error (fenced, or a coordinator that lost its state) is replaced by a
 new one with the same transactional id, whose InitProducerId settles the open transaction.
-At the end, the topic is read in full with read_committed and the group's offsets are read.
+At the end, the topic is read in full with read_committed and the group's offsets are read;
+a thread that has not finished by then is an error (a client that hangs fails the test).
+
+The producers close connections idle for `IDLE_MS`. librdkafka (2.16, issues #5456 and
+#5511) can otherwise leave `send_offsets_to_transaction` waiting for good, past its timeout:
+when the cached group coordinator leaves the Metadata broker list (fenced, as Kafka drops
+it), the client ends that broker's thread, and a TxnOffsetCommit waiting for it is looked at
+again only on some broker's state change, at most once a second. A FindCoordinator that
+still named the broker less than a second before its thread ended leaves nothing to change
+state; the transaction coordinator then aborts the open transaction on timeout, and the
+client never calls again. An idle connection closing is such a state change, and by then
+FindCoordinator names the new coordinator.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -30,9 +42,15 @@ import confluent_kafka
 from confluent_kafka import KafkaException, TopicPartition
 
 from tests.cluster.checker import History
+from tests.cluster.workload import join_or_report
 
 TIMEOUT = 60.0  # seconds for each transactional call: several failovers long
 COMMIT_RETRIES = 5
+IDLE_MS = 5000  # connections.max.idle.ms: see the module's docstring
+# `FAULTS_CLIENT_DEBUG=eos,broker,protocol` turns on librdkafka's debug contexts for the
+# transactional producers; librdkafka writes them to stderr itself, from its own threads,
+# so a client stuck inside a blocking call still logs (a Python `logger` would not).
+CLIENT_DEBUG = os.environ.get("FAULTS_CLIENT_DEBUG", "")
 
 
 class TxnWorkload:
@@ -83,8 +101,8 @@ class TxnWorkload:
 
     def finish(self) -> History:
         self._stop.set()
-        for thread in self._threads:
-            thread.join(TIMEOUT * (COMMIT_RETRIES + 2))
+        # Each thread's longest transaction.
+        join_or_report(self._threads, TIMEOUT * (COMMIT_RETRIES + 2), self.errors)
         self.history.committed_offsets = committed_offsets(
             self.bootstrap, self.topic, self.partitions, self.group)
         self.history.final_read(read_committed(self.bootstrap, self.topic, self.partitions))
@@ -93,12 +111,8 @@ class TxnWorkload:
     def producer(self, name: str) -> confluent_kafka.Producer:
         """A transactional producer, initialised (retried while the cluster fails over)."""
         for attempt in range(3):
-            producer = confluent_kafka.Producer({
-                "bootstrap.servers": self.bootstrap, "transactional.id": self._ids[name],
-                "transaction.timeout.ms": int(TIMEOUT * 1000), "linger.ms": 5,
-                "message.timeout.ms": int(TIMEOUT * 1000),
-                "topic.metadata.refresh.interval.ms": 1000,
-            })
+            producer = confluent_kafka.Producer(
+                producer_config(self.bootstrap, self._ids[name], name))
             try:
                 producer.init_transactions(TIMEOUT)
                 return producer
@@ -150,6 +164,17 @@ class TxnWorkload:
                 self.history.fail(value, error or "aborted")
             else:
                 self.history.info(value, error or "outcome unknown")
+
+
+def producer_config(bootstrap: str, transactional_id: str, client_id: str) -> dict[str, Any]:
+    """The transactional producers' settings."""
+    return {
+        "bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+        "client.id": client_id, "transaction.timeout.ms": int(TIMEOUT * 1000),
+        "linger.ms": 5, "message.timeout.ms": int(TIMEOUT * 1000),
+        "topic.metadata.refresh.interval.ms": 1000, "connections.max.idle.ms": IDLE_MS,
+        **({"debug": CLIENT_DEBUG} if CLIENT_DEBUG else {}),
+    }
 
 
 class _Replace(Exception):

@@ -6,7 +6,8 @@ producer writes an ordered stream into every partition. Producers use acks=all a
 idempotence, and retry long enough to ride through a failover. A write the client refuses
 before sending is `fail`; any later error is `info` (it may have been written). The group
 reads, records every record it sees, and commits synchronously after each poll. At the end,
-`finish()` stops the producers, lets the group drain, and reads every partition in full.
+`finish()` stops the producers, lets the group drain, and reads every partition in full; a
+thread that does not stop in time is an error.
 """
 
 from __future__ import annotations
@@ -88,8 +89,7 @@ class Workload:
 
     def finish(self, drain_timeout: float = 60.0) -> History:
         self._stop_producing.set()
-        for thread in self._producer_threads:
-            thread.join(DELIVERY_TIMEOUT_MS / 1000 + 30)
+        self._join(self._producer_threads, DELIVERY_TIMEOUT_MS / 1000 + 30)
         acked = {w.value for w in self.history.acked()}
         deadline = time.monotonic() + drain_timeout
         while self._consumer_threads and time.monotonic() < deadline:
@@ -97,11 +97,13 @@ class Workload:
                 break
             time.sleep(0.1)
         self._stop_consuming.set()
-        for thread in self._consumer_threads:
-            thread.join(30)
+        self._join(self._consumer_threads, 30)
         self.history.consumers_drained = bool(self._consumer_threads)
         self.history.final_read(final_read(self.bootstrap, self.topic, self.partitions))
         return self.history
+
+    def _join(self, threads: list[threading.Thread], timeout: float) -> None:
+        join_or_report(threads, timeout, self.errors)
 
     def attempts(self, name: str) -> Iterator[tuple[str, int]]:
         """While producing: each next unique value of `name` and its partition, recorded
@@ -324,3 +326,11 @@ def _high_watermark(consumer: confluent_kafka.Consumer, topic: str, partition: i
             if exc.args[0].code() not in _MOVING or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def join_or_report(threads: list[threading.Thread], timeout: float, errors: list[str]) -> None:
+    """Wait for each thread; one still running is an error (a client that hangs)."""
+    for thread in threads:
+        thread.join(timeout)
+        if thread.is_alive():
+            errors.append(f"{thread.name}: still in a client call {timeout:g} s after the stop")
