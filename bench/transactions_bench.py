@@ -10,12 +10,18 @@ Rounds are interleaved; it prints the median records/s of each and the ratios. T
 is noisy: compare the ratios from one run, not absolute numbers across runs.
 
     .venv/bin/python bench/transactions_bench.py [--records 20000] [--rounds 3]
+
+With `--before DIR` (an older source tree, e.g. `git archive 1829935 | tar -x -C DIR`) it
+runs a broker from each tree and measures them in alternating rounds (`trees.py`), then
+prints each case's after/before ratio as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +33,8 @@ import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.brokerproc import BrokerProcess
+from bench import trees
+from brokercluster.ports import free_port
 
 VALUE = b"x" * 1024
 
@@ -98,37 +105,76 @@ def consume(bootstrap: str, topic: str, isolation: str, expected: int) -> float:
     return got / elapsed
 
 
+def start_broker(tree: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A lone broker from `tree`, configured as tests/brokerproc.py configures one."""
+    port = free_port()
+    data.mkdir(parents=True)
+    overrides = {"node.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                 "log.dirs": str(data / "logs"), "group.initial.rebalance.delay.ms": "0",
+                 "offsets.topic.num.partitions": "4",
+                 "transaction.state.log.num.partitions": "4"}
+    args = ["-m", "brokercore"]
+    for key, value in overrides.items():
+        args += ["--override", f"{key}={value}"]
+    return trees.start(tree, args, data / "broker.out", b"ready on", 60), f"127.0.0.1:{port}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--before", type=Path, help="a source tree of the code to compare to")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp) / "broker").start()
+        started = {name: start_broker(tree, Path(tmp) / name)
+                   for name, tree in trees.trees(args.before).items()}
         try:
-            run(broker.bootstrap, args.records, args.rounds)
+            medians = run({name: bootstrap for name, (_, bootstrap) in started.items()},
+                          args.records, args.rounds)
         finally:
-            broker.stop()
+            for proc, _ in started.values():
+                trees.stop(proc)
+    if "before" in medians:
+        print("after / before")
+        for case, rate in medians["after"].items():
+            print(f"  {case:28} {rate / medians['before'][case]:10.2f}")
 
 
-def run(bootstrap: str, records: int, rounds: int) -> None:
-    rates: dict[str, list[float]] = {}
-    read_topic = new_topic(bootstrap)
-    transactional(bootstrap, records, 100, abort_every=10, topic=read_topic)
+def run(bootstraps: dict[str, str], records: int, rounds: int) -> dict[str, dict[str, float]]:
+    """Every case against each broker in turn, round after round; the medians by broker."""
     expected = {"read_uncommitted": records, "read_committed": records - records // 10}
+    read_topics = {}
+    for name, bootstrap in bootstraps.items():
+        read_topics[name] = new_topic(bootstrap)
+        transactional(bootstrap, records, 100, abort_every=10, topic=read_topics[name])
+    rates: dict[str, dict[str, list[float]]] = {name: {} for name in bootstraps}
     for _ in range(rounds):
-        cases: dict[str, Callable[[], float]] = {
-            "produce idempotent": lambda: idempotent(bootstrap, records),
-            "produce txn x100": lambda: transactional(bootstrap, records, 100),
-            "produce txn x1000": lambda: transactional(bootstrap, records, 1000),
-        }
-        for name, case in cases.items():
-            rates.setdefault(name, []).append(case())
-        for isolation, count in expected.items():
-            rates.setdefault(f"consume {isolation}", []).append(
-                consume(bootstrap, read_topic, isolation, count))
-    median = {name: statistics.median(values) for name, values in rates.items()}
-    print(f"{records} records of {len(VALUE)} B, median of {rounds} rounds")
+        for name, bootstrap in bootstraps.items():
+            for case, rate in one_round(bootstrap, read_topics[name], records,
+                                        expected).items():
+                rates[name].setdefault(case, []).append(rate)
+    medians = {name: {case: statistics.median(values) for case, values in by_case.items()}
+               for name, by_case in rates.items()}
+    for name, median in medians.items():
+        print(f"{name}: {records} records of {len(VALUE)} B, median of {rounds} rounds")
+        show(median, records, expected)
+    return medians
+
+
+def one_round(bootstrap: str, read_topic: str, records: int,
+              expected: dict[str, int]) -> dict[str, float]:
+    cases: dict[str, Callable[[], float]] = {
+        "produce idempotent": lambda: idempotent(bootstrap, records),
+        "produce txn x100": lambda: transactional(bootstrap, records, 100),
+        "produce txn x1000": lambda: transactional(bootstrap, records, 1000),
+    }
+    for isolation, count in expected.items():
+        cases[f"consume {isolation}"] = functools.partial(consume, bootstrap, read_topic,
+                                                          isolation, count)
+    return {case: measure() for case, measure in cases.items()}
+
+
+def show(median: dict[str, float], records: int, expected: dict[str, int]) -> None:
     for name, rate in median.items():
         print(f"  {name:28} {rate:10,.0f} records/s")
     base = median["produce idempotent"]

@@ -22,7 +22,7 @@ from brokercore.replication.log_dirs import LogDir, open_log_dirs
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
-from brokercore.txn import broker_transaction_coordinator
+from brokercore.txn import broker_transaction_coordinator, broker_transaction_verifier
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,16 @@ class Broker:
             config, self.replica_manager, self.controller, self.clock)
         self.transaction_coordinator = broker_transaction_coordinator(
             config, self.replica_manager, self.controller, self.clock)
+        self.transaction_verifier = broker_transaction_verifier(
+            config, self.transaction_coordinator, self.controller)
         self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
         listener = self.kafka_listener = _kafka_listener(config)
         sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"), self.clock)
         self.parts = BrokerParts(self.node_id, config, self.replica_manager,
                                  self.controller, self.group_coordinator,
-                                 self.transaction_coordinator, sessions)
+                                 self.transaction_coordinator, self.transaction_verifier,
+                                 sessions)
         self.server = KafkaServer(self.parts, listener.host, listener.port)
         self.advertised: Listener = listener
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
@@ -221,6 +224,7 @@ class Broker:
             ("metrics", self.metrics.stop if self.metrics is not None else None),
             ("Kafka listener", self.server.stop),
             ("group coordinator", self.group_coordinator.stop),
+            ("transaction verifier", self.transaction_verifier.stop),
             ("transaction coordinator", self.transaction_coordinator.stop),
             ("replica manager", self.replica_manager.stop),
             ("controller", self.controller.stop),

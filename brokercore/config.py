@@ -181,6 +181,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
            "Largest transaction.timeout.ms a producer may ask for."),
         _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, "10000",
            "How often the transaction coordinator aborts transactions past their timeout."),
+        _k("transaction.partition.verification.enable", T.BOOLEAN, "true",
+           "Before a producer's first transactional write to a partition, ask the "
+           "transaction coordinator whether its transaction includes the partition "
+           "(KIP-890)."),
+        _k("request.timeout.ms", T.INT, "30000",
+           "How long a broker waits for another broker's answer to a transaction "
+           "verification.", read_only=True),
         _k("group.initial.rebalance.delay.ms", T.INT, "3000", "Wait for more first joiners."),
         _k("group.min.session.timeout.ms", T.INT, "6000", "Smallest session timeout."),
         _k("group.max.session.timeout.ms", T.INT, "1800000", "Largest session timeout."),
@@ -322,11 +329,12 @@ def parse_listeners(value: str) -> list[Listener]:
 # `BrokerConfig.dynamic` is a live view of it.
 DynamicConfigs = Mapping[str, Mapping[str, str]]
 
-# Broker keys that change without a restart: Kafka's DynamicLogConfig, the broker defaults
-# of topic configs. Every other broker config is read-only.
+# Broker keys that change without a restart: Kafka's DynamicLogConfig (the broker defaults
+# of topic configs) and, of its DynamicProducerStateManagerConfig, transaction
+# verification. Every other broker config is read-only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     synonym for key in TOPIC_CONFIGS.values() for synonym, _ in key.synonyms
-)
+) | {"transaction.partition.verification.enable"}
 
 
 class BrokerConfig:

@@ -4,9 +4,10 @@ Each connection has a reading task and a writing task. The reader parses request
 starts each one's handler as its own task; the writer awaits those tasks in request order
 and writes their responses, so responses leave in request order, as Kafka guarantees.
 Produce requests run concurrently with the produce requests before them (an acks=all wait
-must not hold up the next one: librdkafka keeps several in flight); any other request first
-waits for everything before it to finish, and holds up everything after it, so it sees the
-connection's requests one at a time as before. At most `MAX_IN_FLIGHT` requests are
+must not hold up the next one: librdkafka keeps several in flight), their appends still in
+request order (the connection's `AppendOrder`, in each request's context); any other
+request first waits for everything before it to finish, and holds up everything after it,
+so it sees the connection's requests one at a time as before. At most `MAX_IN_FLIGHT` requests are
 pending per connection; beyond that the reader stops reading. A framing error, an unknown
 API key or an unsupported version closes only that connection, once the responses to the
 requests before it are written; everyone else is served on.
@@ -23,7 +24,7 @@ from typing import Any
 
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import REGISTRY, Api, api_versions_entries
-from brokercore.protocol.context import NO_RESPONSE, RequestContext
+from brokercore.protocol.context import NO_RESPONSE, AppendOrder, RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.protocol.framing import (
     FramingError,
@@ -97,6 +98,7 @@ class KafkaServer(TcpServer):
         self, reader: asyncio.StreamReader, pending: asyncio.Queue[_InFlight | None], peer: str
     ) -> None:
         running: list[_InFlight] = []
+        appends = AppendOrder()
         while True:
             (size,) = _SIZE.unpack(await reader.readexactly(4))
             if size < 0 or size > self.max_request_bytes:
@@ -105,7 +107,7 @@ class KafkaServer(TcpServer):
                     "(socket.request.max.bytes)"
                 )
             frame = memoryview(await reader.readexactly(size))
-            prepared = self._prepare(frame, peer)
+            prepared = self._prepare(frame, peer, appends)
             produce = not isinstance(prepared, bytes) and prepared[0].key == PRODUCE_KEY
             running = [r for r in running if not r.task.done()]
             if running and not (produce and all(r.produce for r in running)):
@@ -131,7 +133,8 @@ class KafkaServer(TcpServer):
                 if writer.transport.get_write_buffer_size() > 2**20:
                     await writer.drain()
 
-    def _prepare(self, frame: memoryview, peer: str) -> bytes | tuple[Api, RequestContext, Any]:
+    def _prepare(self, frame: memoryview, peer: str,
+                 appends: AppendOrder) -> bytes | tuple[Api, RequestContext, Any]:
         """The parsed request, or the finished answer to an unsupported ApiVersions."""
         header, pos = parse_header(frame)
         api = REGISTRY.get(header.api_key)
@@ -147,7 +150,7 @@ class KafkaServer(TcpServer):
         if api.flexible(header.api_version):
             pos = skip_tagged_fields(frame, pos)
         request = self._decode(api, frame[pos:], header)
-        return api, RequestContext(header, peer), request
+        return api, RequestContext(header, peer, appends), request
 
     async def _respond(self, prepared: bytes | tuple[Api, RequestContext, Any]) -> bytes | None:
         if isinstance(prepared, bytes):

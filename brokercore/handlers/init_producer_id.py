@@ -4,7 +4,7 @@ Without a transactional id, any broker hands out a new producer id (or, KIP-360,
 epoch of the one the producer names). With one, the transactional id's coordinator answers
 (`brokercore.txn`): it bumps the epoch, fencing older instances, after aborting their open
 transaction. v5 is v4 on the wire: it tells the broker the client handles
-TRANSACTION_ABORTABLE (KIP-890), which this broker never sends.
+TRANSACTION_ABORTABLE (KIP-890), which this broker sends only in Produce answers from v11.
 """
 
 from typing import Any

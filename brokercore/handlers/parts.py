@@ -16,7 +16,7 @@ from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import GroupCoordinator
 from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.replication.replica_manager import ReplicaManager
-from brokercore.txn import TransactionCoordinator
+from brokercore.txn import TransactionCoordinator, TransactionVerifier
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class BrokerParts:
     controller: Controller
     groups: GroupCoordinator
     transactions: TransactionCoordinator
+    verifier: TransactionVerifier  # asks coordinators before transactional appends (KIP-890)
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
     @property

@@ -5,6 +5,18 @@ the response lists that leader's endpoint, so the producer can move on at once.
 v12 is v11 for producers that are not transactional, and for transactional ones too while
 `transaction.version` 2 (KIP-890 part 2, where v12 adds partitions to the transaction
 implicitly) is not a finalized feature, as here.
+
+Transaction verification (KIP-890 part 1, `produce_verification.py`): a producer's first
+transactional batch of a transaction on a partition is appended only once the transaction
+coordinator has confirmed that the transaction includes the partition; refused, it answers
+INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11), INVALID_PRODUCER_EPOCH for a fenced
+producer, or NOT_ENOUGH_REPLICAS, which producers retry, when the coordinator cannot tell
+yet. Appends keep the connection's request order: a request appends before its first
+await, unless it must wait for the coordinator; then it, and every Produce of the
+connection after it until it has appended, append in turn (`AppendOrder`). So idempotent
+sequences arrive in order however many requests a producer pipelines. Writes that need no
+verification (not transactional, or to a transaction already open on the partition) take
+no extra await.
 """
 
 import asyncio
@@ -14,10 +26,13 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from brokercore.handlers import produce_verification
 from brokercore.handlers.leader_hints import HINTED_ERRORS, current_leader, node_endpoints
 from brokercore.handlers.parts import BrokerParts
+from brokercore.handlers.produce_verification import Verification
 from brokercore.handlers.registry import serves
 from brokercore.log import LogError
+from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.context import NO_RESPONSE, RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import Partition, PartitionError
@@ -29,18 +44,29 @@ TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = TopicResponse.PartitionProduceResponse
 
 
+@dataclass
+class _Outcome:
+    response: Any
+    partition: Partition | None = None
+    last_offset: int = -1
+
+
+Appended = list[tuple[str, list[_Outcome]]]
+
+
 # v0-2 carry message format v0/v1, which the log refuses (UNSUPPORTED_FOR_MESSAGE_FORMAT);
 # min 0 is still advertised because librdkafka before 2.11.1 checks features against exact
 # versions and would otherwise silently disable compression.
 @serves(ProduceRequest, ProduceResponse, min_version=0, max_version=12)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    # Every append happens before the first await, so appends keep request order even when
-    # the server runs a connection's produce requests concurrently.
-    appended = [
-        (topic.name, [_append(broker, ctx, request.acks, topic.name, p.index, p.records)
-                      for p in topic.partition_data])
-        for topic in request.topic_data
-    ]
+    if ctx.appends.waiting:
+        appended = await _append_in_turn(broker, ctx, request)
+    else:
+        verification = produce_verification.start(broker, request)
+        if verification.guards:
+            appended = await _append_in_turn(broker, ctx, request, verification)
+        else:  # appends before the first await: request order kept for free
+            appended = _append_all(broker, ctx, request, verification)
     if request.acks == 0:
         return NO_RESPONSE
     if request.acks == -1:
@@ -60,17 +86,42 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@dataclass
-class _Outcome:
-    response: Any
-    partition: Partition | None = None
-    last_offset: int = -1
+async def _append_in_turn(broker: BrokerParts, ctx: RequestContext, request: Any,
+                          started: Verification | None = None) -> Appended:
+    """Verify what needs it, then append, once the connection's earlier Produce requests
+    have appended."""
+    async with ctx.appends.turn():
+        verification = started or produce_verification.start(broker, request)
+        if verification.guards:
+            verification = await produce_verification.finish(broker, verification,
+                                                              ctx.api_version)
+        return _append_all(broker, ctx, request, verification)
+
+
+def _append_all(broker: BrokerParts, ctx: RequestContext, request: Any,
+                verification: Verification) -> Appended:
+    appended, refused = [], verification.refused
+    for topic in request.topic_data:
+        outcomes = []
+        for p in topic.partition_data:
+            tp = TopicPartition(topic.name, p.index)
+            refusal = refused.get(tp) if refused else None
+            if refusal is not None:
+                log.info("node %d: refused produce to %s from %s: %s", broker.node_id, tp,
+                         ctx.client_id, refusal.message)
+                outcomes.append(_Outcome(_failed(broker, tp, refusal.error_code,
+                                                 refusal.message)))
+            else:
+                outcomes.append(_append(broker, ctx, request.acks, tp, p.records,
+                                        verification.guard(tp)))
+        appended.append((topic.name, outcomes))
+    return appended
 
 
 def _append(
-    broker: BrokerParts, ctx: RequestContext, acks: int, topic: str, index: int, records: Any
+    broker: BrokerParts, ctx: RequestContext, acks: int, tp: TopicPartition, records: Any,
+    verification_guard: VerificationGuard | None,
 ) -> _Outcome:
-    tp = TopicPartition(topic, index)
     try:
         if acks not in (-1, 0, 1):
             raise PartitionError(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -79,7 +130,7 @@ def _append(
             partition.check_min_insync_replicas()
         if not records:
             raise PartitionError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
-        result = partition.append_as_leader(records)
+        result = partition.append_as_leader(records, verification_guard)
     except PartitionError as exc:
         return _Outcome(_failed(broker, tp, exc.error_code, str(exc)))
     except LogError as exc:
@@ -87,7 +138,7 @@ def _append(
                  broker.node_id, tp, ctx.client_id, exc)
         return _Outcome(_failed(broker, tp, exc.error_code, str(exc)))
     response = PartitionResponse(
-        index=index, error_code=ErrorCode.NONE, base_offset=result.base_offset,
+        index=tp.partition, error_code=ErrorCode.NONE, base_offset=result.base_offset,
         log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset,
         record_errors=[], error_message=None,
     )

@@ -44,6 +44,13 @@ class TransactionCoordinatorFencedError(LogError):
     error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
+class InvalidTxnStateError(LogError):
+    """A transactional batch that neither continues its producer's open transaction here nor
+    was verified with the transaction coordinator (KIP-890)."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
 class UnknownProducerIdError(LogError):
     error_code = ErrorCode.UNKNOWN_PRODUCER_ID
 

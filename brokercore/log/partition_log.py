@@ -33,6 +33,7 @@ from brokercore.log.transactions import (
     marker_of,
 )
 from brokercore.log.validation import validate_record_set, with_topic_codec
+from brokercore.log.verification import VerificationGuard
 
 logger = logging.getLogger(__name__)
 
@@ -182,9 +183,12 @@ class PartitionLog:
     # -- appends ---------------------------------------------------------------
 
     @_io
-    def append_as_leader(self, records: bytes | memoryview, leader_epoch: int) -> AppendResult:
+    def append_as_leader(self, records: bytes | memoryview, leader_epoch: int,
+                         verification_guard: VerificationGuard | None = None) -> AppendResult:
         """Validate a Produce record set, convert it to the topic's codec if it has one, stamp
-        offsets and epoch, write it all or nothing."""
+        offsets and epoch, write it all or nothing. With a `verification_guard` (KIP-890
+        verification is on), a transactional batch must continue its producer's open
+        transaction here or carry the guard its verification started with."""
         buf = bytearray(records)
         buf, batches = with_topic_codec(buf, validate_record_set(buf, self.config), self.config)
         now = self.clock.time_ms()
@@ -203,10 +207,16 @@ class PartitionLog:
                         header.records_count,
                         duplicate=True,
                     )
+                if verification_guard is not None and header.is_transactional:
+                    producer_append.check_verified(header, verification_guard)
                 producer_append.validate(header)
             stamped.append(self._stamp(buf, found, offset, leader_epoch, now, producer_append))
             offset = stamped[-1].header.next_offset
         return self._write_stamped(buf, stamped, leader_epoch, producer_append, now)
+
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int,
+                                             epoch: int) -> VerificationGuard:
+        return self.producers.maybe_start_verification(producer_id, sequence, epoch)
 
     @_io
     def append_marker(

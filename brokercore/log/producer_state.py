@@ -4,8 +4,9 @@ For each producer id the log keeps its epoch and the metadata of its last five
 batches. A Produce retry of one of those batches is answered with the original
 offsets instead of being written twice; anything else out of sequence is refused.
 It also keeps each producer's open transaction (the offset of its first transactional
-batch since the last marker), from which the last stable offset follows, and the
-transactions that end (a control batch) in each append.
+batch since the last marker), from which the last stable offset follows, the
+transactions that end (a control batch) in each append, and the verifications of
+transactions in progress (KIP-890, `verification.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pathlib import Path
 
 from brokercore.log.errors import (
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
 )
 from brokercore.log.records import INT32_MAX, RecordBatchHeader
 from brokercore.log.transactions import CompletedTxn, ControlMarker
+from brokercore.log.verification import SENTINEL, VerificationGuard, VerificationStateEntry
 
 CACHED_BATCHES = 5  # Kafka's limit on in-flight requests per idempotent producer
 
@@ -108,11 +111,16 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerAppend:
     """The producer-state changes of one record set, applied only if all of it is written."""
 
-    def __init__(self, producers: dict[int, ProducerEntry], open_txns: dict[int, int]) -> None:
+    def __init__(self, producers: dict[int, ProducerEntry], open_txns: dict[int, int],
+                 verifications: dict[int, VerificationStateEntry]) -> None:
         self._producers = producers
         self._open_txns = open_txns
+        self._verifications = verifications
         self.pending: dict[int, ProducerEntry] = {}
         self.completed: list[CompletedTxn] = []
+        # Producers with a transactional batch or a marker in this append: whatever they
+        # were verifying here is settled (a transaction is open now, or has ended).
+        self._transactional: set[int] = set()
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         if producer_id in self.pending:
@@ -126,15 +134,16 @@ class ProducerAppend:
 
     def validate(self, header: RecordBatchHeader) -> None:
         """Kafka's epoch and sequence rules for a client (leader) append."""
+        if header.base_sequence < 0:
+            return  # a coordinator's own write, which carries no sequence
         entry = self.entry(header.producer_id)
-        if entry is None or header.base_sequence < 0:
-            # unknown producer (new, or its data was deleted): any sequence (KIP-360); or a
-            # coordinator's own write, which carries none
-            return
-        if header.producer_epoch < entry.epoch:
+        if entry is not None and header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
                 f"producer {header.producer_id} epoch {header.producer_epoch} < {entry.epoch}"
             )
+        self._check_not_overtaking(header)
+        if entry is None:
+            return  # unknown producer (new, or its data was deleted): any sequence (KIP-360)
         if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise OutOfOrderSequenceError(
@@ -146,6 +155,27 @@ class ProducerAppend:
                 f"producer {header.producer_id}: sequence {header.base_sequence} "
                 f"does not follow {entry.last_seq}"
             )
+
+    def _check_not_overtaking(self, header: RecordBatchHeader) -> None:
+        """A batch must not overtake the lowest sequence a verification here started with;
+        checked on the producer's first batch of the append, as Kafka checks its one batch."""
+        verifying = self._verifications.get(header.producer_id)
+        if (verifying is not None and header.producer_id not in self.pending
+                and header.base_sequence > verifying.lowest_sequence):
+            raise OutOfOrderSequenceError(
+                f"producer {header.producer_id}: sequence {header.base_sequence} is past "
+                f"{verifying.lowest_sequence}, the earliest one being verified")
+
+    def check_verified(self, header: RecordBatchHeader, guard: VerificationGuard) -> None:
+        """A client's transactional batch continues its producer's open transaction here (at
+        the same epoch), or carries the guard its verification started with (KIP-890)."""
+        current = self._producers.get(header.producer_id)
+        if (current is not None and current.current_txn_first_offset >= 0
+                and current.epoch == header.producer_epoch):
+            return
+        verifying = self._verifications.get(header.producer_id)
+        if verifying is None or not verifying.guard.verifies(guard):
+            raise InvalidTxnStateError("Record was not part of an ongoing transaction")
 
     def validate_marker(self, header: RecordBatchHeader, coordinator_epoch: int) -> None:
         """A marker from a fenced producer epoch or an older coordinator is refused."""
@@ -170,6 +200,8 @@ class ProducerAppend:
                 self.completed.append(completed)
         elif not header.is_control:
             entry.record(header)
+        if marker is not None or header.is_transactional:
+            self._transactional.add(header.producer_id)
         self.pending[header.producer_id] = entry
 
     def first_unstable_offset(self) -> int | None:
@@ -182,6 +214,8 @@ class ProducerAppend:
         self._producers.update(self.pending)
         _track_open(self._open_txns, self.pending.values())
         self.pending = {}
+        for producer_id in self._transactional:
+            self._verifications.pop(producer_id, None)
 
 
 def _track_open(open_txns: dict[int, int], entries: Iterable[ProducerEntry]) -> None:
@@ -212,13 +246,37 @@ class ProducerStateManager:
         # producer id -> the first offset of its open transaction: the last stable offset
         # is asked on every fetch, so it must not cost a pass over every producer.
         self.open_txns: dict[int, int] = {}
+        # In memory only, as in Kafka: a new leader verifies again. An entry whose
+        # verification failed stays until the producer's next transactional write here.
+        self.verifications: dict[int, VerificationStateEntry] = {}
 
     def begin(self) -> ProducerAppend:
-        return ProducerAppend(self.producers, self.open_txns)
+        return ProducerAppend(self.producers, self.open_txns, self.verifications)
 
     def reset(self) -> None:
         self.producers = {}
         self.open_txns = {}
+        self.verifications = {}
+
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        entry = self.producers.get(producer_id)
+        return (entry is not None and entry.current_txn_first_offset >= 0
+                and entry.epoch == producer_epoch)
+
+    def maybe_start_verification(self, producer_id: int, sequence: int,
+                                 epoch: int) -> VerificationGuard:
+        """The guard an append must carry once the coordinator has verified the transaction;
+        SENTINEL when the transaction is open here already and needs no verification.
+        Verifications of one producer in progress at once share a guard."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return SENTINEL
+        entry = self.verifications.get(producer_id)
+        if entry is None:
+            entry = VerificationStateEntry(VerificationGuard(), sequence, epoch)
+            self.verifications[producer_id] = entry
+        else:
+            entry.update(sequence, epoch)
+        return entry.guard
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction; None if none is open."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 from brokercore.protocol.framing import RequestHeader
 
@@ -14,10 +17,46 @@ class NoResponse:
 NO_RESPONSE = NoResponse()
 
 
+class AppendOrder:
+    """Keeps one connection's Produce appends in request order.
+
+    The server runs a connection's Produce requests concurrently, and a handler that appends
+    before its first await keeps request order for free (tasks start in creation order). A
+    handler that must await something before appending (KIP-890 verification) takes a turn
+    instead; while turns are taken (`waiting`), every later Produce of the connection takes
+    one too, and a turn starts only when the one before it has appended.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: asyncio.Future[None] | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self._last is not None
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        before = self._last
+        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._last = mine  # before any await: later requests line up behind this one
+        try:
+            if before is not None:
+                # shielded: a cancelled request must not cancel the turn of the one before
+                await asyncio.shield(before)
+            yield
+        finally:
+            mine.set_result(None)
+            if self._last is mine:
+                self._last = None
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
     peer: str
+    appends: AppendOrder = field(default_factory=AppendOrder)  # the connection's
 
     @property
     def api_version(self) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from brokercore.log import AppendResult, LogConfig, PartitionLog
+from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -194,14 +195,22 @@ class Partition:
                 + (f" (out of sync: {lagging})" if lagging else ""),
             )
 
-    def append_as_leader(self, records: bytes | memoryview) -> AppendResult:
-        result = self.log.append_as_leader(records, self.leader_epoch)
+    def append_as_leader(self, records: bytes | memoryview,
+                         verification_guard: VerificationGuard | None = None) -> AppendResult:
+        result = self.log.append_as_leader(records, self.leader_epoch, verification_guard)
         if not result.duplicate:
             self.bytes_in += len(records)
             self.messages_in += result.record_count
         self.maybe_increment_high_watermark()
         self.wake_waiters()
         return result
+
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int,
+                                             producer_epoch: int) -> VerificationGuard:
+        """KIP-890: the guard a transactional append must carry once the coordinator has
+        verified it; SENTINEL if the producer's transaction is open here already."""
+        return self.log.maybe_start_transaction_verification(producer_id, sequence,
+                                                             producer_epoch)
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
                       coordinator_epoch: int) -> AppendResult:

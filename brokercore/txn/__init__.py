@@ -15,10 +15,12 @@ from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerChannel
 from .state import TxnError, TxnState, fenced_for_version
 from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStateTopic
+from .verification import TransactionVerifier
 
 __all__ = [
-    "TRANSACTION_STATE_TOPIC", "TransactionCoordinator", "TxnConfig", "TxnError", "TxnState",
-    "broker_transaction_coordinator", "fenced_for_version",
+    "TRANSACTION_STATE_TOPIC", "TransactionCoordinator", "TransactionVerifier", "TxnConfig",
+    "TxnError", "TxnState", "broker_transaction_coordinator", "broker_transaction_verifier",
+    "fenced_for_version",
 ]
 
 
@@ -34,3 +36,15 @@ def broker_transaction_coordinator(
         TxnConfig.from_broker(config), MarkerChannel(controller.image, config.node_id, timeout),
         controller.allocate_producer_id,
     )
+
+
+def broker_transaction_verifier(
+    config: BrokerConfig, coordinator: TransactionCoordinator, controller: Controller
+) -> TransactionVerifier:
+    """What a partition leader asks transaction coordinators (KIP-890): the coordinator of
+    an id is the leader of its `__transaction_state` partition, as FindCoordinator names it."""
+    def coordinator_of(transactional_id: str) -> int:
+        return coordinator.store.leader(coordinator.partition_of(transactional_id))
+
+    return TransactionVerifier(controller.image, config.node_id, coordinator_of,
+                               config.get_int("request.timeout.ms") / 1000)

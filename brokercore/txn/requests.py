@@ -127,10 +127,21 @@ class TransactionRequests:
         self, transactional_id: str, producer_id: int, producer_epoch: int,
         partitions: set[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
-        """AddPartitionsToTxn v4+ `verify_only`: which partitions the transaction has."""
+        """AddPartitionsToTxn v4+ `verify_only` (KIP-890), a partition leader asking before
+        it appends a transaction's first batch: NONE for each partition the transaction has,
+        TRANSACTION_ABORTABLE for the others (the leader tells older producers
+        INVALID_TXN_STATE), as Kafka 4.0's coordinator answers. While the markers of a
+        decided transaction go out, CONCURRENT_TRANSACTIONS: the producer asks again. A
+        pending transition is not waited for: the leader's guard catches a marker that
+        lands in between."""
+        if not transactional_id:
+            raise TxnError(ErrorCode.INVALID_REQUEST, "empty transactional id")
         record = self._known(transactional_id, producer_id, producer_epoch).record
-        return {tp: ErrorCode.NONE if record.state is S.ONGOING and tp in record.partitions
-                else ErrorCode.INVALID_TXN_STATE for tp in partitions}
+        if record.state.preparing:
+            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
+        # Only Ongoing has partitions: Empty and the Complete states hold none.
+        return {tp: ErrorCode.NONE if tp in record.partitions
+                else ErrorCode.TRANSACTION_ABORTABLE for tp in partitions}
 
     # -- EndTxn ---------------------------------------------------------------------------
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,

@@ -72,7 +72,7 @@ class Node:
         # controller only its image (the leaders that KIP-951's hints name).
         parts = BrokerParts(node_id, self.config, self.replica_manager,
                             controller=_ImageOnly(self.image), groups=None,  # type: ignore[arg-type]
-                            transactions=None)  # type: ignore[arg-type]
+                            transactions=None, verifier=None)  # type: ignore[arg-type]
         self.server = KafkaServer(parts, "127.0.0.1", port)
         self.running = False
 

@@ -151,6 +151,36 @@ async def test_while_its_markers_go_out_a_decided_transaction_refuses_the_other_
     assert await settled(c, "t") is S.COMPLETE_COMMIT
 
 
+async def test_a_leaders_verification_is_answered_as_kafka_4_answers_it(
+    make: Make, markers: LogMarkers,
+) -> None:
+    c = make()
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    other = TopicPartition("orders", 1)
+
+    def verify(producer_id: int = pid, producer_epoch: int = epoch,
+               transactional_id: str = "t") -> dict[TopicPartition, ErrorCode]:
+        try:
+            return c.requests.verify_partitions(transactional_id, producer_id,
+                                                producer_epoch, {TP, other})
+        except TxnError as exc:
+            return dict.fromkeys((TP, other), exc.error_code)
+
+    abortable = ErrorCode.TRANSACTION_ABORTABLE
+    assert verify() == {TP: abortable, other: abortable}  # Empty: no transaction yet
+    await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    assert verify() == {TP: ErrorCode.NONE, other: abortable}
+    assert set(verify(pid + 1).values()) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    assert set(verify(pid, epoch + 1).values()) == {ErrorCode.PRODUCER_FENCED}
+    assert set(verify(transactional_id="").values()) == {ErrorCode.INVALID_REQUEST}
+    markers.down.add(TP)  # the commit stays prepared
+    await c.requests.end_txn("t", pid, epoch, commit=True)
+    assert set(verify().values()) == {ErrorCode.CONCURRENT_TRANSACTIONS}
+    markers.down.clear()
+    assert await settled(c, "t") is S.COMPLETE_COMMIT
+    assert verify() == {TP: abortable, other: abortable}  # a late write of that transaction
+
+
 async def test_a_new_instance_aborts_the_open_transaction_and_fences_the_old_one(
     make: Make, markers: LogMarkers,
 ) -> None:
