@@ -47,8 +47,11 @@ def fill(bootstrap: str, topics: dict[str, int], partitions: int) -> None:
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # until every new partition has a leader to take them
+        # Any broker may answer, and one may not have applied the new topics yet.
         metadata = admin.list_topics(timeout=10)
-        if all(p.leader >= 0 for t in topics for p in metadata.topics[t].partitions.values()):
+        if all(t in metadata.topics and metadata.topics[t].partitions
+               and all(p.leader >= 0 for p in metadata.topics[t].partitions.values())
+               for t in topics):
             break
         time.sleep(0.2)
     for topic in topics:
