@@ -23,7 +23,14 @@ from brokercore.topic_partition import TopicPartition
 
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import group_tombstones
-from .records import OffsetsRecord, TxnMarker, group_key, offset_key, offset_value
+from .records import (
+    OffsetsRecord,
+    TxnMarker,
+    group_key,
+    offset_key,
+    offset_value,
+    subscription_topics,
+)
 from .state import Group, GroupError, GroupState, OffsetAndMetadata
 
 if TYPE_CHECKING:
@@ -274,7 +281,7 @@ class Offsets:
         group = self.c.groups.get(group_id)
         if group is None or group.state is S.DEAD:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
-        return group, set() if group.state is S.EMPTY else group.subscribed_topics()
+        return group, set() if group.state is S.EMPTY else _subscribed_topics(group)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
@@ -368,6 +375,19 @@ class Offsets:
                     self._remove_consumer_group(group)
             except GroupError as exc:
                 log.warning("group %s: cannot expire offsets: %s", group.group_id, exc)
+
+
+def _subscribed_topics(group: Group) -> set[str] | None:
+    """Topics a classic group's members subscribe to (consumer protocol), None if unknown."""
+    if group.protocol_type != "consumer" or group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        try:
+            topics |= subscription_topics(member.metadata_for(group.protocol_name))
+        except (KeyError, ValueError):
+            return None
+    return topics
 
 
 def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: str,
