@@ -191,7 +191,7 @@ class ConsumerProtocol:
                              f"{req.instance_id} is not released yet.")
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
-        records.extend(_member_tombstones(group.group_id, old.member_id))
+        records.extend(cr.member_tombstones(group.group_id, old.member_id))
         member = ConsumerMember(**{**old.__dict__, "member_id": member_id,
                                    "member_epoch": 0, "previous_member_epoch": 0})
         group.add_member(member)
@@ -296,7 +296,7 @@ class ConsumerProtocol:
                 records: list[KeyValue]) -> None:
         """The member is gone: its partitions are free and the group gets a new epoch."""
         group.remove_member(member.member_id)
-        records.extend(_member_tombstones(group.group_id, member.member_id))
+        records.extend(cr.member_tombstones(group.group_id, member.member_id))
         group.group_epoch += 1
         records.append((cr.key(cr.GROUP_EPOCH_KEY, group.group_id),
                         cr.epoch_value(group.group_epoch)))
@@ -317,7 +317,7 @@ class ConsumerProtocol:
         classic = self.c.create_group(group_id)
         classic.offsets, classic.offsets_written_at = group.offsets, group.offsets_written_at
         try:
-            self.c.write(group.partition, group_tombstones(group))
+            self.c.write(group.partition, cr.group_tombstones(group.group_id))
         except GroupError as exc:
             log.warning("group %s: cannot store its conversion: %s", group_id, exc)
         log.info("group %s: empty consumer group converted to a classic group", group_id)
@@ -402,14 +402,3 @@ def _metadata(member: ConsumerMember) -> cr.MemberMetadata:
 def _metadata_record(group: ConsumerGroup, member: ConsumerMember) -> KeyValue:
     return (cr.key(cr.MEMBER_METADATA_KEY, group.group_id, member.member_id),
             cr.member_value(_metadata(member)))
-
-
-def group_tombstones(group: ConsumerGroup) -> list[KeyValue]:
-    """Tombstones for an empty consumer group's own records (not its offsets)."""
-    return [(cr.key(version, group.group_id), None)
-            for version in (cr.TARGET_EPOCH_KEY, cr.GROUP_EPOCH_KEY)]
-
-
-def _member_tombstones(group_id: str, member_id: str) -> list[KeyValue]:
-    return [(cr.key(version, group_id, member_id), None) for version in
-            (cr.CURRENT_ASSIGNMENT_KEY, cr.TARGET_MEMBER_KEY, cr.MEMBER_METADATA_KEY)]

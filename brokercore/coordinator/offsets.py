@@ -22,7 +22,7 @@ from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
 from .consumer_group import ConsumerGroup
-from .consumer_protocol import group_tombstones
+from .consumer_records import group_tombstones
 from .records import (
     OffsetsRecord,
     TxnMarker,
@@ -309,7 +309,7 @@ class Offsets:
     def _remove_consumer_group(self, group: ConsumerGroup) -> int:
         """Tombstones for its offsets and its own records; the offset to wait for."""
         tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
-        written_at = self.c.write(group.partition, [*tombstones, *group_tombstones(group)])
+        written_at = self.c.write(group.partition, [*tombstones, *group_tombstones(group.group_id)])
         group.offsets.clear()
         del self.c.consumer_groups[group.group_id]
         log.info("group %s: deleted", group.group_id)
