@@ -7,7 +7,8 @@ import struct
 from dataclasses import dataclass, field
 
 from brokercore.clock import FakeClock
-from brokercore.coordinator.coordinator import CoordinatorConfig, GroupCoordinator
+from brokercore.coordinator.config import CoordinatorConfig
+from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.membership import JoinRequest
 from brokercore.coordinator.offsets_topic import MemoryOffsetsTopic
 from brokercore.coordinator.state import Group, JoinResult, SyncResult

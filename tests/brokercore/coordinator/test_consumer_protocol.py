@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from brokercore.clock import FakeClock
 from brokercore.coordinator.assignors import range_, uniform
+from brokercore.coordinator.config import CoordinatorConfig
 from brokercore.coordinator.consumer_group import Assignment, ConsumerGroupState
 from brokercore.coordinator.consumer_protocol import HeartbeatRequest, HeartbeatResult
-from brokercore.coordinator.coordinator import CoordinatorConfig, GroupCoordinator
+from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.offsets_topic import MemoryOffsetsTopic
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
