@@ -43,7 +43,7 @@ class Harness:
         self.coordinator = GroupCoordinator(self.store, self.clock, self.config)
 
     def group(self, group_id: str = "g") -> Group:
-        return self.coordinator.groups[group_id]
+        return self.coordinator.groups.classic[group_id]
 
     def start_join(
         self, member_id: str = "", group_id: str = "g",
