@@ -309,8 +309,6 @@ def launch_analysis(actor: Actor, job: str, params: Mapping[str, Any],
                     schedule: AnalysisSchedule | None = None) -> AnalysisRun:
     """Record a QUEUED run of `job` with `params` (validated by its form in
     `controlcenter.analysis.jobs`) and queue its Celery task once the row is committed."""
-    from controlcenter.tasks import queue_analysis  # tasks import this module
-
     if job not in analysis_jobs.JOBS:
         raise ActionError(f"Unknown job {job!r}; one of {', '.join(analysis_jobs.JOBS)}.",
                           "INVALID_REQUEST")
@@ -318,7 +316,7 @@ def launch_analysis(actor: Actor, job: str, params: Mapping[str, Any],
     with audited(actor, "analysis.launch", f"job {job}", dict(params)) as note:
         run = AnalysisRun.objects.create(job=job, parameters=dict(params), schedule=schedule,
                                          requested_by=user)
-        transaction.on_commit(lambda: queue_analysis(run.pk))
+        transaction.on_commit(lambda: execute.queue_analysis(run.pk))
         note.message = f"run {run.pk} queued"
     execute.publish_run(run)
     return run
@@ -333,11 +331,6 @@ def cancel_analysis(actor: Actor, run: AnalysisRun) -> str:
         status = execute.cancel(run)
         note.message = "cancelled" if status == AnalysisStatus.CANCELLED else "cancel requested"
     return status
-
-
-def run_analysis(run_id: int, worker: str = "") -> str:
-    """The Celery task's body: run the job, store its result or error (analysis.execute)."""
-    return execute.run_analysis(run_id, worker)
 
 
 def fail_orphaned_analyses(worker: str) -> int:

@@ -3,9 +3,10 @@
 A page subscribes to event groups (`overview`, `brokers`, `broker.<id>`, `topics`,
 `topic.<name>`, `groups`, `group.<id>`, and always `cluster`). When the collector (or an
 action) sees something change it calls `publish_changed(kind, key)`: every fragment registered
-for that kind (`register_fragment`, in `controlcenter/fragments.py`) is rendered ONCE from the
-read model and sent to the group, whatever the number of browsers in it. The JSON of each
-message is built here once too; consumers forward the text as is.
+for that kind (`register_fragment`, by `controlcenter/fragments.py` when the app is ready:
+this module imports no page) is rendered ONCE from the read model and sent to the group,
+whatever the number of browsers in it. The JSON of each message is built here once too;
+consumers forward the text as is.
 
 A list page (the topic list: 50 of any order, filtered) cannot be one fragment per group:
 its rows are registered per object kind (`register_rows`). When an object changes its row
@@ -85,8 +86,6 @@ def register_fragment(kind: str, element_id: str, template: str, context: Contex
 
 
 def fragments(kind: str) -> list[Fragment]:
-    from controlcenter import fragments as registrations  # noqa: F401  (they register)
-
     return list(_FRAGMENTS.get(kind, ()))
 
 
@@ -116,8 +115,6 @@ def register_rows(kind: str, list_kind: str, table_id: str, template: str,
 
 
 def rows_of(kind: str) -> Rows | None:
-    from controlcenter import fragments as registrations  # noqa: F401  (they register)
-
     return _ROWS.get(kind)
 
 

@@ -2,6 +2,10 @@
 
 The worker runs them in its `threads` pool: a run's task only waits on its Spark
 subprocess, so the worker never forks after a JVM or Spark's threads exist.
+
+The task that runs one analysis, `run_analysis_task`, is declared beside what it runs and
+how it is queued (`analysis/execute.py`): actions queue it, and this module imports actions.
+It is named here so that the worker, which imports this module, registers it.
 """
 
 from __future__ import annotations
@@ -10,14 +14,11 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.conf import settings
 
 from controlcenter import actions
+from controlcenter.analysis.execute import run_analysis_task
 
-
-@shared_task(name="controlcenter.tasks.run_analysis_task", ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
-def run_analysis_task(self: Any, run_id: int) -> str:
-    return actions.run_analysis(run_id, worker=str(self.request.hostname or ""))
+__all__ = ["fail_orphaned_analyses", "launch_due_analyses_task", "run_analysis_task"]
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
@@ -30,19 +31,3 @@ def fail_orphaned_analyses(sender: Any = None, **kwargs: Any) -> None:
 @shared_task(name="controlcenter.tasks.launch_due_analyses_task", ignore_result=True)  # type: ignore[untyped-decorator]
 def launch_due_analyses_task() -> int:
     return len(actions.launch_due_analyses())
-
-
-def queue_analysis(run_id: int) -> None:
-    """Send the run's task to the broker the settings name NOW (filesystem or Redis), not
-    the one the Celery app was configured with at import."""
-    from controlcenter.celery import app
-
-    url = settings.CELERY_BROKER_URL
-    # Named either way: without one, Celery falls back to the transport of its settings.
-    scheme = url.partition("://")[0]
-    transport = settings.MILLRACE_FILE_QUEUE_TRANSPORT if scheme == "filesystem" else scheme
-    with app.connection_for_write(
-        url, transport=transport, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
-    ) as conn:
-        run_analysis_task.apply_async((run_id,), connection=conn,
-                                      queue=settings.MILLRACE_ANALYSIS_QUEUE)

@@ -11,7 +11,8 @@ from brokercore.controller.controller import Controller
 from brokercore.replication.replica_manager import ReplicaManager
 from brokercore.topic_partition import TopicPartition
 
-from .coordinator import CoordinatorConfig, GroupCoordinator
+from .config import CoordinatorConfig
+from .coordinator import GroupCoordinator
 from .offsets_topic import OFFSETS_TOPIC, BrokerOffsetsTopic
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorConfig", "GroupCoordinator", "broker_group_coordinator"]

@@ -17,13 +17,15 @@ import logging
 import re
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from brokercore.clock import Clock
 from brokercore.protocol.errors import ErrorCode
 
 from . import consumer_records as cr
 from .assignors import ASSIGNORS
+from .config import CoordinatorConfig
 from .consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -35,12 +37,10 @@ from .consumer_group import (
     compile_subscription,
     topics_of,
 )
+from .groups import Groups
 from .reconciliation import MemberAssignment, current, reconcile
 from .records import KeyValue, group_key
 from .state import GroupError, GroupState
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -72,19 +72,26 @@ class HeartbeatResult:
 
 
 class ConsumerProtocol:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.c = coordinator
+    def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
+                 topics: Callable[[], dict[str, tuple[str, int]]],
+                 unload: Callable[[int], None]) -> None:
+        self.groups = groups
+        self.clock = clock
+        self.config = config
+        self.topics = topics  # topic name -> (topic id, partition count)
+        # GroupCoordinator.unload_partition: after a failed write, memory is ahead of the log.
+        self.unload = unload
 
     @property
     def now(self) -> float:
-        return self.c.clock.monotonic()
+        return self.clock.monotonic()
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------------
     async def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
         records: list[KeyValue] = []
         try:
             _validate(req)
-            partition = self.c.check_coordinator(req.group_id)
+            partition = self.groups.check_coordinator(req.group_id)
             try:
                 result = self._heartbeat(req, records)
             finally:  # an error after some change still stores that change
@@ -99,18 +106,18 @@ class ConsumerProtocol:
         """Write; answer once replicated. A failed append leaves memory ahead of the log,
         so the partition is read again from the log."""
         try:
-            written_at = self.c.write(partition, records)
+            written_at = self.groups.write(partition, records)
         except GroupError:
-            self.c.unload_partition(partition)
+            self.unload(partition)
             raise
-        await self.c.replicated(partition, written_at)
+        await self.groups.replicated(partition, written_at)
 
     def _heartbeat(self, req: HeartbeatRequest, records: list[KeyValue]) -> HeartbeatResult:
         group = self._group_for(req, records)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req, records)
         member, joined = self._member_for(group, req, records)
-        member.session_deadline = self.now + self.c.config.consumer_session_timeout_ms / 1000
+        member.session_deadline = self.now + self.config.consumer_session_timeout_ms / 1000
         bump = self._update_member(group, member, req, joined, records)
         bump = self._refresh_topics(group) or bump
         if bump:
@@ -129,15 +136,15 @@ class ConsumerProtocol:
         changed = full or after.assigned != before.assigned
         return HeartbeatResult(
             ErrorCode.NONE, None, member.member_id, member.member_epoch,
-            self.c.config.consumer_heartbeat_interval_ms, after.assigned if changed else None)
+            self.config.consumer_heartbeat_interval_ms, after.assigned if changed else None)
 
     # -- finding the group and the member -------------------------------------------------
     def _group_for(self, req: HeartbeatRequest, records: list[KeyValue]) -> ConsumerGroup:
         group_id = req.group_id
-        group = self.c.consumer_groups.get(group_id)
+        group = self.groups.consumer.get(group_id)
         if group is not None:
             return group
-        classic = self.c.groups.get(group_id)
+        classic = self.groups.classic.get(group_id)
         if classic is not None and not (classic.state is GroupState.EMPTY
                                         and req.member_epoch == JOIN_EPOCH):
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
@@ -145,14 +152,14 @@ class ConsumerProtocol:
         if req.member_epoch != JOIN_EPOCH:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {req.member_id} is not a member of group {group_id}.")
-        group = ConsumerGroup(group_id, self.c.partition_of(group_id),
-                              state_timestamp_ms=self.c.clock.time_ms())
+        group = ConsumerGroup(group_id, self.groups.partition_of(group_id),
+                              state_timestamp_ms=self.clock.time_ms())
         if classic is not None:  # an empty classic group becomes a consumer group
             group.offsets, group.offsets_written_at = classic.offsets, classic.offsets_written_at
-            del self.c.groups[group_id]
+            del self.groups.classic[group_id]
             records.append((group_key(group_id), None))
             log.info("group %s: empty classic group converted to a consumer group", group_id)
-        self.c.consumer_groups[group_id] = group
+        self.groups.consumer[group_id] = group
         return group
 
     def _member_for(self, group: ConsumerGroup, req: HeartbeatRequest,
@@ -171,10 +178,10 @@ class ConsumerProtocol:
         old = group.members.get(member_id)
         if old is not None:  # a fenced member rejoining under its id: a fresh start
             self._remove(group, old, "rejoined with epoch 0", records)
-        if len(group.members) >= self.c.config.consumer_max_size:
+        if len(group.members) >= self.config.consumer_max_size:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of "
-                             f"{self.c.config.consumer_max_size} members.")
+                             f"{self.config.consumer_max_size} members.")
         member = ConsumerMember(member_id, instance_id=req.instance_id)
         group.add_member(member)
         log.info("group %s: member %s joined (%s)", group.group_id, member_id, req.client_host)
@@ -191,7 +198,7 @@ class ConsumerProtocol:
                              f"{req.instance_id} is not released yet.")
         target = group.target.get(old.member_id, {})
         group.remove_member(old.member_id)
-        records.extend(_member_tombstones(group.group_id, old.member_id))
+        records.extend(cr.member_tombstones(group.group_id, old.member_id))
         member = ConsumerMember(**{**old.__dict__, "member_id": member_id,
                                    "member_epoch": 0, "previous_member_epoch": 0})
         group.add_member(member)
@@ -225,7 +232,7 @@ class ConsumerProtocol:
 
     def _refresh_topics(self, group: ConsumerGroup) -> bool:
         """Follow the subscribed topics' creation and partition counts; True if they moved."""
-        topics = self.c.topics()
+        topics = self.topics()
         names = group.subscribed_topic_names(set(topics))
         subscribed = {name: topics[name] for name in names}
         if subscribed == group.subscribed_topics:
@@ -257,7 +264,7 @@ class ConsumerProtocol:
         wanted = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
         if wanted:
             return min(wanted, key=lambda name: (-wanted[name], name))
-        return self.c.config.consumer_assignors[0]
+        return self.config.consumer_assignors[0]
 
     def _apply(self, group: ConsumerGroup, member: ConsumerMember, after: MemberAssignment,
                records: list[KeyValue]) -> None:
@@ -290,13 +297,13 @@ class ConsumerProtocol:
         else:
             self._remove(group, member, "left the group", records)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, req.member_epoch,
-                               self.c.config.consumer_heartbeat_interval_ms)
+                               self.config.consumer_heartbeat_interval_ms)
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember, reason: str,
                 records: list[KeyValue]) -> None:
         """The member is gone: its partitions are free and the group gets a new epoch."""
         group.remove_member(member.member_id)
-        records.extend(_member_tombstones(group.group_id, member.member_id))
+        records.extend(cr.member_tombstones(group.group_id, member.member_id))
         group.group_epoch += 1
         records.append((cr.key(cr.GROUP_EPOCH_KEY, group.group_id),
                         cr.epoch_value(group.group_epoch)))
@@ -307,17 +314,17 @@ class ConsumerProtocol:
     def yield_to_classic(self, group_id: str) -> None:
         """Before a JoinGroup: an empty consumer group of that id becomes a classic group
         (with its offsets); one with members answers INCONSISTENT_GROUP_PROTOCOL."""
-        group = self.c.consumer_groups.get(group_id)
+        group = self.groups.consumer.get(group_id)
         if group is None:
             return
         if group.members:
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                              f"Group {group_id} is a consumer group with members.")
-        del self.c.consumer_groups[group_id]
-        classic = self.c.create_group(group_id)
+        del self.groups.consumer[group_id]
+        classic = self.groups.create_classic(group_id)
         classic.offsets, classic.offsets_written_at = group.offsets, group.offsets_written_at
         try:
-            self.c.write(group.partition, group_tombstones(group))
+            self.groups.write(group.partition, cr.group_tombstones(group.group_id))
         except GroupError as exc:
             log.warning("group %s: cannot store its conversion: %s", group_id, exc)
         log.info("group %s: empty consumer group converted to a classic group", group_id)
@@ -333,16 +340,16 @@ class ConsumerProtocol:
                 self._remove(group, member, "did not revoke its partitions in time", records)
         if records:
             try:
-                self.c.write(group.partition, records)
+                self.groups.write(group.partition, records)
             except GroupError as exc:
                 log.warning("group %s: cannot store expired members: %s", group.group_id, exc)
-                self.c.unload_partition(group.partition)
+                self.unload(group.partition)
 
     def restored(self, group: ConsumerGroup) -> None:
         """After a load: members have one session (and revocation) timeout to come back."""
         now = self.now
         for member in group.members.values():
-            member.session_deadline = now + self.c.config.consumer_session_timeout_ms / 1000
+            member.session_deadline = now + self.config.consumer_session_timeout_ms / 1000
             if member.state is MemberState.UNREVOKED_PARTITIONS and member.rebalance_timeout_ms > 0:
                 member.revocation_deadline = now + member.rebalance_timeout_ms / 1000
 
@@ -402,14 +409,3 @@ def _metadata(member: ConsumerMember) -> cr.MemberMetadata:
 def _metadata_record(group: ConsumerGroup, member: ConsumerMember) -> KeyValue:
     return (cr.key(cr.MEMBER_METADATA_KEY, group.group_id, member.member_id),
             cr.member_value(_metadata(member)))
-
-
-def group_tombstones(group: ConsumerGroup) -> list[KeyValue]:
-    """Tombstones for an empty consumer group's own records (not its offsets)."""
-    return [(cr.key(version, group.group_id), None)
-            for version in (cr.TARGET_EPOCH_KEY, cr.GROUP_EPOCH_KEY)]
-
-
-def _member_tombstones(group_id: str, member_id: str) -> list[KeyValue]:
-    return [(cr.key(version, group_id, member_id), None) for version in
-            (cr.CURRENT_ASSIGNMENT_KEY, cr.TARGET_MEMBER_KEY, cr.MEMBER_METADATA_KEY)]

@@ -70,6 +70,17 @@ def key(version: int, group_id: str, member_id: str | None = None) -> bytes:
     return out + _key_str(member_id) if member_id is not None else out
 
 
+def group_tombstones(group_id: str) -> list[tuple[bytes, bytes | None]]:
+    """A deleted or converted group's own records (keys 6 and 3; its offsets are apart)."""
+    return [(key(version, group_id), None) for version in (TARGET_EPOCH_KEY, GROUP_EPOCH_KEY)]
+
+
+def member_tombstones(group_id: str, member_id: str) -> list[tuple[bytes, bytes | None]]:
+    """A member that left: its assignment, its target and its metadata (keys 8, 7, 5)."""
+    return [(key(version, group_id, member_id), None) for version in
+            (CURRENT_ASSIGNMENT_KEY, TARGET_MEMBER_KEY, MEMBER_METADATA_KEY)]
+
+
 # -- flexible values ----------------------------------------------------------------------
 def _uvarint(n: int) -> bytes:
     out = bytearray()

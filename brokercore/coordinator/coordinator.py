@@ -1,9 +1,10 @@
 """The group coordinator of one broker: the groups whose `__consumer_offsets` partition it leads.
 
-It owns the `groups` (classic) and `consumer_groups` (KIP-848) tables and is their only
-writer, on the event loop; a group id is in at most one of them. The protocols' logic lives
-in `Membership` (classic), `ConsumerProtocol` (KIP-848) and `Offsets`; this class finds
-groups, persists and replays them, and runs the deadline sweep (`tick`) that expires
+It builds the table of groups (`Groups`, classic and KIP-848) and the protocols' logic,
+`Membership` (classic), `ConsumerProtocol` (KIP-848) and `Offsets`, and hands each part the
+table, the clock and the settings it works with; the parts never reach back to this class.
+Everything runs on the event loop. This class replays a partition's groups when it is
+loaded and drops them when it is lost, and runs the deadline sweep (`tick`) that expires
 sessions, phases and old offsets.
 """
 
@@ -11,87 +12,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from brokercore.clock import Clock
-from brokercore.config import BrokerConfig, ConfigError
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
-from .assignors import ASSIGNORS
+from .config import CoordinatorConfig
 from .consumer_group import ConsumerGroup
 from .consumer_protocol import ConsumerProtocol
 from .consumer_records import replay as replay_consumer_record
+from .groups import Groups
 from .loading import PartitionedCoordinator, Slices
 from .membership import Membership
 from .offsets import Offsets
 from .offsets_topic import OFFSETS_TOPIC, OffsetsStore
-from .records import (
-    GroupRecord,
-    KeyValue,
-    MemberRecord,
-    OffsetsRecord,
-    group_key,
-    group_value,
-    partition_for,
-)
+from .records import GroupRecord, OffsetsRecord
 from .state import Group, GroupError, GroupState, Member
 
 log = logging.getLogger(__name__)
 S = GroupState
-
-
-@dataclass(frozen=True)
-class CoordinatorConfig:
-    initial_rebalance_delay_ms: int = 3000
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 10080 * 60_000
-    retention_check_interval_ms: int = 600_000
-    metadata_max_bytes: int = 4096
-    commit_timeout_ms: int = 5000
-    consumer_session_timeout_ms: int = 45000
-    consumer_heartbeat_interval_ms: int = 5000
-    consumer_assignors: tuple[str, ...] = ("uniform", "range")
-    consumer_max_size: int = 2**31 - 1
-
-    @classmethod
-    def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
-        for name in ("session.timeout.ms", "heartbeat.interval.ms"):
-            _check_range(config, f"group.consumer.{name}")
-        return cls(
-            initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
-            max_size=config.get_int("group.max.size"),
-            offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
-            retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
-            metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
-            commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
-            consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
-            consumer_heartbeat_interval_ms=config.get_int(
-                "group.consumer.heartbeat.interval.ms"),
-            consumer_assignors=_assignors(config.get("group.consumer.assignors") or ""),
-            consumer_max_size=config.get_int("group.consumer.max.size"),
-        )
-
-
-def _check_range(config: BrokerConfig, name: str) -> None:
-    """Kafka refuses to start with a KIP-848 timeout outside its min and max."""
-    low, high = (config.get_int(name.replace(".consumer.", f".consumer.{bound}."))
-                 for bound in ("min", "max"))
-    if not low <= config.get_int(name) <= high:
-        raise ConfigError(f"{name} must be between {low} and {high}")
-
-
-def _assignors(value: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in value.split(",") if n.strip())
-    unknown = [n for n in names if n not in ASSIGNORS]
-    if not names or unknown:
-        raise ConfigError(f"group.consumer.assignors must list some of {sorted(ASSIGNORS)}, "
-                          f"got {value!r}")
-    return names
 
 
 class GroupCoordinator(PartitionedCoordinator):
@@ -106,22 +45,22 @@ class GroupCoordinator(PartitionedCoordinator):
         super().__init__(store)
         self.clock = clock
         self.config = config
-        self.topic_exists = topic_exists
         # What KIP-848 groups subscribe to: topic name -> (topic id, partition count).
         self.topics = topics
-        self.groups: dict[str, Group] = {}  # classic groups
-        self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups; other ids
-        self.membership = Membership(self)
-        self.offsets = Offsets(self)
-        self.consumer = ConsumerProtocol(self)
+        self.groups = Groups(store, self.partitions.check, clock, config.commit_timeout_ms,
+                             self._spawn)
+        self.consumer = ConsumerProtocol(self.groups, clock, config, topics,
+                                         self.unload_partition)
+        self.membership = Membership(self.groups, clock, config, self.consumer.yield_to_classic)
+        self.offsets = Offsets(self.groups, clock, config, topic_exists)
         self._next_expiry = clock.monotonic() + config.retention_check_interval_ms / 1000
 
     # -- the deadline sweep ---------------------------------------------------------------
     def tick(self) -> None:
         super().tick()
-        for group in list(self.groups.values()):
+        for group in list(self.groups.classic.values()):
             self.membership.expire(group)
-        for consumer_group in list(self.consumer_groups.values()):
+        for consumer_group in list(self.groups.consumer.values()):
             self.consumer.expire(consumer_group)
         if self.clock.monotonic() >= self._next_expiry:
             self._next_expiry = self.clock.monotonic() + (
@@ -130,63 +69,9 @@ class GroupCoordinator(PartitionedCoordinator):
 
     # -- finding groups -------------------------------------------------------------------
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.store.num_partitions)
+        return self.groups.partition_of(group_id)
 
-    def check_coordinator(self, group_id: str) -> int:
-        """This broker's partition for the group, once loaded; else NOT_COORDINATOR or
-        COORDINATOR_LOAD_IN_PROGRESS (both retriable)."""
-        partition = self.partition_of(group_id)
-        code = self.partitions.check(partition)
-        if code != ErrorCode.NONE:
-            raise GroupError(code)
-        return partition
-
-    def create_group(self, group_id: str) -> Group:
-        group = Group(group_id, self.partition_of(group_id),
-                      state_timestamp_ms=self.clock.time_ms())
-        self.groups[group_id] = group
-        return group
-
-    # -- persistence ----------------------------------------------------------------------
-    def write(self, partition: int, records: list[KeyValue],
-              producer: tuple[int, int] | None = None) -> int:
-        """Append to the partition's log (as a transactional batch of `producer`, if given);
-        the offset to pass to `replicated`."""
-        return self.store.append(partition, records, self.clock.time_ms(), producer)
-
-    async def replicated(self, partition: int, offset: int) -> None:
-        """Wait until the ISR has the log below `offset`; GroupError in Kafka's mapping."""
-        try:
-            await self.store.wait_replicated(partition, offset, self.config.commit_timeout_ms)
-        except GroupError as exc:
-            if exc.error_code in (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
-                raise GroupError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
-
-    def after_replicated(self, partition: int, offset: int,
-                         then: Callable[[GroupError | None], None]) -> None:
-        """Call `then` (with the error, if any) once the write below `offset` is replicated."""
-        async def wait() -> None:
-            try:
-                await self.replicated(partition, offset)
-            except GroupError as exc:
-                then(exc)
-            else:
-                then(None)
-        self._spawn(wait())
-
-    def persist_group(self, group: Group, *, raise_errors: bool = False) -> int:
-        """Write the group's metadata record (after a sync or on becoming Empty); the offset
-        to wait for, or -1 if the write failed and `raise_errors` is off."""
-        try:
-            return self.write(group.partition, [(group_key(group.group_id),
-                                                 group_value(group_record(group)))])
-        except GroupError as exc:
-            log.warning("group %s: cannot store its metadata: %s", group.group_id, exc)
-            if raise_errors:
-                raise
-            return -1
-
+    # -- loading and unloading partitions -------------------------------------------------
     def load_partition(self, partition: int, epoch: int = 0) -> Slices:
         """Replay the partition, yielding between slices; the groups appear at the end."""
         offsets: dict[str, dict[TopicPartition, OffsetsRecord]] = {}
@@ -208,19 +93,19 @@ class GroupCoordinator(PartitionedCoordinator):
             consumer_group = consumer.get(group_id)
             if consumer_group is not None and not consumer_group.dead:
                 consumer_group.offsets.update(live)
-                self.consumer_groups[group_id] = consumer_group
+                self.groups.consumer[group_id] = consumer_group
                 self.consumer.restored(consumer_group)
                 continue
             stored = metadata.get(group_id)
             if stored is None and not live:
                 continue
-            group = self.create_group(group_id)
+            group = self.groups.create_classic(group_id)
             group.offsets.update(live)
             if stored is not None:
                 self._restore(group, stored)
         log.info("loaded __consumer_offsets-%d in leader epoch %d: %d group(s)", partition, epoch,
-                 sum(1 for g in self.groups.values() if g.partition == partition)
-                 + sum(1 for c in self.consumer_groups.values() if c.partition == partition))
+                 sum(1 for g in self.groups.classic.values() if g.partition == partition)
+                 + sum(1 for c in self.groups.consumer.values() if c.partition == partition))
 
     def _restore(self, group: Group, stored: GroupRecord) -> None:
         """Replay a group's metadata: its members stay members for one session timeout."""
@@ -242,12 +127,12 @@ class GroupCoordinator(PartitionedCoordinator):
         group.state = S.STABLE  # replay sets state directly: it reproduces a past transition
 
     def unload_partition(self, partition: int) -> None:
-        for group in [g for g in self.groups.values() if g.partition == partition]:
+        for group in [g for g in self.groups.classic.values() if g.partition == partition]:
             for member in group.members.values():
                 self.membership.fail_waiters(member, ErrorCode.NOT_COORDINATOR)
-            del self.groups[group.group_id]
-        for group_id in [g for g, cg in self.consumer_groups.items() if cg.partition == partition]:
-            del self.consumer_groups[group_id]
+            del self.groups.classic[group.group_id]
+        for group_id in [g for g, cg in self.groups.consumer.items() if cg.partition == partition]:
+            del self.groups.consumer[group_id]
         self.offsets.unload(partition)
 
     # -- ListGroups and DescribeGroups ----------------------------------------------------
@@ -263,25 +148,11 @@ class GroupCoordinator(PartitionedCoordinator):
         kinds = {t.lower() for t in types} if types else {"classic", "consumer"}
         found: list[Group | ConsumerGroup] = []
         if "classic" in kinds:
-            found += self.groups.values()
+            found += self.groups.classic.values()
         if "consumer" in kinds:
-            found += self.consumer_groups.values()
+            found += self.groups.consumer.values()
         return [g for g in found if lowered is None or g.state.value.lower() in lowered]
 
     def describe_group(self, group_id: str) -> Group | ConsumerGroup | None:
-        self.check_coordinator(group_id)
-        return self.groups.get(group_id) or self.consumer_groups.get(group_id)
-
-
-def group_record(group: Group) -> GroupRecord:
-    protocol = group.protocol_name
-    members = tuple(
-        MemberRecord(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host,
-            m.rebalance_timeout_ms, m.session_timeout_ms,
-            m.metadata_for(protocol) if protocol else b"", m.assignment,
-        )
-        for m in group.members.values()
-    ) if protocol else ()
-    return GroupRecord(group.protocol_type or "", group.generation_id, protocol,
-                       group.leader_id, group.state_timestamp_ms, members)
+        self.groups.check_coordinator(group_id)
+        return self.groups.get(group_id)

@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from brokercore.clock import Clock
 from brokercore.protocol.errors import ErrorCode
 
+from .config import CoordinatorConfig
+from .groups import Groups
+from .records import GroupRecord, MemberRecord, group_key, group_value
 from .state import Group, GroupError, GroupState, JoinResult, Member, SyncResult
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 S = GroupState
@@ -47,12 +48,18 @@ JoinOutcome = JoinResult | asyncio.Future[JoinResult]
 
 
 class Membership:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.c = coordinator
+    def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
+                 yield_to_classic: Callable[[str], None]) -> None:
+        self.groups = groups
+        self.clock = clock
+        self.config = config
+        # Before a join: an empty KIP-848 group of that id becomes a classic one, or the
+        # join is refused (ConsumerProtocol.yield_to_classic).
+        self.yield_to_classic = yield_to_classic
 
     @property
     def now(self) -> float:
-        return self.c.clock.monotonic()
+        return self.clock.monotonic()
 
     # -- JoinGroup ------------------------------------------------------------------------
     async def join(self, req: JoinRequest) -> JoinResult:
@@ -67,16 +74,16 @@ class Membership:
     def _join(self, req: JoinRequest) -> JoinOutcome:
         if not req.group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
-        self.c.check_coordinator(req.group_id)
-        cfg = self.c.config
+        self.groups.check_coordinator(req.group_id)
+        cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             raise GroupError(ErrorCode.INVALID_SESSION_TIMEOUT)
-        self.c.consumer.yield_to_classic(req.group_id)
-        group = self.c.groups.get(req.group_id)
+        self.yield_to_classic(req.group_id)
+        group = self.groups.classic.get(req.group_id)
         if group is None:
             if req.member_id:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.c.create_group(req.group_id)
+            group = self.groups.create_classic(req.group_id)
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, req.protocols):
@@ -98,11 +105,11 @@ class Membership:
         return self._add_member(group, member_id, req)
 
     def _check_group_size(self, group: Group) -> None:
-        if len(group.members) + len(group.pending_members) >= self.c.config.max_size:
+        if len(group.members) + len(group.pending_members) >= self.config.max_size:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED)
 
     def _add_member(self, group: Group, member_id: str, req: JoinRequest) -> JoinOutcome:
-        if len(group.members) >= self.c.config.max_size:
+        if len(group.members) >= self.config.max_size:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED)
         member = Member(
             member_id, req.group_instance_id, req.client_id, req.client_host,
@@ -196,12 +203,12 @@ class Membership:
         now = self.now
         timeout = group.max_rebalance_timeout_ms() / 1000
         if group.state is S.EMPTY:
-            delay = self.c.config.initial_rebalance_delay_ms / 1000
+            delay = self.config.initial_rebalance_delay_ms / 1000
             group.join_not_before = now + min(delay, timeout)
         else:
             group.join_not_before = now
         group.phase_deadline = now + timeout
-        group.transition_to(S.PREPARING_REBALANCE, self.c.clock.time_ms())
+        group.transition_to(S.PREPARING_REBALANCE, self.clock.time_ms())
         log.info("group %s: preparing to rebalance generation %d: %s", group.group_id,
                  group.generation_id, reason)
         self.try_complete_join(group)
@@ -209,7 +216,7 @@ class Membership:
     def _extend_initial_delay(self, group: Group) -> None:
         """New members during the initial delay push it back, up to the rebalance timeout."""
         if group.join_not_before > self.now:
-            delay = self.c.config.initial_rebalance_delay_ms / 1000
+            delay = self.config.initial_rebalance_delay_ms / 1000
             group.join_not_before = min(self.now + delay, group.phase_deadline)
 
     def try_complete_join(self, group: Group) -> None:
@@ -227,11 +234,11 @@ class Membership:
                      member.member_id)
             group.remove_member(member.member_id)
         group.generation_id += 1
-        now_ms = self.c.clock.time_ms()
+        now_ms = self.clock.time_ms()
         if not group.members:
             group.protocol_name = None
             group.transition_to(S.EMPTY, now_ms)
-            self.c.persist_group(group)
+            self.persist_group(group)
             log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
             return
         group.protocol_name = group.select_protocol()
@@ -290,24 +297,25 @@ class Membership:
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
         try:
-            written_at = self.c.persist_group(group, raise_errors=True)
+            written_at = self.persist_group(group, raise_errors=True)
         except GroupError as exc:
             self._assignment_failed(group, exc)
             return
         generation = group.generation_id
-        self.c.after_replicated(group.partition, written_at,
-                                lambda error: self._assignment_stored(group, generation, error))
+        self.groups.after_replicated(
+            group.partition, written_at,
+            lambda error: self._assignment_stored(group, generation, error))
 
     def _assignment_stored(self, group: Group, generation: int, error: GroupError | None
                            ) -> None:
-        if (self.c.groups.get(group.group_id) is not group
+        if (self.groups.classic.get(group.group_id) is not group
                 or group.generation_id != generation
                 or group.state is not S.COMPLETING_REBALANCE):
             return  # the group moved on while the write replicated (Kafka ignores it too)
         if error is not None:
             self._assignment_failed(group, error)
             return
-        group.transition_to(S.STABLE, self.c.clock.time_ms())
+        group.transition_to(S.STABLE, self.clock.time_ms())
         log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
         for member in group.members.values():
             self._heard_from(member)
@@ -350,8 +358,8 @@ class Membership:
     ) -> tuple[ErrorCode, list[ErrorCode]]:
         """Remove members by (member_id, group_instance_id): a top-level and per-member error."""
         try:
-            self.c.check_coordinator(group_id)
-            group = self.c.groups.get(group_id)
+            self.groups.check_coordinator(group_id)
+            group = self.groups.classic.get(group_id)
             if group is None or group.state is S.DEAD:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
         except GroupError as exc:
@@ -412,10 +420,23 @@ class Membership:
                 if not member.awaiting_sync:
                     self.remove_member(group, member.member_id, "did not sync in time")
 
+    # -- storing a group's metadata -------------------------------------------------------
+    def persist_group(self, group: Group, *, raise_errors: bool = False) -> int:
+        """Write the group's metadata record (after a sync or on becoming Empty); the offset
+        to wait for, or -1 if the write failed and `raise_errors` is off."""
+        try:
+            return self.groups.write(group.partition, [(group_key(group.group_id),
+                                                        group_value(group_record(group)))])
+        except GroupError as exc:
+            log.warning("group %s: cannot store its metadata: %s", group.group_id, exc)
+            if raise_errors:
+                raise
+            return -1
+
     # -- helpers --------------------------------------------------------------------------
     def _live_group(self, group_id: str) -> Group:
-        self.c.check_coordinator(group_id)
-        group = self.c.groups.get(group_id)
+        self.groups.check_coordinator(group_id)
+        group = self.groups.classic.get(group_id)
         if group is None or group.state is S.EMPTY:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state is S.DEAD:
@@ -424,3 +445,17 @@ class Membership:
 
     def _heard_from(self, member: Member) -> None:
         member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000
+
+
+def group_record(group: Group) -> GroupRecord:
+    protocol = group.protocol_name
+    members = tuple(
+        MemberRecord(
+            m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            m.rebalance_timeout_ms, m.session_timeout_ms,
+            m.metadata_for(protocol) if protocol else b"", m.assignment,
+        )
+        for m in group.members.values()
+    ) if protocol else ()
+    return GroupRecord(group.protocol_type or "", group.generation_id, protocol,
+                       group.leader_id, group.state_timestamp_ms, members)

@@ -15,19 +15,25 @@ Replaying the partition does the same with the markers it finds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
 
+from brokercore.clock import Clock
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
+from .config import CoordinatorConfig
 from .consumer_group import ConsumerGroup
-from .consumer_protocol import group_tombstones
-from .records import OffsetsRecord, TxnMarker, group_key, offset_key, offset_value
+from .consumer_records import group_tombstones
+from .groups import Groups
+from .records import (
+    OffsetsRecord,
+    TxnMarker,
+    group_key,
+    offset_key,
+    offset_value,
+    subscription_topics,
+)
 from .state import Group, GroupError, GroupState, OffsetAndMetadata
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 S = GroupState
@@ -41,8 +47,12 @@ Pending = dict[tuple[int, int], tuple[int, GroupsOffsets]]
 
 
 class Offsets:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.c = coordinator
+    def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
+                 topic_exists: Callable[[TopicPartition], bool]) -> None:
+        self.groups = groups
+        self.clock = clock
+        self.config = config
+        self.topic_exists = topic_exists
         self.pending: Pending = {}
 
     # -- OffsetCommit ---------------------------------------------------------------------
@@ -58,20 +68,20 @@ class Offsets:
             return dict.fromkeys(commits, exc.error_code)
         errors: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        now_ms = self.c.clock.time_ms()
+        now_ms = self.clock.time_ms()
         for tp, (offset, leader_epoch, metadata) in commits.items():
-            if metadata is not None and len(metadata.encode()) > self.c.config.metadata_max_bytes:
+            if metadata is not None and len(metadata.encode()) > self.config.metadata_max_bytes:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            elif not self.c.topic_exists(tp):
+            elif not self.topic_exists(tp):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 accepted[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now_ms)
         if accepted:
             try:
-                written_at = self.c.write(group.partition, [
+                written_at = self.groups.write(group.partition, [
                     (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
                 ])
-                await self.c.replicated(group.partition, written_at)
+                await self.groups.replicated(group.partition, written_at)
             except GroupError as exc:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
             self._apply(group, accepted, written_at)
@@ -87,20 +97,20 @@ class Offsets:
             group = self._group_for_txn_commit(group_id, generation_id, member_id, instance_id)
         except GroupError as exc:
             return dict.fromkeys(commits, exc.error_code)
-        now_ms = self.c.clock.time_ms()
+        now_ms = self.clock.time_ms()
         errors = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, (_, _, metadata) in
                   commits.items() if metadata is not None
-                  and len(metadata.encode()) > self.c.config.metadata_max_bytes}
+                  and len(metadata.encode()) > self.config.metadata_max_bytes}
         errors |= {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in commits
-                   if tp not in errors and not self.c.topic_exists(tp)}
+                   if tp not in errors and not self.topic_exists(tp)}
         accepted = {tp: OffsetAndMetadata(offset, epoch, metadata or "", now_ms)
                     for tp, (offset, epoch, metadata) in commits.items() if tp not in errors}
         if accepted:
             try:
-                written_at = self.c.write(group.partition, [
+                written_at = self.groups.write(group.partition, [
                     (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
                 ], producer)
-                await self.c.replicated(group.partition, written_at)
+                await self.groups.replicated(group.partition, written_at)
             except GroupError as exc:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
             self._hold(group.partition, producer, {group_id: accepted})
@@ -114,13 +124,13 @@ class Offsets:
         neither), whatever state the group is in."""
         if not group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
-        self.c.check_coordinator(group_id)
-        consumer_group = self.c.consumer_groups.get(group_id)
+        self.groups.check_coordinator(group_id)
+        consumer_group = self.groups.consumer.get(group_id)
         if consumer_group is not None:
             if member_id:
                 _check_consumer_commit(consumer_group, generation_id, member_id, api_version=9)
             return consumer_group
-        group = self.c.groups.get(group_id) or self.c.create_group(group_id)
+        group = self.groups.classic.get(group_id) or self.groups.create_classic(group_id)
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if member_id:
@@ -147,8 +157,7 @@ class Offsets:
         if not marker.commit or epoch != marker.producer_epoch:
             return
         for group_id, offsets in pending.items():
-            group = (self.c.groups.get(group_id) or self.c.consumer_groups.get(group_id)
-                     or self.c.create_group(group_id))
+            group = self.groups.get(group_id) or self.groups.create_classic(group_id)
             self._apply(group, offsets, marker.offset)
 
     def replay_transactions(
@@ -176,7 +185,7 @@ class Offsets:
 
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions with offsets an open transaction has committed."""
-        partition = self.c.partition_of(group_id)
+        partition = self.groups.partition_of(group_id)
         return {tp for (p, _), (_, groups) in self.pending.items() if p == partition
                 for tp in groups.get(group_id, {})}
 
@@ -187,8 +196,7 @@ class Offsets:
     def _apply(self, group: Group | ConsumerGroup,
                accepted: dict[TopicPartition, OffsetAndMetadata], written_at: int) -> None:
         """Kafka's rule: a commit replicated after a newer one's does not overwrite it."""
-        if self.c.groups.get(group.group_id, self.c.consumer_groups.get(group.group_id)) \
-                is not group:
+        if self.groups.get(group.group_id) is not group:
             return  # the partition was unloaded while waiting; the log has the commit
         for tp, om in accepted.items():
             if group.offsets_written_at.get(tp, -1) < written_at:
@@ -201,16 +209,16 @@ class Offsets:
     ) -> Group | ConsumerGroup:
         if not group_id:
             raise GroupError(ErrorCode.INVALID_GROUP_ID)
-        self.c.check_coordinator(group_id)
-        consumer_group = self.c.consumer_groups.get(group_id)
+        self.groups.check_coordinator(group_id)
+        consumer_group = self.groups.consumer.get(group_id)
         if consumer_group is not None:
             _check_consumer_commit(consumer_group, generation_id, member_id, api_version)
             return consumer_group
-        group = self.c.groups.get(group_id)
+        group = self.groups.classic.get(group_id)
         if group is None:
             if generation_id >= 0:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-            return self.c.create_group(group_id)  # a group that only stores offsets
+            return self.groups.create_classic(group_id)  # a group that only stores offsets
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id >= 0 or member_id or instance_id is not None:
@@ -229,7 +237,7 @@ class Offsets:
         if group.state is S.COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
         member.heartbeat_deadline = (
-            self.c.clock.monotonic() + member.session_timeout_ms / 1000)
+            self.clock.monotonic() + member.session_timeout_ms / 1000)
 
     # -- OffsetFetch ----------------------------------------------------------------------
     def fetch(
@@ -238,10 +246,10 @@ class Offsets:
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """Committed offsets (None: nothing committed); all of them if partitions is None.
         `member` (OffsetFetch v9's member id and epoch) is checked for consumer groups."""
-        self.c.check_coordinator(group_id)
-        group: Group | ConsumerGroup | None = self.c.groups.get(group_id)
+        self.groups.check_coordinator(group_id)
+        group: Group | ConsumerGroup | None = self.groups.classic.get(group_id)
         if group is None:
-            group = self.c.consumer_groups.get(group_id)
+            group = self.groups.consumer.get(group_id)
             if group is not None and member is not None:
                 _check_consumer_fetch(group, *member)
         stored = group.offsets if group is not None else {}
@@ -254,7 +262,7 @@ class Offsets:
         self, group_id: str, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
         """Per-partition errors; raises GroupError for the whole request."""
-        self.c.check_coordinator(group_id)
+        self.groups.check_coordinator(group_id)
         group, subscribed = self._group_and_topics(group_id)
         if subscribed is None:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
@@ -263,33 +271,33 @@ class Offsets:
         deletable = [tp for tp in partitions if tp not in errors]
         written_at = self._remove_offsets(group, [tp for tp in deletable if tp in group.offsets])
         if written_at >= 0:
-            await self.c.replicated(group.partition, written_at)
+            await self.groups.replicated(group.partition, written_at)
         return {**errors, **dict.fromkeys(deletable, ErrorCode.NONE)}
 
     def _group_and_topics(self, group_id: str) -> tuple[Group | ConsumerGroup, set[str] | None]:
         """The group whose offsets to delete, and the topics it consumes (None: unknown)."""
-        consumer_group = self.c.consumer_groups.get(group_id)
+        consumer_group = self.groups.consumer.get(group_id)
         if consumer_group is not None:
             return consumer_group, set(consumer_group.subscribed_topics)
-        group = self.c.groups.get(group_id)
+        group = self.groups.classic.get(group_id)
         if group is None or group.state is S.DEAD:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
-        return group, set() if group.state is S.EMPTY else group.subscribed_topics()
+        return group, set() if group.state is S.EMPTY else _subscribed_topics(group)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             if not group_id:
                 raise GroupError(ErrorCode.INVALID_GROUP_ID)
-            self.c.check_coordinator(group_id)
-            if group_id in self.c.consumer_groups:
-                await self._delete_consumer_group(self.c.consumer_groups[group_id])
+            self.groups.check_coordinator(group_id)
+            if group_id in self.groups.consumer:
+                await self._delete_consumer_group(self.groups.consumer[group_id])
                 return ErrorCode.NONE
-            group = self.c.groups.get(group_id)
+            group = self.groups.classic.get(group_id)
             if group is None or group.state is S.DEAD:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
             if group.state is not S.EMPTY:
                 raise GroupError(ErrorCode.NON_EMPTY_GROUP)
-            await self.c.replicated(group.partition, self._remove_group(group))
+            await self.groups.replicated(group.partition, self._remove_group(group))
         except GroupError as exc:
             return exc.error_code
         return ErrorCode.NONE
@@ -297,14 +305,15 @@ class Offsets:
     async def _delete_consumer_group(self, group: ConsumerGroup) -> None:
         if group.members:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
-        await self.c.replicated(group.partition, self._remove_consumer_group(group))
+        await self.groups.replicated(group.partition, self._remove_consumer_group(group))
 
     def _remove_consumer_group(self, group: ConsumerGroup) -> int:
         """Tombstones for its offsets and its own records; the offset to wait for."""
         tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
-        written_at = self.c.write(group.partition, [*tombstones, *group_tombstones(group)])
+        written_at = self.groups.write(group.partition,
+                                       [*tombstones, *group_tombstones(group.group_id)])
         group.offsets.clear()
-        del self.c.consumer_groups[group.group_id]
+        del self.groups.consumer[group.group_id]
         log.info("group %s: deleted", group.group_id)
         return written_at
 
@@ -313,8 +322,8 @@ class Offsets:
         """Tombstones for the offsets; the offset to wait for, -1 if nothing was written."""
         if not partitions:
             return -1
-        written_at = self.c.write(group.partition,
-                                  [(offset_key(group.group_id, tp), None) for tp in partitions])
+        written_at = self.groups.write(
+            group.partition, [(offset_key(group.group_id, tp), None) for tp in partitions])
         for tp in partitions:
             group.offsets.pop(tp, None)
             group.offsets_written_at[tp] = written_at
@@ -323,11 +332,11 @@ class Offsets:
     def _remove_group(self, group: Group) -> int:
         """Tombstones for every offset and the group metadata; then the group is Dead."""
         tombstones = [(offset_key(group.group_id, tp), None) for tp in group.offsets]
-        written_at = self.c.write(group.partition,
-                                  [*tombstones, (group_key(group.group_id), None)])
+        written_at = self.groups.write(group.partition,
+                                       [*tombstones, (group_key(group.group_id), None)])
         group.offsets.clear()
-        group.transition_to(S.DEAD, self.c.clock.time_ms())
-        del self.c.groups[group.group_id]
+        group.transition_to(S.DEAD, self.clock.time_ms())
+        del self.groups.classic[group.group_id]
         log.info("group %s: deleted", group.group_id)
         return written_at
 
@@ -338,10 +347,10 @@ class Offsets:
         A group with a protocol type counts from when it became Empty; a group that only
         stores offsets counts from each commit.
         """
-        now_ms = self.c.clock.time_ms()
-        retention = self.c.config.offsets_retention_ms
+        now_ms = self.clock.time_ms()
+        retention = self.config.offsets_retention_ms
         self._expire_consumer_groups(now_ms - retention)
-        for group in [g for g in self.c.groups.values() if g.state is S.EMPTY]:
+        for group in [g for g in self.groups.classic.values() if g.state is S.EMPTY]:
             since = group.state_timestamp_ms if group.protocol_type else None
             expired = [tp for tp, om in group.offsets.items()
                        if (om.commit_timestamp_ms if since is None else since) + retention
@@ -359,7 +368,7 @@ class Offsets:
     def _expire_consumer_groups(self, committed_before_ms: int) -> None:
         """KIP-848 groups without members: each offset ages from its commit, as in Kafka;
         a group left with no offsets is deleted."""
-        for group in [g for g in self.c.consumer_groups.values() if not g.members]:
+        for group in [g for g in self.groups.consumer.values() if not g.members]:
             expired = [tp for tp, om in group.offsets.items()
                        if om.commit_timestamp_ms <= committed_before_ms]
             try:
@@ -368,6 +377,19 @@ class Offsets:
                     self._remove_consumer_group(group)
             except GroupError as exc:
                 log.warning("group %s: cannot expire offsets: %s", group.group_id, exc)
+
+
+def _subscribed_topics(group: Group) -> set[str] | None:
+    """Topics a classic group's members subscribe to (consumer protocol), None if unknown."""
+    if group.protocol_type != "consumer" or group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        try:
+            topics |= subscription_topics(member.metadata_for(group.protocol_name))
+        except (KeyError, ValueError):
+            return None
+    return topics
 
 
 def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: str,

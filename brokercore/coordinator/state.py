@@ -210,17 +210,3 @@ class Group:
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def subscribed_topics(self) -> set[str] | None:
-        """Topics the members subscribe to (consumer protocol), None if unknown."""
-        from brokercore.coordinator.records import subscription_topics
-
-        if self.protocol_type != "consumer" or self.protocol_name is None:
-            return None
-        topics: set[str] = set()
-        for member in self.members.values():
-            try:
-                topics |= subscription_topics(member.metadata_for(self.protocol_name))
-            except (KeyError, ValueError):
-                return None
-        return topics

@@ -1,4 +1,7 @@
-"""One analysis run, from QUEUED to its end, inside the Celery task.
+"""One analysis run, from QUEUED to its end, inside the Celery task that runs it.
+
+`queue_analysis` sends the run's task (`run_analysis_task`) to the worker; actions call it
+once a launched run's row is committed.
 
 Every status change is a conditional UPDATE on the run's row (`_move`), so a cancel and a
 start, or a cancel and a success, never both win: whichever UPDATE matches first decides,
@@ -15,6 +18,7 @@ import logging
 import shutil
 from typing import Any
 
+from celery import shared_task
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -24,6 +28,28 @@ from controlcenter.analysis import runner
 from controlcenter.models import AnalysisRun, AnalysisStatus
 
 log = logging.getLogger(__name__)
+
+
+# The name queued messages carry: the task was first declared in controlcenter.tasks.
+@shared_task(name="controlcenter.tasks.run_analysis_task", ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
+def run_analysis_task(self: Any, run_id: int) -> str:
+    return run_analysis(run_id, worker=str(self.request.hostname or ""))
+
+
+def queue_analysis(run_id: int) -> None:
+    """Send the run's task to the broker the settings name NOW (filesystem or Redis), not
+    the one the Celery app was configured with at import."""
+    from controlcenter.celery import app
+
+    url = settings.CELERY_BROKER_URL
+    # Named either way: without one, Celery falls back to the transport of its settings.
+    scheme = url.partition("://")[0]
+    transport = settings.MILLRACE_FILE_QUEUE_TRANSPORT if scheme == "filesystem" else scheme
+    with app.connection_for_write(
+        url, transport=transport, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    ) as conn:
+        run_analysis_task.apply_async((run_id,), connection=conn,
+                                      queue=settings.MILLRACE_ANALYSIS_QUEUE)
 
 
 def run_analysis(run_id: int, worker: str = "") -> str:

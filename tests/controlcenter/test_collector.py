@@ -249,7 +249,6 @@ def test_fragments_that_share_a_context_read_it_once_per_push(
         calls.append(key)
         return {"cluster": None}
 
-    events.fragments("subject")  # the real registrations first, then ours in their place
     monkeypatch.setitem(events._FRAGMENTS, "subject", [])
     for element_id in ("first", "second"):
         events.register_fragment("subject", element_id,

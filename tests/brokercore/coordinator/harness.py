@@ -7,7 +7,8 @@ import struct
 from dataclasses import dataclass, field
 
 from brokercore.clock import FakeClock
-from brokercore.coordinator.coordinator import CoordinatorConfig, GroupCoordinator
+from brokercore.coordinator.config import CoordinatorConfig
+from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.membership import JoinRequest
 from brokercore.coordinator.offsets_topic import MemoryOffsetsTopic
 from brokercore.coordinator.state import Group, JoinResult, SyncResult
@@ -42,7 +43,7 @@ class Harness:
         self.coordinator = GroupCoordinator(self.store, self.clock, self.config)
 
     def group(self, group_id: str = "g") -> Group:
-        return self.coordinator.groups[group_id]
+        return self.coordinator.groups.classic[group_id]
 
     def start_join(
         self, member_id: str = "", group_id: str = "g",

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from brokercore.clock import FakeClock
 from brokercore.coordinator.assignors import range_, uniform
+from brokercore.coordinator.config import CoordinatorConfig
 from brokercore.coordinator.consumer_group import Assignment, ConsumerGroupState
 from brokercore.coordinator.consumer_protocol import HeartbeatRequest, HeartbeatResult
-from brokercore.coordinator.coordinator import CoordinatorConfig, GroupCoordinator
+from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.offsets_topic import MemoryOffsetsTopic
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
@@ -30,14 +31,15 @@ class Consumers:
     topics: dict[str, tuple[str, int]] = field(default_factory=lambda: {"t": (T, 4)})
     owned: dict[str, Assignment] = field(default_factory=dict)
     epochs: dict[str, int] = field(default_factory=dict)
+    config: CoordinatorConfig = field(
+        default_factory=lambda: CoordinatorConfig(consumer_session_timeout_ms=SESSION_MS))
 
     def __post_init__(self) -> None:
         self.restart()
 
     def restart(self) -> None:
-        self.coordinator = GroupCoordinator(
-            self.store, self.clock, CoordinatorConfig(consumer_session_timeout_ms=SESSION_MS),
-            topics=lambda: dict(self.topics))
+        self.coordinator = GroupCoordinator(self.store, self.clock, self.config,
+                                            topics=lambda: dict(self.topics))
         self.coordinator.refresh_partitions()
 
     async def beat(self, member: str, epoch: int | None = None,
@@ -73,7 +75,7 @@ class Consumers:
 
 
 def state(c: Consumers) -> ConsumerGroupState:
-    return c.coordinator.consumer_groups["g"].state
+    return c.coordinator.groups.consumer["g"].state
 
 
 async def test_a_lone_member_gets_every_partition_at_epoch_one() -> None:
@@ -122,7 +124,7 @@ async def test_a_silent_member_is_removed_after_the_session_timeout() -> None:
     await c.beat("a")
     c.clock.advance(SESSION_MS / 2000 + 0.1)
     c.coordinator.tick()
-    assert set(c.coordinator.consumer_groups["g"].members) == {"a"}
+    assert set(c.coordinator.groups.consumer["g"].members) == {"a"}
     await c.settle("a")
     assert c.partitions("a") == {0, 1, 2, 3}
 
@@ -182,7 +184,7 @@ async def test_a_static_member_that_comes_back_keeps_its_partitions() -> None:
     assert (await c.beat("a", epoch=-2, instance_id="i-1")).member_epoch == -2
     back = await c.beat("a2", instance_id="i-1")
     assert back.error_code == OK and c.partitions("a2") == a_parts
-    group = c.coordinator.consumer_groups["g"]
+    group = c.coordinator.groups.consumer["g"]
     assert set(group.members) == {"a2", "b"}
 
 
@@ -191,9 +193,9 @@ async def test_a_new_coordinator_replays_epochs_and_assignments() -> None:
     await c.beat("a")
     await c.beat("b")
     await c.settle("a", "b")
-    before = c.coordinator.consumer_groups["g"]
+    before = c.coordinator.groups.consumer["g"]
     c.restart()
-    after = c.coordinator.consumer_groups["g"]
+    after = c.coordinator.groups.consumer["g"]
     assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch,
                                                           before.assignment_epoch)
     assert {m: (x.member_epoch, x.assigned) for m, x in after.members.items()} == {
@@ -262,12 +264,12 @@ async def test_an_empty_consumer_group_is_deleted_or_expires_with_its_offsets() 
     retention = c.coordinator.config.offsets_retention_ms / 1000
     c.clock.advance(retention / 2)
     c.coordinator.offsets.expire()
-    assert "g" in c.coordinator.consumer_groups
+    assert "g" in c.coordinator.groups.consumer
     c.clock.advance(retention / 2)
     c.coordinator.offsets.expire()
-    assert "g" not in c.coordinator.consumer_groups
+    assert "g" not in c.coordinator.groups.consumer
     c.restart()
-    assert "g" not in c.coordinator.consumer_groups  # the tombstones replay too
+    assert "g" not in c.coordinator.groups.consumer  # the tombstones replay too
 
     await c.beat("b")
     await c.beat("b", epoch=-1)
@@ -276,13 +278,12 @@ async def test_an_empty_consumer_group_is_deleted_or_expires_with_its_offsets() 
 
 
 async def test_members_may_ask_for_the_range_assignor_and_the_size_is_capped() -> None:
-    c = Consumers()
-    c.coordinator.config = CoordinatorConfig(consumer_session_timeout_ms=SESSION_MS,
-                                             consumer_max_size=2)
+    c = Consumers(config=CoordinatorConfig(consumer_session_timeout_ms=SESSION_MS,
+                                           consumer_max_size=2))
     await c.beat("b", server_assignor="range")
     await c.beat("a", server_assignor="range")
     await c.settle("a", "b")
-    assert c.coordinator.consumer.assignor_of(c.coordinator.consumer_groups["g"]) == "range"
+    assert c.coordinator.consumer.assignor_of(c.coordinator.groups.consumer["g"]) == "range"
     assert (c.partitions("a"), c.partitions("b")) == ({0, 1}, {2, 3})  # by member id
     full = await c.beat("c")
     assert full.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED

@@ -41,7 +41,7 @@ async def test_group_requests_answer_load_in_progress_until_the_partition_is_loa
     assert join.error_code == loading
     commit = await h.coordinator.offsets.commit("g", -1, "", None, {TPS[0]: (1, -1, None)})
     assert commit == {TPS[0]: loading}
-    assert "g" not in h.coordinator.groups  # nothing half-loaded is ever visible
+    assert "g" not in h.coordinator.groups.classic  # nothing half-loaded is ever visible
 
     await h.coordinator.wait_loaded()
     fetched = h.coordinator.offsets.fetch("g", None)
@@ -61,7 +61,7 @@ async def test_a_leadership_change_mid_load_starts_the_load_again_in_the_new_epo
     assert _load_error(lambda: h.coordinator.offsets.fetch("g", None)) == (
         ErrorCode.NOT_COORDINATOR)
     await settle()
-    assert "g" not in h.coordinator.groups  # the cancelled load installed nothing
+    assert "g" not in h.coordinator.groups.classic  # the cancelled load installed nothing
     h.store.led.add(partition)
     h.store.epochs[partition] = 1
     h.coordinator.refresh_partitions()
@@ -79,7 +79,7 @@ async def test_list_groups_answers_load_in_progress_while_any_partition_loads() 
     h.restart()
     h.coordinator.load_slice_records = 7  # "g"'s partition loads for long, `other`'s at once
     assert _load_error(h.coordinator.list_groups) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    assert other in h.coordinator.groups  # loaded, but not listed while "g" is missing
+    assert other in h.coordinator.groups.classic  # loaded, but not listed while "g" is missing
 
     await h.coordinator.wait_loaded()
     assert sorted(g.group_id for g in h.coordinator.list_groups()) == ["g", other]

@@ -185,7 +185,7 @@ async def test_a_group_on_a_partition_this_broker_does_not_lead_is_not_coordinat
 
 def test_illegal_transitions_are_bugs() -> None:
     h = Harness()
-    group = h.coordinator.create_group("g")
+    group = h.coordinator.groups.create_classic("g")
     with pytest.raises(IllegalStateTransition):
         group.transition_to(S.STABLE, 0)
 

@@ -88,7 +88,7 @@ async def test_deleting_a_group_needs_it_empty_and_removes_its_offsets_for_good(
     h.coordinator.membership.leave("g", [(a.member_id, None)])
     assert await h.coordinator.offsets.delete_group("g") == OK
 
-    assert "g" not in h.coordinator.groups
+    assert "g" not in h.coordinator.groups.classic
     h.restart()
     assert h.coordinator.offsets.fetch("g", [T0]) == {T0: None}
     assert h.coordinator.list_groups() == []
@@ -117,7 +117,7 @@ async def test_offsets_of_empty_groups_expire_after_the_retention() -> None:
 
     h.advance(retention_s - 3600 + 1)
 
-    assert "old" not in h.coordinator.groups
+    assert "old" not in h.coordinator.groups.classic
     assert h.coordinator.offsets.fetch("new", [T0])[T0] is not None
     h.restart()
     assert [g.group_id for g in h.coordinator.list_groups()] == ["new"]

@@ -126,4 +126,4 @@ async def test_a_coordinator_that_loses_leadership_answers_not_coordinator() -> 
     h.store.led.discard(h.coordinator.partition_of("g"))
     errors = await h.coordinator.offsets.commit("g", -1, "", None, {T0: (2, -1, None)})
     assert errors == {T0: ErrorCode.NOT_COORDINATOR}
-    assert "g" not in h.coordinator.groups
+    assert "g" not in h.coordinator.groups.classic
