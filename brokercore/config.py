@@ -184,6 +184,14 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
            "Largest transaction.timeout.ms a producer may ask for."),
         _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, "10000",
            "How often the transaction coordinator aborts transactions past their timeout."),
+        _k("transactional.id.expiration.ms", T.INT, "604800000",
+           "How long the transaction coordinator keeps a transactional id whose "
+           "transaction has ended (or never began) without a state change; then it "
+           "writes a tombstone for it. An ongoing transaction's id never expires.",
+           minimum=1),
+        _k("transaction.remove.expired.transaction.cleanup.interval.ms", T.INT, "3600000",
+           "How often the transaction coordinator removes transactional ids past "
+           "transactional.id.expiration.ms.", minimum=1),
         _k("producer.id.expiration.ms", T.INT, "86400000",
            "How long a partition keeps a producer id's state after the producer's last "
            "write (its batch's max timestamp); a producer with an open transaction is "

@@ -50,9 +50,10 @@ class TransactionRequests:
                            f"transaction.timeout.ms {timeout_ms} is not in "
                            f"(0, {self.c.config.max_timeout_ms}]")
         meta = self.c.metadata(transactional_id)
-        if meta is None:
+        if meta is None:  # new, or expired (a fresh producer id either way)
             meta = TransactionMetadata(transactional_id, self.c.partition_of(transactional_id),
-                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY))
+                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY, frozenset(),
+                                                 self.c.clock.time_ms()))
             self.c.txns[transactional_id] = meta
         record = meta.record
         if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):

@@ -118,6 +118,7 @@ def test_broker_configs_are_all_there_read_only_unless_kafka_changes_them_live(
     assert "producer.id.expiration.check.interval.ms" not in configs
     assert {c.name for c in configs.values() if not c.read_only} == DYNAMIC_BROKER_CONFIGS
     assert not configs["producer.id.expiration.ms"].read_only  # as a 4.0 broker reports it
+    assert configs["transactional.id.expiration.ms"].read_only
     assert configs["listeners"].read_only and configs["node.id"].read_only
     assert not configs["compression.type"].read_only
     assert not configs["log.retention.hours"].read_only
