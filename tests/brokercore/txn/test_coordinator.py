@@ -419,3 +419,21 @@ async def test_an_id_being_removed_waits_for_its_tombstone_and_stays_if_the_writ
     c.tick()
     assert await removed(c, "t")
 
+
+async def test_a_producer_naming_an_expired_id_and_epoch_gets_a_fresh_producer_id(
+    make: Make, clock: FakeClock,
+) -> None:
+    """KIP-360 after expiry: Kafka answers a producer id and epoch for an id whose state it
+    just created with a new producer id rather than PRODUCER_FENCED, so a producer that
+    was idle past transactional.id.expiration.ms carries on with a new producer id."""
+    c = make(id_expiration_ms=60_000, remove_expired_interval_ms=1000)
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    clock.advance(60)
+    c.tick()
+    assert await removed(c, "t")
+    with pytest.raises(TxnError) as unknown:  # its next transaction
+        await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    assert unknown.value.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    new_pid, new_epoch = await c.requests.init_producer_id("t", 60_000, pid, epoch)
+    assert (new_pid != pid, new_epoch) == (True, 0)
+    await c.requests.add_partitions("t", new_pid, new_epoch, {TP}, {TP})
