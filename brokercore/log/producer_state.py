@@ -240,7 +240,8 @@ class ProducerStateManager:
     last_seq, first_offset, last_offset, timestamp], ...], current_txn_first_offset,
     coordinator_epoch, last_offset, last_timestamp], ...]}``. It is used only if
     its offset equals the recovered log end offset; otherwise the state is rebuilt by
-    scanning batch headers, so the log stays the source of truth.
+    scanning batch headers, so the log stays the source of truth. Either way the producers
+    expired by then (`remove_expired`) are left out.
     """
 
     SNAPSHOT = "producer-state.snapshot"
