@@ -61,6 +61,9 @@ class ConfigKey:
     synonyms: tuple[tuple[str, int], ...] = ()
     read_only: bool = False
     choices: tuple[str, ...] = ()
+    minimum: int | None = None  # Kafka's atLeast(n) for a number
+    # Kafka's defineInternal: DescribeConfigs lists it only where it is set.
+    internal: bool = False
 
 
 def _k(name: str, type_: ConfigType, default: str | None, doc: str, **kw: object) -> ConfigKey:
@@ -181,6 +184,22 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
            "Largest transaction.timeout.ms a producer may ask for."),
         _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, "10000",
            "How often the transaction coordinator aborts transactions past their timeout."),
+        _k("transactional.id.expiration.ms", T.INT, "604800000",
+           "How long the transaction coordinator keeps a transactional id whose "
+           "transaction has ended (or never began) without a state change; then it "
+           "writes a tombstone for it. An ongoing transaction's id never expires.",
+           minimum=1),
+        _k("transaction.remove.expired.transaction.cleanup.interval.ms", T.INT, "3600000",
+           "How often the transaction coordinator removes transactional ids past "
+           "transactional.id.expiration.ms.", minimum=1),
+        _k("producer.id.expiration.ms", T.INT, "86400000",
+           "How long a partition keeps a producer id's state after the producer's last "
+           "write (its batch's max timestamp); a producer with an open transaction is "
+           "kept. Its state also goes sooner once retention deletes its last write.",
+           minimum=1),
+        _k("producer.id.expiration.check.interval.ms", T.INT, "600000",
+           "How often each partition removes producer ids past producer.id.expiration.ms.",
+           minimum=1, internal=True),
         _k("transaction.partition.verification.enable", T.BOOLEAN, "true",
            "Before a producer's first transactional write to a partition, ask the "
            "transaction coordinator whether its transaction includes the partition "
@@ -269,6 +288,8 @@ def validate_value(key: ConfigKey, value: str) -> str:
             raise invalid(f"Not a number of type {key.type.name}") from None
         if bits is not None and not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
             raise invalid(f"Not a number of type {key.type.name}")
+        if key.minimum is not None and number < key.minimum:
+            raise invalid(f"Value must be at least {key.minimum}")
         return str(number)
     if key.type is ConfigType.BOOLEAN:
         lowered = value.strip().lower()
@@ -330,11 +351,11 @@ def parse_listeners(value: str) -> list[Listener]:
 DynamicConfigs = Mapping[str, Mapping[str, str]]
 
 # Broker keys that change without a restart: Kafka's DynamicLogConfig (the broker defaults
-# of topic configs) and, of its DynamicProducerStateManagerConfig, transaction
-# verification. Every other broker config is read-only.
+# of topic configs) and its DynamicProducerStateManagerConfig (transaction verification and
+# producer id expiration). Every other broker config is read-only.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     synonym for key in TOPIC_CONFIGS.values() for synonym, _ in key.synonyms
-) | {"transaction.partition.verification.enable"}
+) | {"transaction.partition.verification.enable", "producer.id.expiration.ms"}
 
 
 class BrokerConfig:

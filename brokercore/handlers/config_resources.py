@@ -111,7 +111,9 @@ def broker_entries(broker: BrokerParts, name: str) -> list[ConfigEntry]:
         return [ConfigEntry(BROKER_CONFIGS[key], value, source, read_only=False,
                             synonyms=[Synonym(key, value, source)])
                 for key, value in sorted(defaults.items()) if key in BROKER_CONFIGS]
-    return [_broker_entry(broker, key) for _, key in sorted(BROKER_CONFIGS.items())]
+    # As Kafka lists them: an internal key only where it is set.
+    return [_broker_entry(broker, key) for _, key in sorted(BROKER_CONFIGS.items())
+            if not key.internal or broker.config.layers(key.name)]
 
 
 def _broker_entry(broker: BrokerParts, key: ConfigKey) -> ConfigEntry:

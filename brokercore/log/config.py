@@ -27,6 +27,9 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
     compression_type: str = "producer"
+    # Not a topic config: the broker's `producer.id.expiration.ms` (dynamic), which Kafka
+    # hands every log in its ProducerStateManagerConfig.
+    producer_id_expiration_ms: int = 86400000
 
     @property
     def compact(self) -> bool:

@@ -216,7 +216,8 @@ class PartitionLog:
 
     def maybe_start_transaction_verification(self, producer_id: int, sequence: int,
                                              epoch: int) -> VerificationGuard:
-        return self.producers.maybe_start_verification(producer_id, sequence, epoch)
+        return self.producers.maybe_start_verification(producer_id, sequence, epoch,
+                                                       self.clock.time_ms())
 
     @_io
     def append_marker(
@@ -558,6 +559,13 @@ class PartitionLog:
     def rebuild_producer_state(self) -> None:
         """Producer state and every transaction index, from the log (recovery, truncation)."""
         recovery.rebuild_producer_state(self)
+
+    def remove_expired_producers(self) -> int:
+        """Kafka's periodic producer expiration (`producer.id.expiration.check.interval.ms`):
+        forget producers idle for `producer.id.expiration.ms`, unless a transaction of theirs
+        is open, and verifications started that long ago. How many producers went."""
+        return self.producers.remove_expired(self.clock.time_ms(),
+                                             self.config.producer_id_expiration_ms)
 
     def producer_state(self) -> dict[int, ProducerEntry]:
         """Idempotent producers of this partition, by producer id (DescribeProducers)."""

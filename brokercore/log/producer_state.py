@@ -7,6 +7,11 @@ It also keeps each producer's open transaction (the offset of its first transact
 batch since the last marker), from which the last stable offset follows, the
 transactions that end (a control batch) in each append, and the verifications of
 transactions in progress (KIP-890, `verification.py`).
+
+A producer is forgotten once all its batches fall below the log start, or once it has
+been idle for `producer.id.expiration.ms` (KIP-854): its last batch's max timestamp (a
+marker's, for a marker) is that long ago and it has no open transaction. A producer
+forgotten and writing again is new to the partition: any sequence is accepted (KIP-360).
 """
 
 from __future__ import annotations
@@ -235,7 +240,8 @@ class ProducerStateManager:
     last_seq, first_offset, last_offset, timestamp], ...], current_txn_first_offset,
     coordinator_epoch, last_offset, last_timestamp], ...]}``. It is used only if
     its offset equals the recovered log end offset; otherwise the state is rebuilt by
-    scanning batch headers, so the log stays the source of truth.
+    scanning batch headers, so the log stays the source of truth. Either way the producers
+    expired by then (`remove_expired`) are left out.
     """
 
     SNAPSHOT = "producer-state.snapshot"
@@ -263,8 +269,8 @@ class ProducerStateManager:
         return (entry is not None and entry.current_txn_first_offset >= 0
                 and entry.epoch == producer_epoch)
 
-    def maybe_start_verification(self, producer_id: int, sequence: int,
-                                 epoch: int) -> VerificationGuard:
+    def maybe_start_verification(self, producer_id: int, sequence: int, epoch: int,
+                                 now_ms: int) -> VerificationGuard:
         """The guard an append must carry once the coordinator has verified the transaction;
         SENTINEL when the transaction is open here already and needs no verification.
         Verifications of one producer in progress at once share a guard."""
@@ -272,7 +278,7 @@ class ProducerStateManager:
             return SENTINEL
         entry = self.verifications.get(producer_id)
         if entry is None:
-            entry = VerificationStateEntry(VerificationGuard(), sequence, epoch)
+            entry = VerificationStateEntry(VerificationGuard(), sequence, epoch, now_ms)
             self.verifications[producer_id] = entry
         else:
             entry.update(sequence, epoch)
@@ -286,6 +292,19 @@ class ProducerStateManager:
         self.open_txns = {}
         _track_open(self.open_txns, self.producers.values())
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Kafka's `removeExpiredProducers`: forget the producers idle for `expiration_ms`
+        (none with an open transaction) and the verifications started that long ago. The
+        number of producers forgotten."""
+        expired = [pid for pid, entry in self.producers.items()
+                   if _expired(entry, now_ms, expiration_ms)]
+        for pid in expired:
+            del self.producers[pid]
+        for pid in [pid for pid, verifying in self.verifications.items()
+                    if now_ms - verifying.timestamp >= expiration_ms]:
+            del self.verifications[pid]
+        return len(expired)
+
     def remove_before(self, log_start_offset: int) -> None:
         """Forget producers whose every batch now lies below the log start."""
         self.producers = {
@@ -295,7 +314,9 @@ class ProducerStateManager:
         }
         self._reindex()
 
-    def load_snapshot(self, log_end_offset: int) -> bool:
+    def load_snapshot(self, log_end_offset: int, now_ms: int, expiration_ms: int) -> bool:
+        """The clean-close snapshot, if it is of `log_end_offset`, without the producers that
+        expired meanwhile (as Kafka loads a snapshot)."""
         try:
             data = json.loads(self.path.read_text())
         except (FileNotFoundError, ValueError):
@@ -310,7 +331,8 @@ class ProducerStateManager:
                                   coordinator_epoch=txn[1], last_offset=txn[2],
                                   last_timestamp=txn[3])
             entry.batches.extend(BatchMetadata(*batch) for batch in batches)
-            self.producers[pid] = entry
+            if not _expired(entry, now_ms, expiration_ms):
+                self.producers[pid] = entry
         self._reindex()
         return True
 
@@ -327,6 +349,13 @@ class ProducerStateManager:
 
     def delete_snapshot(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def _expired(entry: ProducerEntry, now_ms: int, expiration_ms: int) -> bool:
+    """Kafka's isProducerExpired: no open transaction, and its last write's timestamp is
+    `expiration_ms` old or more."""
+    return (entry.current_txn_first_offset < 0
+            and now_ms - entry.last_timestamp >= expiration_ms)
 
 
 def _fields(batch: BatchMetadata) -> tuple[int, int, int, int, int]:

@@ -55,7 +55,8 @@ def load(log: PartitionLog, recovery_point: int | None, log_start: int | None) -
         log.segments[0].seal()
     end = log.log_end_offset
     log.set_log_start_offset(min(max(log_start, log.segments[0].base_offset), end))
-    if not (clean_shutdown and log.producers.load_snapshot(end)):
+    now, expiration = log.clock.time_ms(), log.config.producer_id_expiration_ms
+    if not (clean_shutdown and log.producers.load_snapshot(end, now, expiration)):
         log.rebuild_producer_state()  # and the transaction indexes
     log.producers.delete_snapshot()
     log.epochs.truncate_from_end(end)
@@ -170,3 +171,6 @@ def rebuild_producer_state(log: PartitionLog) -> None:
         producer_append.completed.clear()
     producer_append.commit()
     log.producers.remove_before(log.log_start_offset)
+    # Kafka leaves out the producers of the snapshot it reloads that have expired; without
+    # per-segment snapshots the whole log is replayed, so the rule applies to all of it.
+    log.producers.remove_expired(log.clock.time_ms(), log.config.producer_id_expiration_ms)

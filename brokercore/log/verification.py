@@ -35,11 +35,16 @@ class VerificationStateEntry:
     """A producer's verification in progress here: its guard, and the lowest sequence (at
     the newest epoch) that verification started with. A later batch must not overtake it:
     a producer new to the partition may start at any sequence (KIP-360), so without this a
-    pipelined batch verified before an earlier, failed one would be appended first."""
+    pipelined batch verified before an earlier, failed one would be appended first.
+
+    `timestamp` is when the entry was created (wall clock, ms); later verifications that
+    share it do not move it. As in Kafka, an entry expires `producer.id.expiration.ms`
+    after it, so a failed verification's entry does not linger for good."""
 
     guard: VerificationGuard
     lowest_sequence: int
     epoch: int
+    timestamp: int
 
     def update(self, sequence: int, epoch: int) -> None:
         if epoch > self.epoch:

@@ -559,6 +559,7 @@ class ReplicaManager:
             min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"] or 0.5),
             file_delete_delay_ms=num("file.delete.delay.ms"),
             compression_type=values["compression.type"] or "producer",
+            producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
         )
 
     # -- lookups --------------------------------------------------------------------------
@@ -714,6 +715,9 @@ class ReplicaManager:
                 self.config.get_int(key) / 1000, functools.partial(self.checkpoint, file))))
         retention_s = self.config.get_int("log.retention.check.interval.ms") / 1000
         self._tasks.append(asyncio.create_task(self._every(retention_s, self._retention)))
+        expiration_s = self.config.get_int("producer.id.expiration.check.interval.ms") / 1000
+        self._tasks.append(asyncio.create_task(self._every(expiration_s,
+                                                           self._expire_producers)))
         if self.config.get_bool("log.cleaner.enable"):
             backoff_s = self.config.get_int("log.cleaner.backoff.ms") / 1000
             self._tasks.append(asyncio.create_task(self._every(backoff_s, self._clean)))
@@ -736,6 +740,15 @@ class ReplicaManager:
                 deleted = partition.log.enforce_retention()
                 if deleted:
                     log.info("retention deleted %d segment(s) of %s", deleted, partition.tp)
+
+    def _expire_producers(self) -> None:
+        """Every log, leader or follower, forgets its idle producers (Kafka's
+        PeriodicProducerExpirationCheck, per log)."""
+        for partition in list(self.partitions.values()):
+            expired = partition.log.remove_expired_producers()
+            if expired:
+                log.debug("node %d: %s: %d producer id(s) expired", self.node_id, partition.tp,
+                          expired)
 
     def _clean(self) -> None:
         for partition in list(self.partitions.values()):

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -38,6 +39,9 @@ from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStore
 log = logging.getLogger(__name__)
 S = TxnState
 RETRY_SECONDS = 0.1
+# Tombstones per write, in key bytes: a batch well under `max.message.bytes` (1 MiB by
+# default), as Kafka fills each tombstone batch only up to the log's largest message.
+TOMBSTONE_BATCH_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class TxnConfig:
     max_timeout_ms: int = 900_000
     abort_interval_ms: int = 10_000
     write_timeout_ms: int = 5000
+    id_expiration_ms: int = 604_800_000  # transactional.id.expiration.ms
+    remove_expired_interval_ms: int = 3_600_000
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> TxnConfig:
@@ -53,6 +59,9 @@ class TxnConfig:
             abort_interval_ms=config.get_int(
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             write_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
+            id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+            remove_expired_interval_ms=config.get_int(
+                "transaction.remove.expired.transaction.cleanup.interval.ms"),
         )
 
 
@@ -71,6 +80,8 @@ class TransactionCoordinator(PartitionedCoordinator):
         self.allocate_producer_id = allocate_producer_id
         self.txns: dict[str, TransactionMetadata] = {}
         self._next_abort = clock.monotonic()
+        # As Kafka schedules it: the first sweep one interval after the start.
+        self._next_expire = clock.monotonic() + config.remove_expired_interval_ms / 1000
         self.requests = TransactionRequests(self)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -83,6 +94,10 @@ class TransactionCoordinator(PartitionedCoordinator):
         if self.clock.monotonic() >= self._next_abort:
             self._next_abort = self.clock.monotonic() + self.config.abort_interval_ms / 1000
             self.abort_timed_out()
+        if self.clock.monotonic() >= self._next_expire:
+            self._next_expire = (self.clock.monotonic()
+                                 + self.config.remove_expired_interval_ms / 1000)
+            self.remove_expired_ids()
 
     # -- which transactional ids are ours ---------------------------------------------------
     def partition_of(self, transactional_id: str) -> int:
@@ -216,6 +231,49 @@ class TransactionCoordinator(PartitionedCoordinator):
         except TxnError as exc:
             log.info("transaction %s: abort failed: %s", meta.transactional_id, exc)
 
+    # -- transactional id expiration ----------------------------------------------------------
+    def remove_expired_ids(self) -> None:
+        """Kafka's removal of expired transactional ids: each id in Empty, CompleteCommit or
+        CompleteAbort (the states it may go Dead from) whose last update is
+        `transactional.id.expiration.ms` old gets a tombstone in its partition."""
+        now = self.clock.time_ms()
+        expired: dict[int, list[TransactionMetadata]] = defaultdict(list)
+        for meta in self.txns.values():
+            if self._expired(meta, now):
+                expired[meta.partition].append(meta)
+        for partition, metas in expired.items():
+            for batch in _tombstone_batches(metas):
+                for meta in batch:
+                    meta.pending = True  # Kafka's pending Dead: other requests wait
+                self._spawn(self._remove(partition, batch))
+
+    def _expired(self, meta: TransactionMetadata, now: int) -> bool:
+        record = meta.record
+        return (record.state in VALID_PREVIOUS_STATES[S.DEAD] and not meta.pending
+                and record.last_update_ms <= now - self.config.id_expiration_ms)
+
+    async def _remove(self, partition: int, metas: list[TransactionMetadata]) -> None:
+        """Write the ids' tombstones; once the in-sync replicas have them, the ids leave
+        memory, so a coordinator that takes over never finds them again. If the write
+        fails, they stay, for the next sweep."""
+        try:
+            offset = self.store.append(
+                partition, [(encode_key(m.transactional_id), None) for m in metas],
+                self.clock.time_ms())
+            await self.store.wait_replicated(partition, offset, self.config.write_timeout_ms)
+        except GroupError as exc:
+            log.warning("__transaction_state-%d: cannot remove %d expired transactional "
+                        "id(s): %s", partition, len(metas), exc)
+            return
+        finally:
+            for meta in metas:
+                meta.pending = False
+        removed = [m for m in metas if self.txns.get(m.transactional_id) is m]
+        for meta in removed:  # the others went with their partition meanwhile
+            del self.txns[meta.transactional_id]
+        log.info("__transaction_state-%d: removed %d expired transactional id(s)",
+                 partition, len(removed))
+
     # -- DescribeTransactions, ListTransactions ---------------------------------------------
     def list_transactions(self) -> list[TransactionMetadata]:
         """COORDINATOR_LOAD_IN_PROGRESS while any partition loads, as Kafka answers."""
@@ -224,3 +282,18 @@ class TransactionCoordinator(PartitionedCoordinator):
             raise TxnError(code)
         return [m for m in self.txns.values() if m.record.producer_id >= 0]
 
+
+def _tombstone_batches(
+    metas: list[TransactionMetadata],
+) -> list[list[TransactionMetadata]]:
+    """The ids in runs whose keys fit TOMBSTONE_BATCH_BYTES, one write each."""
+    batches: list[list[TransactionMetadata]] = [[]]
+    size = 0
+    for meta in metas:
+        key_bytes = len(encode_key(meta.transactional_id))
+        if batches[-1] and size + key_bytes > TOMBSTONE_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(meta)
+        size += key_bytes
+    return batches

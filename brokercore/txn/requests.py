@@ -50,9 +50,10 @@ class TransactionRequests:
                            f"transaction.timeout.ms {timeout_ms} is not in "
                            f"(0, {self.c.config.max_timeout_ms}]")
         meta = self.c.metadata(transactional_id)
-        if meta is None:
+        if meta is None:  # new, or expired (a fresh producer id either way)
             meta = TransactionMetadata(transactional_id, self.c.partition_of(transactional_id),
-                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY))
+                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY, frozenset(),
+                                                 self.c.clock.time_ms()))
             self.c.txns[transactional_id] = meta
         record = meta.record
         if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):
@@ -79,8 +80,11 @@ class TransactionRequests:
     def _is_retry(meta: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
         """KIP-360: a producer that names its id and epoch asks for the next epoch. True if
         it already got it (a retry whose answer was lost); PRODUCER_FENCED if it is not
-        the current producer."""
+        the current producer. An id new to the coordinator (its state expired, say) is no
+        one's yet: the producer gets a fresh producer id, as Kafka answers."""
         record = meta.record
+        if record.producer_epoch < 0:
+            return False
         if producer_id != record.producer_id:
             raise TxnError(ErrorCode.PRODUCER_FENCED, f"producer id {producer_id} is not "
                            f"{record.producer_id}")

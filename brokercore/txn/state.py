@@ -7,6 +7,9 @@ Empty ──AddPartitions/AddOffsets──▶ Ongoing ──EndTxn──▶ Prep
   │        EndTxn(abort), timeout,    ▼                                              │
   │        InitProducerId (fence) PrepareAbort ──markers──▶ CompleteAbort ───────────┘
   └──────────InitProducerId (epoch bump)── Empty / CompleteCommit / CompleteAbort
+                                                     │ transactional.id.expiration.ms
+                                                     ▼
+                                           Dead (a tombstone; the id is forgotten)
 ```
 """
 

@@ -110,3 +110,25 @@ async def test_validate_only_writes_no_metadata_and_touches_no_log(broker: Broke
     assert broker.controller.log_end_offset == records_before
     assert set(broker.replica_manager.partitions) == \
         {TopicPartition("t", 0), TopicPartition("t", 1)}
+
+
+async def test_producer_id_expiration_changed_cluster_wide_reaches_every_log(
+    broker: Broker,
+) -> None:
+    """Kafka's `producer.id.expiration.ms` is a dynamic broker config; each log reads it at
+    its next expiration check. A value below 1 is refused, as Kafka's atLeast(1)."""
+    await create(broker, "t")
+    resource = AlterConfigsRequest.AlterConfigsResource
+
+    async def set_cluster_wide(value: str) -> int:
+        request = AlterConfigsRequest(validate_only=False, resources=[resource(
+            resource_type=4, resource_name="", configs=[resource.AlterableConfig(
+                name="producer.id.expiration.ms", value=value)])])
+        [response] = (await call(broker, request, 1)).responses
+        return int(response.error_code)
+
+    assert await set_cluster_wide("0") == 40  # INVALID_CONFIG
+    assert await set_cluster_wide("5000") == 0
+    for index in (0, 1):
+        config = broker.replica_manager.partitions[TopicPartition("t", index)].log.config
+        assert config.producer_id_expiration_ms == 5000

@@ -352,3 +352,88 @@ async def test_a_leadership_change_mid_load_loads_again_in_the_new_epoch(
     await new.wait_loaded()
     assert await settled(new, "t") is S.COMPLETE_COMMIT  # finished where the old one stopped
     assert markers.log(TP).producer_state()[pid].coordinator_epoch == 2
+
+
+async def removed(c: TransactionCoordinator, transactional_id: str) -> bool:
+    """Whether the id left memory once its tombstone write has run its course."""
+    for _ in range(200):
+        meta = c.txns.get(transactional_id)
+        if meta is None or not meta.pending:
+            break
+        await asyncio.sleep(0.01)
+    return transactional_id not in c.txns
+
+
+async def test_ended_ids_expire_with_a_tombstone_and_stay_gone_after_a_reload(
+    make: Make, markers: LogMarkers, store: MemoryTransactionStateTopic, clock: FakeClock,
+) -> None:
+    c = make(id_expiration_ms=60_000, remove_expired_interval_ms=1000)
+    pid, epoch = await c.requests.init_producer_id("done", 900_000, -1, -1)
+    await c.requests.add_partitions("done", pid, epoch, {TP}, {TP})
+    await c.requests.end_txn("done", pid, epoch, commit=True)
+    assert await settled(c, "done") is S.COMPLETE_COMMIT
+    await c.requests.init_producer_id("empty", 900_000, -1, -1)
+    open_pid, open_epoch = await c.requests.init_producer_id("open", 900_000, -1, -1)
+    await c.requests.add_partitions("open", open_pid, open_epoch, {TP}, {TP})
+    stuck = TopicPartition("orders", 2)
+    markers.down.add(stuck)  # its commit stays prepared
+    stuck_pid, stuck_epoch = await c.requests.init_producer_id("prepared", 900_000, -1, -1)
+    await c.requests.add_partitions("prepared", stuck_pid, stuck_epoch, {stuck}, {stuck})
+    await c.requests.end_txn("prepared", stuck_pid, stuck_epoch, commit=True)
+
+    clock.advance(59)
+    c.tick()
+    assert not await removed(c, "done") and not await removed(c, "empty")
+    clock.advance(1)  # their last update is transactional.id.expiration.ms old
+    c.tick()
+    assert await removed(c, "done") and await removed(c, "empty")
+    assert c.metadata("done") is None  # DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND
+    assert {m.transactional_id for m in c.list_transactions()} == {"open", "prepared"}
+    assert ("done", None) in list(store.replay_states(c.partition_of("done")))
+
+    await c.stop()
+    store.epochs = dict.fromkeys(store.epochs, 1)  # another coordinator replays the log
+    new = make()
+    await new.wait_loaded()
+    assert set(new.txns) == {"open", "prepared"}
+    new_pid, new_epoch = await new.requests.init_producer_id("done", 60_000, -1, -1)
+    assert (new_pid != pid, new_epoch) == (True, 0)  # a fresh producer id, as for a new id
+
+
+async def test_an_id_being_removed_waits_for_its_tombstone_and_stays_if_the_write_fails(
+    make: Make, store: MemoryTransactionStateTopic, clock: FakeClock,
+) -> None:
+    c = make(id_expiration_ms=60_000, remove_expired_interval_ms=1000)
+    await c.requests.init_producer_id("t", 60_000, -1, -1)
+    store.replicate_on_append = False
+    clock.advance(60)
+    c.tick()
+    # Kafka's pending Dead: the id's requests wait (clients retry) until the write is done.
+    assert await load_error(c.requests.init_producer_id("t", 60_000, -1, -1)) == (
+        ErrorCode.CONCURRENT_TRANSACTIONS)
+    await store.fail_replication(ErrorCode.NOT_ENOUGH_REPLICAS)
+    assert not await removed(c, "t")
+    assert c.txns["t"].record.state is S.EMPTY
+    store.replicate_on_append = True  # the replicas are back: the next sweep removes it
+    clock.advance(1)
+    c.tick()
+    assert await removed(c, "t")
+
+
+async def test_a_producer_naming_an_expired_id_and_epoch_gets_a_fresh_producer_id(
+    make: Make, clock: FakeClock,
+) -> None:
+    """KIP-360 after expiry: Kafka answers a producer id and epoch for an id whose state it
+    just created with a new producer id rather than PRODUCER_FENCED, so a producer that
+    was idle past transactional.id.expiration.ms carries on with a new producer id."""
+    c = make(id_expiration_ms=60_000, remove_expired_interval_ms=1000)
+    pid, epoch = await c.requests.init_producer_id("t", 60_000, -1, -1)
+    clock.advance(60)
+    c.tick()
+    assert await removed(c, "t")
+    with pytest.raises(TxnError) as unknown:  # its next transaction
+        await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
+    assert unknown.value.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    new_pid, new_epoch = await c.requests.init_producer_id("t", 60_000, pid, epoch)
+    assert (new_pid != pid, new_epoch) == (True, 0)
+    await c.requests.add_partitions("t", new_pid, new_epoch, {TP}, {TP})
