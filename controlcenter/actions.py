@@ -333,6 +333,11 @@ def cancel_analysis(actor: Actor, run: AnalysisRun) -> str:
     return status
 
 
+def run_analysis(run_id: int, worker: str = "") -> str:
+    """The Celery task's body: run the job, store its result or error (analysis.execute)."""
+    return execute.run_analysis(run_id, worker)
+
+
 def fail_orphaned_analyses(worker: str) -> int:
     """Runs left RUNNING by an earlier life of this worker end FAILED (analysis.execute)."""
     return execute.fail_orphans(worker)

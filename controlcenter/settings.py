@@ -229,7 +229,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 MILLRACE_FILE_QUEUE_TRANSPORT = "controlcenter.queuefiles:Transport"
 CELERY_BROKER_TRANSPORT = MILLRACE_FILE_QUEUE_TRANSPORT if _FILE_QUEUE else None
 CELERY_RESULT_BACKEND = "django-db"
-CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
 # --- Lag analytics: where laganalysis.run jobs run and write their scratch files ----------
 # local[*] on this machine; spark://host:7077 sends the same jobs to a standalone cluster.

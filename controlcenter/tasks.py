@@ -3,9 +3,8 @@
 The worker runs them in its `threads` pool: a run's task only waits on its Spark
 subprocess, so the worker never forks after a JVM or Spark's threads exist.
 
-The task that runs one analysis, `run_analysis_task`, is declared beside what it runs and
-how it is queued (`analysis/execute.py`): actions queue it, and this module imports actions.
-It is named here so that the worker, which imports this module, registers it.
+Actions queue `run_analysis_task` by its name (`analysis/execute.py`, `RUN_ANALYSIS_TASK`):
+this module imports actions, so actions never import it.
 """
 
 from __future__ import annotations
@@ -16,9 +15,12 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from controlcenter import actions
-from controlcenter.analysis.execute import run_analysis_task
+from controlcenter.analysis.execute import RUN_ANALYSIS_TASK
 
-__all__ = ["fail_orphaned_analyses", "launch_due_analyses_task", "run_analysis_task"]
+
+@shared_task(name=RUN_ANALYSIS_TASK, ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
+def run_analysis_task(self: Any, run_id: int) -> str:
+    return actions.run_analysis(run_id, worker=str(self.request.hostname or ""))
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]

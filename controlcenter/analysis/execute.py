@@ -1,7 +1,7 @@
 """One analysis run, from QUEUED to its end, inside the Celery task that runs it.
 
-`queue_analysis` sends the run's task (`run_analysis_task`) to the worker; actions call it
-once a launched run's row is committed.
+`queue_analysis` sends the run's task (`tasks.run_analysis_task`, by name) to the worker;
+actions call it once a launched run's row is committed.
 
 Every status change is a conditional UPDATE on the run's row (`_move`), so a cancel and a
 start, or a cancel and a success, never both win: whichever UPDATE matches first decides,
@@ -18,7 +18,6 @@ import logging
 import shutil
 from typing import Any
 
-from celery import shared_task
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -30,10 +29,10 @@ from controlcenter.models import AnalysisRun, AnalysisStatus
 log = logging.getLogger(__name__)
 
 
-# The name queued messages carry: the task was first declared in controlcenter.tasks.
-@shared_task(name="controlcenter.tasks.run_analysis_task", ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
-def run_analysis_task(self: Any, run_id: int) -> str:
-    return run_analysis(run_id, worker=str(self.request.hostname or ""))
+# The Celery task that runs one analysis (a thin task in `controlcenter/tasks.py`, calling
+# `actions.run_analysis`). Queued by name: tasks import actions, so actions, and this module
+# they call, must not import tasks.
+RUN_ANALYSIS_TASK = "controlcenter.tasks.run_analysis_task"
 
 
 def queue_analysis(run_id: int) -> None:
@@ -48,8 +47,8 @@ def queue_analysis(run_id: int) -> None:
     with app.connection_for_write(
         url, transport=transport, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
     ) as conn:
-        run_analysis_task.apply_async((run_id,), connection=conn,
-                                      queue=settings.MILLRACE_ANALYSIS_QUEUE)
+        app.send_task(RUN_ANALYSIS_TASK, (run_id,), connection=conn,
+                      queue=settings.MILLRACE_ANALYSIS_QUEUE)
 
 
 def run_analysis(run_id: int, worker: str = "") -> str:
