@@ -74,13 +74,13 @@ class HeartbeatResult:
 class ConsumerProtocol:
     def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
                  topics: Callable[[], dict[str, tuple[str, int]]],
-                 unload: Callable[[int], None]) -> None:
+                 reload: Callable[[int], None]) -> None:
         self.groups = groups
         self.clock = clock
         self.config = config
         self.topics = topics  # topic name -> (topic id, partition count)
-        # GroupCoordinator.unload_partition: after a failed write, memory is ahead of the log.
-        self.unload = unload
+        # PartitionLoads.reload: after a failed write, memory is ahead of the log.
+        self.reload = reload
 
     @property
     def now(self) -> float:
@@ -108,7 +108,7 @@ class ConsumerProtocol:
         try:
             written_at = self.groups.write(partition, records)
         except GroupError:
-            self.unload(partition)
+            self.reload(partition)
             raise
         await self.groups.replicated(partition, written_at)
 
@@ -343,7 +343,7 @@ class ConsumerProtocol:
                 self.groups.write(group.partition, records)
             except GroupError as exc:
                 log.warning("group %s: cannot store expired members: %s", group.group_id, exc)
-                self.unload(group.partition)
+                self.reload(group.partition)
 
     def restored(self, group: ConsumerGroup) -> None:
         """After a load: members have one session (and revocation) timeout to come back."""

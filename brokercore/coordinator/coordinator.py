@@ -50,7 +50,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self.groups = Groups(store, self.partitions.check, clock, config.commit_timeout_ms,
                              self._spawn)
         self.consumer = ConsumerProtocol(self.groups, clock, config, topics,
-                                         self.unload_partition)
+                                         self.partitions.reload)
         self.membership = Membership(self.groups, clock, config, self.consumer.yield_to_classic)
         self.offsets = Offsets(self.groups, clock, config, topic_exists)
         self._next_expiry = clock.monotonic() + config.retention_check_interval_ms / 1000

@@ -67,6 +67,13 @@ class PartitionLoads:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NONE
 
+    def reload(self, partition: int) -> None:
+        """Read the partition again from its log: after a write that failed, what memory
+        holds is ahead of it (Kafka's coordinator reverts to its last committed state)."""
+        if partition in self.epochs:
+            self._drop(partition)
+        self.refresh(partition)
+
     def stop(self) -> None:
         for partition in list(self.epochs):
             self._drop(partition)

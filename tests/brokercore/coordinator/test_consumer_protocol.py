@@ -12,6 +12,7 @@ from brokercore.coordinator.consumer_group import Assignment, ConsumerGroupState
 from brokercore.coordinator.consumer_protocol import HeartbeatRequest, HeartbeatResult
 from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.offsets_topic import MemoryOffsetsTopic
+from brokercore.coordinator.state import GroupError
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -287,3 +288,29 @@ async def test_members_may_ask_for_the_range_assignor_and_the_size_is_capped() -
     assert (c.partitions("a"), c.partitions("b")) == ({0, 1}, {2, 3})  # by member id
     full = await c.beat("c")
     assert full.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+
+
+async def test_a_failed_write_is_undone_by_reading_the_partition_again() -> None:
+    """A heartbeat whose write fails while this broker still leads the partition (an ISR
+    below min.insync.replicas) leaves memory ahead of the log: the partition is read again
+    from the log, so the group, its members and its offsets stay, and the failed join does
+    not (before, the partition's groups and offsets vanished until leadership moved)."""
+    c = Consumers()
+    await c.beat("a")
+    tp = TopicPartition("t", 0)
+    assert await c.coordinator.offsets.commit("g", 1, "a", None, {tp: (5, -1, None)}) == {
+        tp: OK}
+    written = c.store.append
+
+    def refuse(*args: object, **kwargs: object) -> int:
+        raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "min.insync.replicas")
+
+    c.store.append = refuse  # type: ignore[method-assign]
+    failed = await c.beat("b")
+    assert failed.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    c.store.append = written  # type: ignore[method-assign]
+    assert (await c.beat("a")).error_code == OK
+    assert set(c.coordinator.groups.consumer["g"].members) == {"a"}
+    assert c.partitions("a") == {0, 1, 2, 3}
+    fetched = c.coordinator.offsets.fetch("g", [tp], (None, -1))[tp]
+    assert fetched is not None and fetched.offset == 5
