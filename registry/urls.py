@@ -2,14 +2,17 @@
 REGISTRY_PORT.
 
 Subjects may contain `/`, sent as %2F. Paths that hold a subject are therefore routed twice:
-Django's resolver hands the whole tail to `views.route_by_raw_path`, which resolves the raw
+Django's resolver hands the whole tail to `route_by_raw_path`, which resolves the raw
 path against `subject_patterns`, where a subject is one segment.
 """
 
-from django.urls import URLPattern, URLResolver, path, re_path
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from django.urls import Resolver404, URLPattern, URLResolver, path, re_path
 from django.urls.resolvers import RegexPattern
+from django.views.decorators.csrf import csrf_exempt
 
-from . import views
+from . import params, views
 from .views import served
 
 S = r"(?P<subject>[^/]+)"
@@ -31,6 +34,18 @@ subject_patterns: list[URLPattern | URLResolver] = [
 subject_resolver = URLResolver(RegexPattern(r"^"), subject_patterns)
 not_found = served(views.NotFoundView)
 
+
+@csrf_exempt
+async def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
+    """Route paths that hold a subject on the raw path (see `params.raw_tail`)."""
+    try:
+        match = subject_resolver.resolve(params.raw_tail(request, tail))
+    except Resolver404:
+        response: HttpResponseBase = await not_found(request)
+        return response
+    return await match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
+
+
 other_patterns: list[URLPattern | URLResolver] = [
     path("", served(views.RootView)),
     path("subjects", served(views.SubjectListView)),
@@ -47,6 +62,6 @@ other_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns: list[URLPattern | URLResolver] = [
     *other_patterns,
-    re_path(r"^(?P<tail>(?:compatibility/)?(?:subjects|config|mode)/.+)$", views.route_by_raw_path),
+    re_path(r"^(?P<tail>(?:compatibility/)?(?:subjects|config|mode)/.+)$", route_by_raw_path),
     re_path(r"^.*$", not_found),
 ]

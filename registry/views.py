@@ -16,7 +16,6 @@ from django.db import connection, connections
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.template.response import SimpleTemplateResponse
-from django.urls import Resolver404
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -380,19 +379,6 @@ def _rendered(sync_view: Callable[..., HttpResponseBase]) -> Callable[..., HttpR
                             headers=dict(response.headers))
 
     return render
-
-
-@csrf_exempt
-async def route_by_raw_path(request: HttpRequest, tail: str) -> HttpResponseBase:
-    """Route paths that hold a subject on the raw path (see `params.raw_tail`)."""
-    from .urls import not_found, subject_resolver
-
-    try:
-        match = subject_resolver.resolve(params.raw_tail(request, tail))
-    except Resolver404:
-        response: HttpResponseBase = await not_found(request)
-        return response
-    return await match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
 
 
 class NotFoundView(RegistryView):
