@@ -235,7 +235,7 @@ class ReplicaManager:
                 fetcher = self.fetchers.get(registration.leader)
                 if fetcher is None:
                     fetcher = self.fetchers[registration.leader] = ReplicaFetcher(
-                        self, registration.leader)
+                        registration.leader, self.node_id, self.config, self.image, self.clock)
                 fetcher.add(partition)
 
     def _remove(self, tp: TopicPartition) -> None:
