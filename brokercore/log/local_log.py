@@ -137,7 +137,7 @@ class LocalLog:
              min_one_batch: bool) -> FetchData:
         """Whole batches from the one containing ``fetch_offset``, never one starting at or
         beyond ``limit``; at least one batch if ``min_one_batch``."""
-        for segment in self.segments[self.segment_slot(fetch_offset) :]:
+        for segment in self.segments[self._segment_slot(fetch_offset) :]:
             found = segment.find(fetch_offset)
             if found is None:
                 continue
@@ -151,19 +151,19 @@ class LocalLog:
         """Aborted transactions with data in [start, end). Each is indexed by the segment
         holding its marker, which is at or after ``start``."""
         found: list[AbortedTxn] = []
-        for segment in self.segments[self.segment_slot(start) :]:
+        for segment in self.segments[self._segment_slot(start) :]:
             if segment.base_offset >= end and found:
                 break
             found += segment.txn_index.overlapping(start, end)
         return found
 
-    def segment_slot(self, offset: int) -> int:
+    def _segment_slot(self, offset: int) -> int:
         bases = [segment.base_offset for segment in self.segments]
         return max(0, bisect_right(bases, offset) - 1)
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[LogSegment, FoundBatch]]:
         """Every stored batch header from the segment holding ``start_offset`` on."""
-        for segment in self.segments[self.segment_slot(start_offset) :]:
+        for segment in self.segments[self._segment_slot(start_offset) :]:
             for found in segment.headers_from(segment.index.lookup(start_offset)):
                 yield segment, found
 
