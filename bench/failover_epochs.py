@@ -11,7 +11,7 @@ millisecond, and the longest gap between its wake-ups is the longest stall of th
 - before: each new leadership writes its epoch checkpoint (write, fsync, rename, fsync of
   the dir) in the apply step, as `become_leader` did until now: the bench writes them
   right after applying the batch, in the same loop step.
-- now: the replica manager writes them on its disk threads (`_persist_epochs`).
+- now: the replica manager writes them on its disk threads (`EpochCheckpoints`).
 
 Rounds alternate the two on fresh dirs; it prints the medians and their ratio, and how
 long until every checkpoint was on disk.

@@ -59,7 +59,7 @@ class BrokerCollector(Collector):
         counts = {"partitioncount": 0, "leadercount": 0, "underreplicatedpartitions": 0,
                   "underminisrpartitioncount": 0, "atminisrpartitioncount": 0}
         for topic in self.controller.image.topics.values():
-            min_isr = self.replicas.min_insync_replicas(topic.name)
+            min_isr = self.replicas.topic_configs.min_insync_replicas(topic.name)
             for part in topic.partitions.values():
                 if node in part.replicas:
                     counts["partitioncount"] += 1

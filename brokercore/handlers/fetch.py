@@ -31,7 +31,7 @@ from brokercore.handlers.registry import serves
 from brokercore.log import LogError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
-from brokercore.replication.partition import Partition, PartitionError
+from brokercore.replication.partition import Partition, PartitionError, wait_for_data
 from brokercore.topic_partition import TopicPartition
 
 TopicData = FetchResponse.FetchableTopicResponse
@@ -165,7 +165,7 @@ async def _read_until_ready(reader: _Reader, request: Any,
         and not any(r.error or r.diverging_epoch for r in reads)
         and (remaining := deadline - time.monotonic()) > 0
     ):
-        await reader.broker.replicas.wait_for_data(partitions, remaining)
+        await wait_for_data(partitions, remaining)
         reads = _read_all(reader, request.max_bytes, positions)
     if not reader.follower:
         for r in reads:

@@ -16,7 +16,8 @@ from brokercore.log.errors import (
     UnknownProducerIdError,
     UnsupportedMessageFormatError,
 )
-from brokercore.log.partition_log import AppendResult, FetchData, PartitionLog
+from brokercore.log.local_log import FetchData
+from brokercore.log.partition_log import AppendResult, PartitionLog
 from brokercore.log.records import RecordBatchHeader
 
 __all__ = [

@@ -24,35 +24,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from brokercore.log.checkpoint import fsync_directory, read_offset, write_offset
+from brokercore.log.local_log import LocalLog
+from brokercore.log.producer_state import ProducerStateManager
 from brokercore.log.records import Record, RecordBatchHeader, decode_records, rebuild_batch
 from brokercore.log.segment import LogSegment
 from brokercore.log.transactions import AbortedTxn
 
-if TYPE_CHECKING:
-    from brokercore.log.partition_log import PartitionLog
-
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
-def clean(log: PartitionLog) -> int:
+def clean(log: LocalLog, log_start_offset: int, first_unstable_offset: int,
+          producers: ProducerStateManager) -> int:
+    """One pass over the log's closed segments, nothing at or past `first_unstable_offset`
+    (an open transaction); returns bytes reclaimed. `producers` keep their last batches."""
     if not log.config.compact:
         return 0
     now = log.clock.time_ms()
-    segments = _cleanable_segments(log, now)
+    segments = _cleanable_segments(log, now, first_unstable_offset)
     if not segments:
         return 0
     checkpoint = log.directory / CLEANER_CHECKPOINT
-    first_dirty = read_offset(checkpoint, log.log_start_offset)
+    first_dirty = read_offset(checkpoint, log_start_offset)
     total = sum(segment.size for segment in segments)
     dirty = sum(segment.size for segment in segments if segment.next_offset > first_dirty)
     if total == 0 or dirty == 0 or dirty / total < log.config.min_cleanable_dirty_ratio:
         return 0
-    aborted = log.aborted_transactions(log.log_start_offset, segments[-1].next_offset)
+    aborted = log.aborted_transactions(log_start_offset, segments[-1].next_offset)
     latest = _offset_map(segments, aborted)
-    producer_last_offsets = {entry.last_offset for entry in log.producers.producers.values()}
+    producer_last_offsets = {entry.last_offset for entry in producers.producers.values()}
     tombstone_horizon = now - log.config.delete_retention_ms
     reclaimed = 0
     for slot, segment in enumerate(log.segments):
@@ -66,9 +67,8 @@ def clean(log: PartitionLog) -> int:
     return reclaimed
 
 
-def _cleanable_segments(log: PartitionLog, now: int) -> list[LogSegment]:
+def _cleanable_segments(log: LocalLog, now: int, first_unstable: int) -> list[LogSegment]:
     cleanable = []
-    first_unstable = log.first_unstable_offset()
     for segment in log.segments[:-1]:
         if (segment.max_timestamp > now - log.config.min_compaction_lag_ms
                 or segment.next_offset > first_unstable):
@@ -139,7 +139,7 @@ def _keep(
     return not (record.is_tombstone and expired)
 
 
-def swap_in(log: PartitionLog, segment: LogSegment, contents: bytes) -> LogSegment:
+def swap_in(log: LocalLog, segment: LogSegment, contents: bytes) -> LogSegment:
     """Replace a closed segment's file with ``contents``, crash-safely."""
     cleaned = segment.log_path.with_name(segment.log_path.name + ".cleaned")
     swap = segment.log_path.with_name(segment.log_path.name + ".swap")

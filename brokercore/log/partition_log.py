@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import logging
-import shutil
-from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
 
 from brokercore.clock import Clock
 from brokercore.log import cleaner, recovery
 from brokercore.log.checkpoint import fsync_directory
 from brokercore.log.config import LogConfig
 from brokercore.log.epoch_cache import LeaderEpochCache
-from brokercore.log.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
+from brokercore.log.errors import OffsetOutOfRangeError, guard_io
+from brokercore.log.local_log import FetchData, LocalLog
 from brokercore.log.producer_state import ProducerAppend, ProducerEntry, ProducerStateManager
-from brokercore.log.records import (
-    RecordBatchHeader,
-    decode_records,
-    patch_offset_and_epoch,
-    stamp_log_append_time,
-)
+from brokercore.log.records import stamp_batch
 from brokercore.log.segment import FoundBatch, LogSegment
 from brokercore.log.transactions import (
     AbortedTxn,
@@ -32,37 +22,12 @@ from brokercore.log.transactions import (
     build_control_batch,
     marker_of,
 )
-from brokercore.log.validation import validate_record_set, with_topic_codec
+from brokercore.log.validation import (
+    check_follower_offsets,
+    validate_record_set,
+    with_topic_codec,
+)
 from brokercore.log.verification import VerificationGuard
-
-logger = logging.getLogger(__name__)
-
-from brokercore.log.recovery import CLEAN_SHUTDOWN  # noqa: E402
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _io(
-    method: Callable[Concatenate[PartitionLog, P], R],
-) -> Callable[Concatenate[PartitionLog, P], R]:
-    """Kafka's maybeHandleIOException: an OSError in the log's files fails the log. This
-    call and every later one raise KafkaStorageError, and `on_failure` (the replica
-    manager's, which takes the log's whole dir offline) hears of it once."""
-
-    @functools.wraps(method)
-    def guarded(self: PartitionLog, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self.failure is not None:
-            raise KafkaStorageError(f"the log of {self.directory.name} is offline: "
-                                    f"{self.failure}")
-        try:
-            return method(self, *args, **kwargs)
-        except OSError as exc:
-            self.fail(exc)
-            raise KafkaStorageError(f"I/O error in the log of {self.directory.name}: "
-                                    f"{exc}") from exc
-
-    return guarded
 
 
 @dataclass(frozen=True)
@@ -75,17 +40,13 @@ class AppendResult:
     duplicate: bool  # an idempotent retry: original offsets, nothing written
 
 
-@dataclass(frozen=True)
-class FetchData:
-    records: bytes | memoryview  # whole v2 batches, exactly as stored
-    first_offset: int  # base offset of the first batch returned, -1 if none
-
-
 class PartitionLog:
     """One partition's log directory (``<topic>-<partition>/``), Kafka's layout:
 
     - ``<base>.log``, ``<base>.index``, ``<base>.timeindex`` per segment (``LogSegment``);
-      the highest-based segment is the active one, the only one appended to.
+      the highest-based segment is the active one, the only one appended to. Its
+      ``LocalLog`` writes, rolls, flushes and reads them; this class decides what is
+      written (validation, producers, transactions) and where the log starts.
     - ``cleaner-offset-checkpoint``: one offset, in Kafka's checkpoint format.
     - ``leader-epoch-checkpoint`` (``LeaderEpochCache``) and, after a clean close only,
       ``producer-state.snapshot`` (``ProducerStateManager``).
@@ -109,17 +70,12 @@ class PartitionLog:
 
     def __init__(self, directory: Path, config: LogConfig, clock: Clock) -> None:
         self.directory = directory
-        self.config = config
         self.clock = clock
-        self.segments: list[LogSegment] = []
         self._log_start_offset = 0
-        self.recovery_point = 0  # everything below it is fsynced
         self.legacy_checkpoints = False  # its directory holds the files of earlier versions
         self.producers = ProducerStateManager(directory)
         self.epochs = LeaderEpochCache(directory)
-        self._unflushed_messages = 0
-        self._last_flush_ms = clock.time_ms()
-        self._new_directory = False  # created without fsync; the first flush syncs its entry
+        self.local = LocalLog(directory, config, clock, self.epochs)
         self.failure: str | None = None  # the I/O error that took this log offline
         # Called once, with the log and the error, when an I/O error fails the log; may be
         # called on whichever thread uses the log then.
@@ -149,11 +105,16 @@ class PartitionLog:
             directory.mkdir(parents=True)
         except FileExistsError:
             log = cls(directory, config, clock)
-            recovery.load(log, recovery_point, log_start_offset)
+            loaded = recovery.load(log.local, log.producers, recovery_point, log_start_offset)
+            log._log_start_offset = loaded.log_start_offset
+            log.legacy_checkpoints = loaded.legacy_checkpoints
+            if not loaded.clean_shutdown:
+                log.flush()  # and the recovery point is the log end
+            log.local.recovery_point = log.log_end_offset
             return log
         log = cls(directory, config, clock)
-        log.segments = [log._new_segment(0)]
-        log._new_directory = True
+        log.local.segments = [log.local.new_segment(0)]
+        log.local.new_directory = True
         return log
 
     # -- offsets ---------------------------------------------------------------
@@ -164,17 +125,30 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset
+        return self.local.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is fsynced."""
+        return self.local.recovery_point
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(segment.size for segment in self.segments)
+        return self.local.size_in_bytes
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return self.local.segments
 
     @property
     def active_segment(self) -> LogSegment:
-        return self.segments[-1]
+        return self.local.active_segment
 
-    @_io
+    @property
+    def config(self) -> LogConfig:
+        return self.local.config
+
+    @guard_io
     def set_log_start_offset(self, offset: int) -> None:
         self._log_start_offset = offset
         self.epochs.truncate_from_start(offset)
@@ -182,7 +156,7 @@ class PartitionLog:
 
     # -- appends ---------------------------------------------------------------
 
-    @_io
+    @guard_io
     def append_as_leader(self, records: bytes | memoryview, leader_epoch: int,
                          verification_guard: VerificationGuard | None = None) -> AppendResult:
         """Validate a Produce record set, convert it to the topic's codec if it has one, stamp
@@ -219,7 +193,7 @@ class PartitionLog:
         return self.producers.maybe_start_verification(producer_id, sequence, epoch,
                                                        self.clock.time_ms())
 
-    @_io
+    @guard_io
     def append_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
         leader_epoch: int,
@@ -240,7 +214,7 @@ class PartitionLog:
         producer_append: ProducerAppend, now: int,
     ) -> AppendResult:
         first = stamped[0].header.base_offset
-        self._write(buf, stamped, now)
+        self.local.write(buf, stamped, now)
         self._complete(producer_append)
         self.epochs.assign(leader_epoch, first)
         return AppendResult(
@@ -262,29 +236,20 @@ class PartitionLog:
         producer_append: ProducerAppend,
         marker: ControlMarker | None = None,
     ) -> FoundBatch:
-        patch_offset_and_epoch(buf, found.position, offset, epoch)
-        header = dataclasses.replace(found.header, base_offset=offset, partition_leader_epoch=epoch)
-        if self.config.log_append_time and not header.is_control:
-            stamp_log_append_time(buf, found.position, header, now)
-            header = RecordBatchHeader.unpack(buf, found.position)
+        append_time = now if self.config.log_append_time else None
+        header = stamp_batch(buf, found.position, found.header, offset, epoch, append_time)
         if header.has_producer_id:
             producer_append.record(header, marker)
         return FoundBatch(found.position, header)
 
-    @_io
+    @guard_io
     def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
         """Replication: keep the leader's offsets and epochs; offsets must not go back."""
         buf = bytes(records)
         batches = validate_record_set(buf, self.config, from_leader=True)
-        expected = self.log_end_offset
-        for found in batches:
-            if found.header.base_offset < expected:
-                raise InvalidRecordError(
-                    f"follower append at {found.header.base_offset} below expected {expected}"
-                )
-            expected = found.header.next_offset
+        check_follower_offsets(batches, self.log_end_offset)
         now = self.clock.time_ms()
-        self._write(buf, batches, now)
+        self.local.write(buf, batches, now)
         producer_append = self.producers.begin()
         for found in batches:
             header = found.header
@@ -310,32 +275,9 @@ class PartitionLog:
             self.active_segment.txn_index.add_if_aborted(
                 done, producer_append.first_unstable_offset())
 
-    def _write(self, buf: bytes | bytearray, batches: list[FoundBatch], now: int) -> None:
-        first, last = batches[0].header, batches[-1].header
-        max_timestamp = max(found.header.max_timestamp for found in batches)
-        segment = self.active_segment
-        if segment.should_roll(len(buf), max_timestamp, last.last_offset, now):
-            self.roll(first.base_offset)
-            segment = self.active_segment
-        elif segment.size == 0 and first.base_offset != segment.base_offset:
-            self._replace_empty_active(first.base_offset)
-            segment = self.active_segment
-        segment.append(buf, batches)
-        self._unflushed_messages += sum(found.header.records_count for found in batches)
-        if (
-            self._unflushed_messages >= self.config.flush_messages
-            or now - self._last_flush_ms >= self.config.flush_ms
-        ):
-            self.flush()
-
-    def _replace_empty_active(self, base_offset: int) -> None:
-        """A follower append past a gap: the empty active segment moves to the new base."""
-        self.segments.pop().delete()
-        self.segments.append(self._new_segment(base_offset))
-
     # -- reads -----------------------------------------------------------------
 
-    @_io
+    @guard_io
     def read(
         self,
         fetch_offset: int,
@@ -354,15 +296,7 @@ class PartitionLog:
         limit = end if max_offset is None else min(max_offset, end)
         if fetch_offset >= limit:  # a caught-up reader: the common idle fetch
             return FetchData(b"", -1)
-        for segment in self.segments[self._segment_slot(fetch_offset) :]:
-            found = segment.find(fetch_offset)
-            if found is None:
-                continue
-            if found.header.base_offset >= limit:
-                break
-            data = segment.read_from(found, max_bytes, limit, min_one_batch)
-            return FetchData(data, found.header.base_offset if data else -1)
-        return FetchData(b"", -1)
+        return self.local.read(fetch_offset, max_bytes, limit, min_one_batch)
 
     def first_unstable_offset(self) -> int:
         """Where the oldest open transaction starts, or the log end: the last stable offset
@@ -372,76 +306,24 @@ class PartitionLog:
         # the log start, as in Kafka.
         return self.log_end_offset if first is None else max(first, self._log_start_offset)
 
-    @_io
+    @guard_io
     def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions with data in [start, end), for read_committed fetches. Each
-        is indexed by the segment holding its marker, which is at or after ``start``."""
-        found: list[AbortedTxn] = []
-        for segment in self.segments[self._segment_slot(start) :]:
-            if segment.base_offset >= end and found:
-                break
-            found += segment.txn_index.overlapping(start, end)
-        return found
+        """Aborted transactions with data in [start, end), for read_committed fetches."""
+        return self.local.aborted_transactions(start, end)
 
-    def _segment_slot(self, offset: int) -> int:
-        bases = [segment.base_offset for segment in self.segments]
-        return max(0, bisect_right(bases, offset) - 1)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[LogSegment, FoundBatch]]:
-        """Every stored batch header from the segment holding ``start_offset`` on."""
-        for segment in self.segments[self._segment_slot(start_offset) :]:
-            for found in segment.headers_from(segment.index.lookup(start_offset)):
-                yield segment, found
-
-    @_io
+    @guard_io
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``timestamp_ms``."""
-        for segment in self.segments:
-            if segment.max_timestamp < timestamp_ms:
-                continue
-            start = max(segment.time_index.lookup(timestamp_ms), self._log_start_offset)
-            for found in segment.headers_from(segment.index.lookup(start)):
-                header = found.header
-                if (
-                    header.last_offset < self._log_start_offset
-                    or header.max_timestamp < timestamp_ms
-                ):
-                    continue
-                hit = self._first_record(segment, found, lambda ts: ts >= timestamp_ms)
-                if hit is not None:
-                    return hit[0], hit[1]
-        return None
+        return self.local.offset_for_timestamp(timestamp_ms, self._log_start_offset)
 
-    @_io
+    @guard_io
     def max_timestamp(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the record with the largest timestamp (ListOffsets -3)."""
-        segments = [segment for segment in self.segments if segment.max_timestamp >= 0]
-        if not segments:
-            return None
-        segment = max(segments, key=lambda segment: segment.max_timestamp)
-        found = segment.find(segment.offset_of_max_timestamp)
-        top = segment.max_timestamp
-        hit = self._first_record(segment, found, lambda ts: ts >= top) if found else None
-        return (hit[1], hit[0]) if hit else (top, segment.offset_of_max_timestamp)
-
-    def _first_record(
-        self, segment: LogSegment, found: FoundBatch, wanted: Callable[[int], bool]
-    ) -> tuple[int, int] | None:
-        header = found.header
-        batch = segment.read_bytes(found.position, header.size)
-        for record in decode_records(batch, header):
-            offset = header.base_offset + record.offset_delta
-            if header.is_log_append_time:
-                timestamp = header.max_timestamp
-            else:
-                timestamp = header.base_timestamp + record.timestamp_delta
-            if offset >= self._log_start_offset and wanted(timestamp):
-                return offset, timestamp
-        return None
+        return self.local.max_timestamp(self._log_start_offset)
 
     # -- log start, truncation, retention ---------------------------------------
 
-    @_io
+    @guard_io
     def delete_records_before(self, offset: int) -> int:
         if offset > self.log_end_offset or offset < 0:
             raise OffsetOutOfRangeError(
@@ -451,7 +333,7 @@ class PartitionLog:
             self.set_log_start_offset(offset)
         return self._log_start_offset
 
-    @_io
+    @guard_io
     def truncate_to(self, offset: int) -> None:
         """Replication: drop everything at and after ``offset`` (the whole batch holding it)."""
         if offset >= self.log_end_offset:
@@ -459,15 +341,13 @@ class PartitionLog:
         if offset < self._log_start_offset:
             self._truncate_fully_and_start_at(offset)
         else:
-            while len(self.segments) > 1 and self.active_segment.base_offset >= offset:
-                self.segments.pop().delete()
-            self.active_segment.truncate_to(offset)
+            self.local.truncate_to(offset)
         self.epochs.truncate_from_end(self.log_end_offset)
         self.rebuild_producer_state()
-        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.local.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._truncated()
 
-    @_io
+    @guard_io
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Replication: a follower behind the leader's log start drops its whole log and
         continues at ``offset``, the leader's log start."""
@@ -477,10 +357,8 @@ class PartitionLog:
         self._truncated()
 
     def _truncate_fully_and_start_at(self, offset: int) -> None:
-        for segment in self.segments:
-            segment.delete()
-        self.segments = [self._new_segment(offset)]
-        self._log_start_offset = self.recovery_point = offset
+        self.local.truncate_fully_and_start_at(offset)
+        self._log_start_offset = offset
 
     def _truncated(self) -> None:
         # Kafka writes the dir's checkpoints right after a truncation: a recovery point
@@ -489,7 +367,7 @@ class PartitionLog:
         if self.on_truncated is not None:
             self.on_truncated(self)
 
-    @_io
+    @guard_io
     def enforce_retention(self) -> int:
         """Delete old segments by log start, then retention.ms and retention.bytes."""
         deleted = self._delete_oldest(
@@ -515,38 +393,26 @@ class PartitionLog:
         return deleted
 
     def _delete_oldest(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
-        """Kafka's rule: a prefix of segments; the active one too if it holds data, after a roll."""
-        doomed = []
-        for slot, segment in enumerate(self.segments):
-            following = self.segments[slot + 1] if slot + 1 < len(self.segments) else None
-            if (following is None and segment.size == 0) or not predicate(segment, following):
-                break
-            doomed.append(segment)
-        if not doomed:
-            return 0
-        if len(doomed) == len(self.segments):
-            self.roll()
-        for segment in doomed:
-            self.segments.remove(segment)
-            segment.delete()
-        logger.info("%s: deleted %d segment(s)", self.directory.name, len(doomed))
-        self.set_log_start_offset(max(self._log_start_offset, self.segments[0].base_offset))
-        return len(doomed)
+        deleted = self.local.delete_oldest(predicate)
+        if deleted:
+            self.set_log_start_offset(max(self._log_start_offset, self.segments[0].base_offset))
+        return deleted
 
-    @_io
+    @guard_io
     def clean(self) -> int:
         """One compaction pass over the closed segments; returns bytes reclaimed."""
-        return cleaner.clean(self)
+        return cleaner.clean(self.local, self._log_start_offset, self.first_unstable_offset(),
+                             self.producers)
 
     # -- epochs, producers -----------------------------------------------------
 
-    @_io
+    @guard_io
     def assign_epoch(self, epoch: int, start_offset: int, *, persist: bool = True) -> None:
         """Record in the epoch cache that `epoch` starts at `start_offset` (a leadership);
         without `persist`, the caller writes it later (`LeaderEpochCache.persist`)."""
         self.epochs.assign(epoch, start_offset, persist=persist)
 
-    @_io
+    @guard_io
     def truncate_epochs_from_end(self, end_offset: int) -> None:
         self.epochs.truncate_from_end(end_offset)
 
@@ -558,7 +424,7 @@ class PartitionLog:
 
     def rebuild_producer_state(self) -> None:
         """Producer state and every transaction index, from the log (recovery, truncation)."""
-        recovery.rebuild_producer_state(self)
+        recovery.rebuild_producer_state(self.local, self.producers, self._log_start_offset)
 
     def remove_expired_producers(self) -> int:
         """Kafka's periodic producer expiration (`producer.id.expiration.check.interval.ms`):
@@ -574,56 +440,28 @@ class PartitionLog:
     # -- lifecycle ---------------------------------------------------------------
 
     def update_config(self, config: LogConfig) -> None:
-        self.config = config
-        for segment in self.segments:
-            segment.config = config
+        self.local.update_config(config)
 
-    @_io
+    @guard_io
     def roll(self, base_offset: int | None = None) -> None:
         """Close the active segment (if it holds data) and start one at the log end."""
-        active = self.active_segment
-        if active.size == 0:
-            return
-        active.seal()
-        self.flush()
-        self.segments.append(
-            self._new_segment(self.log_end_offset if base_offset is None else base_offset)
-        )
+        self.local.roll(base_offset)
 
-    def _new_segment(self, base_offset: int) -> LogSegment:
-        segment = LogSegment(self.directory, base_offset, self.config, self.clock.time_ms())
-        segment.seal()
-        return segment
-
-    @_io
+    @guard_io
     def flush_if_due(self) -> bool:
         """fsync if writes are pending and flush.ms has passed since the last flush.
 
         The broker's periodic flusher calls this, so a partition that stops receiving
         appends is still flushed on time.
         """
-        due = self.clock.time_ms() - self._last_flush_ms >= self.config.flush_ms
-        if self._unflushed_messages and due:
-            self.flush()
-            return True
-        return False
+        return self.local.flush_if_due()
 
-    @_io
+    @guard_io
     def flush(self) -> None:
         """fsync every segment with unflushed writes, then move the recovery point."""
-        for segment in self.segments:
-            if segment.dirty:
-                segment.flush()
-        if self.epochs.dirty:  # recovery re-learns epochs only past the recovery point
-            self.epochs.persist()
-        self.recovery_point = self.log_end_offset
-        if self._new_directory:
-            fsync_directory(self.directory.parent)
-            self._new_directory = False
-        self._unflushed_messages = 0
-        self._last_flush_ms = self.clock.time_ms()
+        self.local.flush()
 
-    @_io
+    @guard_io
     def close(self) -> None:
         if not self.segments:
             return
@@ -632,13 +470,11 @@ class PartitionLog:
             segment.dirty = True
         self.flush()
         self.producers.write_snapshot(self.log_end_offset)
-        (self.directory / CLEAN_SHUTDOWN).write_bytes(b"")
+        (self.directory / recovery.CLEAN_SHUTDOWN).write_bytes(b"")
         fsync_directory(self.directory)
-        for segment in self.segments:
-            segment.close()
-        self.segments = []
+        self.local.close()
 
-    @_io
+    @guard_io
     def drop_legacy_checkpoints(self) -> None:
         """After the log dir's checkpoints listing this log were written: the files of
         earlier versions in its directory are not needed any more."""
@@ -651,16 +487,12 @@ class PartitionLog:
         if self.failure is not None:
             return
         self.failure = str(error)
-        for segment in self.segments:
-            segment.abandon()
+        self.local.abandon()
         if self.on_failure is not None:
             self.on_failure(self, error)
 
     def delete(self) -> None:
-        for segment in self.segments:
-            segment.delete()
-        self.segments = []
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self.local.delete()
 
 
 def _largest_timestamp(segment: LogSegment) -> int:

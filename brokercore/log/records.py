@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import cramjam
@@ -166,6 +166,20 @@ def stamp_log_append_time(
     struct.pack_into(">h", buf, position + ATTRIBUTES_AT, header.attributes | LOG_APPEND_TIME_FLAG)
     struct.pack_into(">q", buf, position + MAX_TIMESTAMP_AT, now)
     _restamp_crc(buf, position, header.size)
+
+
+def stamp_batch(
+    buf: bytearray, position: int, header: RecordBatchHeader, base_offset: int, epoch: int,
+    log_append_time: int | None,
+) -> RecordBatchHeader:
+    """A leader's stamps on a batch it appends: its offset and leader epoch, and on a
+    LogAppendTime topic the broker's time (not on control batches). The stamped header."""
+    patch_offset_and_epoch(buf, position, base_offset, epoch)
+    header = replace(header, base_offset=base_offset, partition_leader_epoch=epoch)
+    if log_append_time is not None and not header.is_control:
+        stamp_log_append_time(buf, position, header, log_append_time)
+        header = RecordBatchHeader.unpack(buf, position)
+    return header
 
 
 def _restamp_crc(buf: bytearray, position: int, size: int) -> None:

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from brokercore.log.checkpoint import fsync_directory, read_offset
 from brokercore.log.errors import CorruptLogError
+from brokercore.log.local_log import LocalLog
+from brokercore.log.producer_state import ProducerStateManager
 from brokercore.log.segment import LogSegment
 from brokercore.log.transactions import marker_of
-
-if TYPE_CHECKING:
-    from brokercore.log.partition_log import PartitionLog
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +31,20 @@ LEGACY_LOG_START = "log-start-offset-checkpoint"
 LEGACY_RECOVERY_POINT = "recovery-point-offset-checkpoint"
 
 
-def load(log: PartitionLog, recovery_point: int | None, log_start: int | None) -> None:
-    """Open the log's files. `recovery_point` and `log_start` are its entries in the log
-    dir's checkpoints; None where it has none (then the files of earlier versions in its
-    directory are read; failing those, 0 and the first segment's base, as Kafka does)."""
+@dataclass(frozen=True)
+class Loaded:
+    log_start_offset: int
+    clean_shutdown: bool  # if not, every segment is to be fsynced before the log is used
+    legacy_checkpoints: bool  # its directory holds the files of earlier versions
+
+
+def load(log: LocalLog, producers: ProducerStateManager, recovery_point: int | None,
+         log_start: int | None) -> Loaded:
+    """Open the log's files, and rebuild its producers and epochs. `recovery_point` and
+    `log_start` are its entries in the log dir's checkpoints; None where it has none (then
+    the files of earlier versions in its directory are read; failing those, 0 and the first
+    segment's base, as Kafka does). After a crash every segment is left dirty: the caller
+    flushes them, which moves the recovery point to the log end."""
     directory = log.directory
     finish_swaps(directory)
     marker = directory / CLEAN_SHUTDOWN
@@ -43,22 +52,24 @@ def load(log: PartitionLog, recovery_point: int | None, log_start: int | None) -
     if clean_shutdown:
         marker.unlink()
         fsync_directory(directory)
-    log.legacy_checkpoints = any((directory / name).exists()
-                                 for name in (LEGACY_LOG_START, LEGACY_RECOVERY_POINT))
+    legacy = any((directory / name).exists()
+                 for name in (LEGACY_LOG_START, LEGACY_RECOVERY_POINT))
     if log_start is None:
-        log_start = _legacy_offset(log, LEGACY_LOG_START)
+        log_start = _legacy_offset(directory, LEGACY_LOG_START)
     if recovery_point is None:
-        recovery_point = _legacy_offset(log, LEGACY_RECOVERY_POINT)
+        recovery_point = _legacy_offset(directory, LEGACY_RECOVERY_POINT)
     log.segments = _load_segments(log, recovery_point, clean_shutdown)
     if not log.segments:
         log.segments = [LogSegment(directory, log_start, log.config, log.clock.time_ms())]
         log.segments[0].seal()
     end = log.log_end_offset
-    log.set_log_start_offset(min(max(log_start, log.segments[0].base_offset), end))
+    log_start = min(max(log_start, log.segments[0].base_offset), end)
+    log.epochs.truncate_from_start(log_start)  # as a move of the log start does
+    producers.remove_before(log_start)
     now, expiration = log.clock.time_ms(), log.config.producer_id_expiration_ms
-    if not (clean_shutdown and log.producers.load_snapshot(end, now, expiration)):
-        log.rebuild_producer_state()  # and the transaction indexes
-    log.producers.delete_snapshot()
+    if not (clean_shutdown and producers.load_snapshot(end, now, expiration)):
+        rebuild_producer_state(log, producers, log_start)  # and the transaction indexes
+    producers.delete_snapshot()
     log.epochs.truncate_from_end(end)
     if not clean_shutdown:
         # A leadership's epoch may have been written after its first batches (deferred to
@@ -67,18 +78,17 @@ def load(log: PartitionLog, recovery_point: int | None, log_start: int | None) -
             log.epochs.assign(found.header.partition_leader_epoch, found.header.base_offset)
         for segment in log.segments:
             segment.dirty = True
-        log.flush()  # and the recovery point is the log end
-    log.recovery_point = log.log_end_offset
+    return Loaded(log_start, clean_shutdown, legacy)
 
 
-def _legacy_offset(log: PartitionLog, name: str) -> int:
+def _legacy_offset(directory: Path, name: str) -> int:
     """A checkpoint of earlier versions in the partition's directory, 0 if it has none or it
     is unreadable (as Kafka treats a corrupt checkpoint: recover from the start)."""
-    path = log.directory / name
+    path = directory / name
     try:
         return read_offset(path, 0)
     except CorruptLogError as exc:
-        logger.warning("%s: ignoring %s", log.directory.name, exc)
+        logger.warning("%s: ignoring %s", directory.name, exc)
         return 0
 
 
@@ -89,7 +99,7 @@ def drop_legacy_checkpoints(directory: Path) -> None:
 
 
 def _load_segments(
-    log: PartitionLog, recovery_point: int, clean_shutdown: bool
+    log: LocalLog, recovery_point: int, clean_shutdown: bool
 ) -> list[LogSegment]:
     directory = log.directory
     bases = segment_bases(directory)
@@ -151,13 +161,14 @@ def finish_swaps(directory: Path) -> None:
         fsync_directory(directory)
 
 
-def rebuild_producer_state(log: PartitionLog) -> None:
+def rebuild_producer_state(log: LocalLog, producers: ProducerStateManager,
+                           log_start_offset: int) -> None:
     """Producer state and every transaction index, from the batch headers of the log (and
     each marker's record). Each abort is indexed by the segment holding its marker."""
     for segment in log.segments:
         segment.txn_index.reset()
-    log.producers.reset()
-    producer_append = log.producers.begin()
+    producers.reset()
+    producer_append = producers.begin()
     for segment, found in log.batches():
         header = found.header
         if not header.has_producer_id:
@@ -170,7 +181,7 @@ def rebuild_producer_state(log: PartitionLog) -> None:
             segment.txn_index.add_if_aborted(done, producer_append.first_unstable_offset())
         producer_append.completed.clear()
     producer_append.commit()
-    log.producers.remove_before(log.log_start_offset)
+    producers.remove_before(log_start_offset)
     # Kafka leaves out the producers of the snapshot it reloads that have expired; without
     # per-segment snapshots the whole log is replayed, so the rule applies to all of it.
-    log.producers.remove_expired(log.clock.time_ms(), log.config.producer_id_expiration_ms)
+    producers.remove_expired(log.clock.time_ms(), log.config.producer_id_expiration_ms)

@@ -42,6 +42,18 @@ def validate_record_set(
     return batches
 
 
+def check_follower_offsets(batches: list[FoundBatch], log_end_offset: int) -> None:
+    """A follower keeps the leader's offsets: they may skip ahead of its log end (a compacted
+    leader has gaps) but never go back."""
+    expected = log_end_offset
+    for found in batches:
+        if found.header.base_offset < expected:
+            raise InvalidRecordError(
+                f"follower append at {found.header.base_offset} below expected {expected}"
+            )
+        expected = found.header.next_offset
+
+
 def _check_client_batch(
     buf: bytes | bytearray, position: int, header: RecordBatchHeader, config: LogConfig
 ) -> None:

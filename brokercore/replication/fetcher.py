@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -29,6 +29,9 @@ from kafka.protocol.consumer import (
     OffsetForLeaderEpochRequest,
 )
 
+from brokercore.clock import Clock
+from brokercore.config import BrokerConfig
+from brokercore.controller.image import MetadataImage
 from brokercore.log import KafkaStorageError, LogError
 from brokercore.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from brokercore.protocol.errors import ErrorCode
@@ -37,9 +40,6 @@ from brokercore.topic_partition import TopicPartition
 from .connection import BrokerConnection, ConnectionFailed
 from .fetch_session import FollowerFetchSession, PartitionFetch
 from .partition import Partition
-
-if TYPE_CHECKING:
-    from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +70,21 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: ReplicaManager, source_id: int) -> None:
-        self.manager = manager
+    """Pulls the partitions this broker follows from one source broker. The replica manager
+    adds and removes them; the image gives the source's address."""
+
+    def __init__(self, source_id: int, node_id: int, config: BrokerConfig, image: MetadataImage,
+                 clock: Clock) -> None:
         self.source_id = source_id
-        self.node_id = manager.node_id
+        self.node_id = node_id
+        self.config = config
+        self.image = image
+        self.clock = clock
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._connection: BrokerConnection | None = None
         self._session = FollowerFetchSession()
         self._task: asyncio.Task[None] | None = None
         self._wakeup = asyncio.Event()
-        config = manager.config
         self.backoff = config.get_int("replica.fetch.backoff.ms") / 1000
         self.timeout = config.get_int("replica.socket.timeout.ms") / 1000
 
@@ -116,7 +121,7 @@ class ReplicaFetcher:
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:
         while self.partitions:
-            now = self.manager.clock.monotonic()
+            now = self.clock.monotonic()
             ready = [s for s in self.partitions.values() if s.ready(now)]
             if not ready:
                 await self._idle(now)
@@ -148,7 +153,7 @@ class ReplicaFetcher:
 
     async def _connect(self) -> BrokerConnection:
         if self._connection is None:
-            broker = self.manager.image.brokers.get(self.source_id)
+            broker = self.image.brokers.get(self.source_id)
             if broker is None:
                 raise ConnectionFailed(f"broker {self.source_id} is not registered")
             self._connection = await BrokerConnection.open(
@@ -157,7 +162,7 @@ class ReplicaFetcher:
         return self._connection
 
     def _delay(self, states: list[FetchState]) -> None:
-        until = self.manager.clock.monotonic() + self.backoff
+        until = self.clock.monotonic() + self.backoff
         for state in states:
             state.delayed_until = until
 
@@ -246,7 +251,7 @@ class ReplicaFetcher:
 
     # -- fetching ---------------------------------------------------------------------------
     async def _fetch(self, connection: BrokerConnection, states: list[FetchState]) -> None:
-        config = self.manager.config
+        config = self.config
         max_bytes = config.get_int("replica.fetch.max.bytes")
         wanted = {
             s.partition.tp: PartitionFetch(s.partition.log_end_offset,

@@ -14,6 +14,7 @@ import base64
 import logging
 import os
 import re
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,15 @@ def locate_partitions(dirs: list[LogDir]) -> dict[str, LogDir]:
                     f"{log_dir.path}; remove the stale copy before starting the broker")
             found[name] = log_dir
     return found
+
+
+def delete_strays(found: dict[str, LogDir]) -> None:
+    """Partition directories found at startup that no assigned replica took: their topics
+    were deleted while this broker was down."""
+    for name, log_dir in found.items():
+        path = log_dir.path / name
+        log.info("deleting stray log directory %s", path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _read_meta(path: Path) -> dict[str, str]:

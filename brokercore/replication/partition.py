@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -340,7 +340,7 @@ class Partition:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
-            await self.wait_for_change(remaining)
+            await wait_for_data([self], remaining)
 
     # -- follower: what the fetcher brings --------------------------------------------------
     def append_as_follower(self, records: bytes | memoryview) -> AppendResult:
@@ -374,14 +374,20 @@ class Partition:
     def discard_waiter(self, waiter: asyncio.Future[None]) -> None:
         self._waiters.discard(waiter)
 
-    async def wait_for_change(self, max_wait: float) -> None:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.add_waiter(waiter)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, max_wait)
-        finally:
-            self.discard_waiter(waiter)
-
     def update_config(self, config: LogConfig) -> None:
         self.log.update_config(config)
+
+
+async def wait_for_data(partitions: Iterable[Partition], max_wait: float) -> None:
+    """Return when any of the partitions gets new data (or a change of its high watermark or
+    leadership), or after max_wait seconds."""
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    parts = list(partitions)
+    for partition in parts:
+        partition.add_waiter(waiter)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter, max_wait)
+    finally:
+        for partition in parts:
+            partition.discard_waiter(waiter)

@@ -10,30 +10,27 @@ checkpoints, retention, compaction and time-based flushes.
 Records are applied on the event loop, inside the metadata quorum's apply step, so that step
 must stay short whatever a record batch holds (a topic of 1,000 partitions is one batch).
 Role changes of open partitions are in-memory and happen at once. The disk work, opening or
-creating logs and deleting removed ones, goes to a worker thread in batches of
-`OPEN_BATCH` (`_open_pending`); each batch's partitions are installed back on the loop
-with the role the image gives them by then. The loop stays free for heartbeats, Raft and
-clients meanwhile, and `settled()` waits for the backlog.
+creating logs and deleting removed ones, goes to the disk threads (`LogOpener`); each
+opened log is installed back on the loop with the role the image gives it by then. So do
+new leaderships' epoch checkpoints (`EpochCheckpoints`) and the log dirs' checkpoint files
+(`LogDirCheckpoints`). The periodic work is `housekeeping.py`'s, the topics' configs
+`TopicConfigs`'. What stays here: the replicas hosted and where, their roles, the ISR,
+the fetchers, and the log dirs that fail.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
-import itertools
 import logging
-import shutil
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brokercore.clock import Clock
-from brokercore.config import TOPIC_CONFIGS, BrokerConfig, ConfigSource
+from brokercore.config import BrokerConfig
 from brokercore.controller.image import MetadataImage, PartitionRegistration
 from brokercore.controller.records import (
     BrokerRecord,
@@ -43,39 +40,28 @@ from brokercore.controller.records import (
     PartitionRecord,
     RemoveTopicRecord,
 )
-from brokercore.log import KafkaStorageError, LogConfig, PartitionLog
+from brokercore.log import KafkaStorageError, PartitionLog
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
-from .checkpoint import DirCheckpoint
+from .checkpoint import LogDirCheckpoints
+from .epoch_checkpoints import EpochCheckpoints
 from .fetcher import ReplicaFetcher
-from .log_dirs import LogDir, locate_partitions
+from .housekeeping import every, start_housekeeping
+from .log_dirs import LogDir, delete_strays, locate_partitions
 from .log_mover import ReplicaMove, recover_moves
+from .log_opener import OPEN_BATCH, LogOpener, Opened, Opening
 from .partition import Partition, PartitionError
+from .topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
 # controller.alter_partition(topic_id, partition, leader_id, leader_epoch, partition_epoch, isr)
 AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
 
-# Logs opened per trip to the worker thread: a new empty log costs a few file creations, a
-# new leadership two fsyncs (its leader-epoch checkpoint), so a batch is tens of ms of disk
-# work, and the loop installs one batch in a few ms.
-OPEN_BATCH = 50
+# Several threads, as most of the work is waiting on fsyncs, which the file system commits
+# together.
 DISK_THREADS = 8
-
-
-@dataclass(frozen=True)
-class _Opening:
-    """A log to open off the loop, and the leader epoch to record in it if it will lead."""
-
-    tp: TopicPartition
-    topic_id: str
-    config: LogConfig
-    lead_epoch: int | None
-    log_dir: LogDir
-    recovery_point: int | None  # the dir's checkpointed values, if it lists the partition
-    log_start_offset: int | None
 
 
 class ReplicaManager:
@@ -94,30 +80,17 @@ class ReplicaManager:
         self.alter_partition: AlterPartition | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._isr_changes: set[asyncio.Task[None]] = set()
-        # Each dir's checkpoint files (`checkpoint.py`), written on the disk threads.
-        self.high_watermarks = DirCheckpoint("replication-offset-checkpoint", any_dir=True)
-        self.recovery_points = DirCheckpoint("recovery-point-offset-checkpoint", any_dir=False)
-        self.log_starts = DirCheckpoint("log-start-offset-checkpoint", any_dir=True)
-        self._values: dict[DirCheckpoint, Callable[[Partition], int]] = {  # what each records
-            self.high_watermarks: lambda partition: partition.high_watermark,
-            self.recovery_points: lambda partition: partition.log.recovery_point,
-            self.log_starts: lambda partition: partition.log.log_start_offset,
-        }
-        self._checkpointing = asyncio.Lock()  # one writer of each file at a time
-        self._checkpoint_soon: asyncio.Task[None] | None = None
-        self._logs_changed = False  # a truncation or a move since `_checkpoint_soon` began
-        # In the order they were assigned; True for a replica new to this broker (assigned
-        # after startup), which may be created in any online dir.
-        self._to_open: dict[TopicPartition, bool] = {}
-        self._to_delete: list[PartitionLog] = []  # removed, files still on disk
-        self._opener: asyncio.Task[None] | None = None
-        # New leaderships whose epoch checkpoint is still to be written, off the loop.
-        self._epochs_to_persist: dict[TopicPartition, Partition] = {}
-        self._epoch_writer: asyncio.Task[None] | None = None
-        # Several threads, as most of the work is waiting on fsyncs, which the file system
-        # commits together.
+        self.topic_configs = TopicConfigs(config, image)
         self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
         self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
+        # Each dir's checkpoint files (`checkpoint.py`), written on the disk threads.
+        self.checkpoints = LogDirCheckpoints(self.node_id, log_dirs, self.partitions,
+                                             self.placement, self._disk, self._fail_dir)
+        self.opener = LogOpener(self.node_id, clock, self._disk, self._plan_opening,
+                                self._opened, self.watch)
+        # New leaderships whose epoch checkpoint is still to be written, off the loop.
+        self.epoch_checkpoints = EpochCheckpoints(self.node_id, self.partitions, self._disk,
+                                                  OPEN_BATCH)
         self._found: dict[str, LogDir] = {}  # partition dirs found at startup, not yet opened
         self.moves: dict[TopicPartition, ReplicaMove] = {}  # replicas moving between dirs
         self.offline: set[TopicPartition] = set()  # hosted here, on a dir that is offline
@@ -129,28 +102,21 @@ class ReplicaManager:
     # -- metadata -------------------------------------------------------------------------
     async def load(self) -> None:
         """Open every partition the image assigns to this broker (startup)."""
-        for log_dir in self.log_dirs:
-            if log_dir.online:
-                for file in self._values:
-                    file.read(log_dir.path)
+        self.checkpoints.read()
         recover_moves(self.log_dirs)
         self._found = locate_partitions(self.log_dirs)
         for topic in self.image.topics.values():
             for index in topic.partitions:
                 self._sync_partition(topic.name, index, new=False)
         await self.settled()
-        self._delete_stray_logs()
-        await self._upgrade_checkpoints()
+        delete_strays(self._found)
+        self._found = {}
+        await self.checkpoints.upgrade()
 
     async def settled(self, within: float | None = None) -> bool:
         """Wait until every log assigned or removed so far is open or deleted; False if
         that took longer than `within` seconds (the work goes on)."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(within):
-                while self._opener is not None and not self._opener.done():
-                    await asyncio.wait([self._opener])  # never cancels it
-                return True
-        return False
+        return await self.opener.settled(within)
 
     def on_metadata(self, record: MetadataRecord) -> None:
         match record:
@@ -184,8 +150,8 @@ class ReplicaManager:
 
     def _reconfigure(self, topic_name: str) -> None:
         """Apply the topic's current configs (its overrides over the broker's) to its logs."""
-        config = self.log_config(topic_name)
-        min_isr = self.min_insync_replicas(topic_name)
+        config = self.topic_configs.log_config(topic_name)
+        min_isr = self.topic_configs.min_insync_replicas(topic_name)
         for tp, partition in self.partitions.items():
             if tp.topic == topic_name:
                 partition.update_config(config)
@@ -209,7 +175,7 @@ class ReplicaManager:
 
     def _take_role(self, partition: Partition, registration: PartitionRegistration) -> None:
         tp = partition.tp
-        partition.min_insync_replicas = self.min_insync_replicas(tp.topic)
+        partition.min_insync_replicas = self.topic_configs.min_insync_replicas(tp.topic)
         epoch = registration.leader_epoch
         if registration.leader == self.node_id:
             try:
@@ -220,7 +186,7 @@ class ReplicaManager:
                 log.error("node %d: %s cannot lead: its log dir failed", self.node_id, tp)
                 return
             if partition.log.epochs.dirty:
-                self._persist_epoch_later(partition)
+                self.epoch_checkpoints.persist_later(partition)
             if led:
                 self._stop_fetching(tp)
                 log.info("node %d: %s leader at epoch %d, ISR %s, high watermark %d",
@@ -235,62 +201,27 @@ class ReplicaManager:
                 fetcher = self.fetchers.get(registration.leader)
                 if fetcher is None:
                     fetcher = self.fetchers[registration.leader] = ReplicaFetcher(
-                        self, registration.leader)
+                        registration.leader, self.node_id, self.config, self.image, self.clock)
                 fetcher.add(partition)
 
     def _remove(self, tp: TopicPartition) -> None:
         self._stop_fetching(tp)
-        self._epochs_to_persist.pop(tp, None)
+        self.epoch_checkpoints.forget(tp)
         self.placement.pop(tp, None)
         move = self.moves.pop(tp, None)
         if move is not None:
             move.cancel()
         partition = self.partitions.pop(tp)
         partition.become_follower(-1, partition.leader_epoch, partition.partition_epoch, [], [])
-        self._to_delete.append(partition.log)
-        self._start_opener()
-
-    # -- opening and deleting logs off the loop ---------------------------------------------
-    def _open_later(self, tp: TopicPartition, new: bool) -> None:
-        self._to_open[tp] = self._to_open.get(tp, True) and new
-        self._start_opener()
-
-    def _start_opener(self) -> None:
         self._loop = asyncio.get_running_loop()
-        if self._opener is None or self._opener.done():
-            self._opener = asyncio.create_task(self._open_pending(),
-                                               name=f"open-logs-{self.node_id}")
+        self.opener.delete_later(partition.log)
 
-    async def _open_pending(self) -> None:
-        """Delete removed logs, then open assigned ones, a batch per trip to the thread.
+    # -- opening logs off the loop -----------------------------------------------------------
+    def _open_later(self, tp: TopicPartition, new: bool) -> None:
+        self._loop = asyncio.get_running_loop()  # for the logs' hooks, called on any thread
+        self.opener.open_later(tp, new)
 
-        A log is deleted before any log is opened in the same trip, so a topic deleted and
-        created again under its name gets a new directory. What the image says is read
-        when a batch is planned and again when it is installed: records applied while the
-        thread works (a new leader, the topic deleted) are never lost."""
-        loop = asyncio.get_running_loop()
-        while self._to_open or self._to_delete:
-            to_delete, self._to_delete = self._to_delete, []
-            batch = [(tp, self._to_open.pop(tp))
-                     for tp in list(itertools.islice(self._to_open, OPEN_BATCH))]
-            openings = [o for o in itertools.starmap(self._plan_opening, batch)
-                        if o is not None]
-            await asyncio.gather(*(loop.run_in_executor(self._disk, self._delete_log, plog)
-                                   for plog in to_delete))
-            opened = await asyncio.gather(*(loop.run_in_executor(self._disk, self._open_log, o)
-                                            for o in openings))
-            for opening, plog in zip(openings, opened, strict=True):
-                if isinstance(plog, OSError):  # the dir failed: it goes offline, and the log
-                    self._fail_dir(opening.log_dir, str(plog))
-                if not isinstance(plog, PartitionLog):
-                    self.placement.pop(opening.tp, None)
-                    continue
-                try:
-                    self._install(opening, plog)
-                except Exception:  # a bug, or its epoch checkpoint failed: not hosted
-                    log.exception("node %d: cannot host %s", self.node_id, opening.tp)
-
-    def _plan_opening(self, tp: TopicPartition, new: bool) -> _Opening | None:
+    def _plan_opening(self, tp: TopicPartition, new: bool) -> Opening | None:
         registration = self._wanted(tp, None)
         if registration is None or tp in self.partitions or tp in self.offline:
             return None
@@ -300,9 +231,9 @@ class ReplicaManager:
         self.placement[tp] = log_dir  # reserved now, so a batch spreads over the dirs
         lead = registration.leader_epoch if registration.leader == self.node_id else None
         topic_id = self.image.topics[tp.topic].topic_id
-        return _Opening(tp, topic_id, self.log_config(tp.topic), lead, log_dir,
-                        self.recovery_points.lookup(tp, log_dir.path),
-                        self.log_starts.lookup(tp, log_dir.path))
+        return Opening(tp, topic_id, self.topic_configs.log_config(tp.topic), lead, log_dir,
+                       self.checkpoints.recovery_points.lookup(tp, log_dir.path),
+                       self.checkpoints.log_starts.lookup(tp, log_dir.path))
 
     def _choose_dir(self, tp: TopicPartition, new: bool) -> LogDir | None:
         """The dir holding the partition's log, or the online dir with the fewest partitions
@@ -331,34 +262,18 @@ class ReplicaManager:
             return None
         return registration
 
-    def _delete_log(self, plog: PartitionLog) -> None:
-        """On a disk thread."""
+    def _opened(self, opening: Opening, plog: Opened) -> None:
+        if isinstance(plog, OSError):  # the dir failed: it goes offline, and the log
+            self._fail_dir(opening.log_dir, str(plog))
+        if not isinstance(plog, PartitionLog):
+            self.placement.pop(opening.tp, None)
+            return
         try:
-            plog.delete()
-        except OSError:  # the next start deletes it as a stray
-            log.exception("node %d: cannot delete %s", self.node_id, plog.directory)
+            self._install(opening, plog)
+        except Exception:  # a bug, or its epoch checkpoint failed: not hosted
+            log.exception("node %d: cannot host %s", self.node_id, opening.tp)
 
-    def _open_log(self, opening: _Opening) -> PartitionLog | OSError | None:
-        """On a disk thread: the log belongs to no partition yet, nor to the loop. An
-        OSError (the dir failing) is returned for the loop to take the dir offline."""
-        try:
-            plog = PartitionLog.open(opening.log_dir.path / str(opening.tp), opening.config,
-                                     self.clock, recovery_point=opening.recovery_point,
-                                     log_start_offset=opening.log_start_offset)
-            self.watch(plog)
-            if opening.lead_epoch is not None:  # as become_leader would, on the loop
-                plog.assign_epoch(opening.lead_epoch, plog.log_end_offset)
-        except OSError as exc:
-            log.error("node %d: cannot open the log of %s: %s", self.node_id, opening.tp, exc)
-            return exc
-        except KafkaStorageError:  # its dir goes offline (`_log_failed`)
-            return None
-        except Exception:
-            log.exception("node %d: cannot open the log of %s", self.node_id, opening.tp)
-            return None
-        return plog
-
-    def _install(self, opening: _Opening, plog: PartitionLog) -> None:
+    def _install(self, opening: Opening, plog: PartitionLog) -> None:
         """Back on the loop: host the opened log with the role the image gives it now.
 
         The partition is not hosted yet: a partition is planned only then, and one trip
@@ -370,50 +285,16 @@ class ReplicaManager:
         registration = self._wanted(tp, opening.topic_id)
         if registration is None:  # removed (or its topic replaced) meanwhile
             self.placement.pop(tp, None)
-            self._to_delete.append(plog)
+            self.opener.delete_later(plog)
             return
-        config = self.log_config(tp.topic)
+        config = self.topic_configs.log_config(tp.topic)
         if config != opening.config:  # a config record came meanwhile
             plog.update_config(config)
         partition = Partition(tp, opening.topic_id, plog, self.node_id,
-                              self.high_watermarks.lookup(tp, opening.log_dir.path) or 0)
+                              self.checkpoints.high_watermarks.lookup(tp, opening.log_dir.path)
+                              or 0)
         self.partitions[tp] = partition
         self._take_role(partition, registration)
-
-    # -- leader-epoch checkpoints off the loop ----------------------------------------------
-    def _persist_epoch_later(self, partition: Partition) -> None:
-        self._epochs_to_persist[partition.tp] = partition
-        if self._epoch_writer is None or self._epoch_writer.done():
-            self._epoch_writer = asyncio.create_task(self._persist_epochs(),
-                                                     name=f"epoch-checkpoints-{self.node_id}")
-
-    async def _persist_epochs(self) -> None:
-        """Write the epoch checkpoints of new leaderships on the disk threads, a batch per
-        trip: a failover of hundreds of partitions costs the loop no fsync. Each is a
-        snapshot taken here, on the loop; a newer change writes its own."""
-        loop = asyncio.get_running_loop()
-        while self._epochs_to_persist:
-            batch = [self._epochs_to_persist.pop(tp)
-                     for tp in list(itertools.islice(self._epochs_to_persist, OPEN_BATCH))]
-            await asyncio.gather(*(
-                loop.run_in_executor(self._disk, self._write_epochs, p, p.log.epochs.snapshot())
-                for p in batch if self.partitions.get(p.tp) is p))
-
-    def _write_epochs(self, partition: Partition,
-                      snapshot: tuple[int, list[tuple[int, int]]]) -> None:
-        """On a disk thread. An I/O error fails the log on the loop, and its dir with it."""
-        try:
-            partition.log.epochs.persist(snapshot)
-        except OSError as exc:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(self._epochs_not_written, partition, exc)
-
-    def _epochs_not_written(self, partition: Partition, error: OSError) -> None:
-        # A partition removed meanwhile had its directory deleted under the write: no fault.
-        if self.partitions.get(partition.tp) is partition:
-            log.error("node %d: cannot write the epoch checkpoint of %s: %s", self.node_id,
-                      partition.tp, error)
-            partition.log.fail(error)
 
     # -- log dirs failing while the broker runs (KIP-112) -------------------------------------
     def watch(self, plog: PartitionLog) -> None:
@@ -425,6 +306,11 @@ class ReplicaManager:
         """A log met an I/O error (on the loop or a disk thread): its dir goes offline."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._fail_dir_of, plog.directory, str(error))
+
+    def _log_truncated(self, plog: PartitionLog) -> None:
+        """A truncation lowered the log's recovery point: its dir's checkpoints are due."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.checkpoints.write_logs_soon)
 
     def _fail_dir_of(self, directory: Path, reason: str) -> None:
         for log_dir in self.log_dirs:
@@ -508,59 +394,11 @@ class ReplicaManager:
             if move.completed:
                 self.placement[tp] = move.destination
                 self.watch(move.partition.log)
-                self._checkpoint_logs_soon()
+                self.checkpoints.write_logs_soon()
 
     def _stop_fetching(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
-
-    def _delete_stray_logs(self) -> None:
-        """Partition directories of topics deleted while this broker was down."""
-        for name, log_dir in self._found.items():
-            path = log_dir.path / name
-            log.info("deleting stray log directory %s", path)
-            shutil.rmtree(path, ignore_errors=True)
-        self._found = {}
-
-    # -- configs --------------------------------------------------------------------------
-    def topic_config(self, topic_name: str) -> dict[str, tuple[str | None, ConfigSource]]:
-        """Every topic config with its value and source."""
-        overrides = self.image.topics[topic_name].configs
-        return {
-            name: (overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
-            if name in overrides
-            else self.config.topic_default(name)
-            for name in TOPIC_CONFIGS
-        }
-
-    def min_insync_replicas(self, topic_name: str) -> int:
-        return int(self.topic_config(topic_name)["min.insync.replicas"][0] or 1)
-
-    def log_config(self, topic_name: str) -> LogConfig:
-        values = {name: value for name, (value, _) in self.topic_config(topic_name).items()}
-
-        def num(name: str) -> int:
-            return int(values[name] or TOPIC_CONFIGS[name].default or 0)
-
-        return LogConfig(
-            segment_bytes=num("segment.bytes"),
-            segment_ms=num("segment.ms"),
-            segment_index_bytes=num("segment.index.bytes"),
-            index_interval_bytes=num("index.interval.bytes"),
-            retention_ms=num("retention.ms"),
-            retention_bytes=num("retention.bytes"),
-            cleanup_policy=frozenset((values["cleanup.policy"] or "delete").split(",")),
-            max_message_bytes=num("max.message.bytes"),
-            flush_messages=num("flush.messages"),
-            flush_ms=num("flush.ms"),
-            message_timestamp_type=values["message.timestamp.type"] or "CreateTime",
-            min_compaction_lag_ms=num("min.compaction.lag.ms"),
-            delete_retention_ms=num("delete.retention.ms"),
-            min_cleanable_dirty_ratio=float(values["min.cleanable.dirty.ratio"] or 0.5),
-            file_delete_delay_ms=num("file.delete.delay.ms"),
-            compression_type=values["compression.type"] or "producer",
-            producer_id_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
-        )
 
     # -- lookups --------------------------------------------------------------------------
     def leader_partition(self, tp: TopicPartition) -> Partition:
@@ -577,19 +415,6 @@ class ReplicaManager:
         if partition.leader != self.node_id:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return partition
-
-    async def wait_for_data(self, partitions: Iterable[Partition], max_wait: float) -> None:
-        """Return when any of the partitions gets new data, or after max_wait seconds."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        parts = list(partitions)
-        for partition in parts:
-            partition.add_waiter(waiter)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, max_wait)
-        finally:
-            for partition in parts:
-                partition.discard_waiter(waiter)
 
     # -- leader: follower progress and the ISR ----------------------------------------------
     def record_follower_fetch(self, partition: Partition, replica_id: int, offset: int,
@@ -639,127 +464,11 @@ class ReplicaManager:
                 partition.pending_isr = None
                 partition.maybe_increment_high_watermark()
 
-    # -- the log dirs' checkpoint files ------------------------------------------------------
-    async def checkpoint(self, *files: DirCheckpoint) -> None:
-        """Rewrite each online dir's files (all three if none is named) that changed, on the
-        disk threads, each listing that dir's partitions only. A dir whose write fails goes
-        offline; the others are written all the same. A write under way when the caller is
-        cancelled (a stop) still finishes before the next one starts: two threads must
-        never write one file."""
-        async with self._checkpointing:
-            online = [d for d in self.log_dirs if d.online]
-            writes: list[tuple[DirCheckpoint, LogDir, dict[TopicPartition, int]]] = []
-            for file in files or self._values:
-                by_dir: dict[Path, dict[TopicPartition, int]] = {d.path: {} for d in online}
-                for tp, partition in self.partitions.items():
-                    offsets = by_dir.get(self.placement[tp].path)
-                    if offsets is not None:
-                        offsets[tp] = self._values[file](partition)
-                writes += [(file, d, by_dir[d.path]) for d in online
-                           if file.stale(d.path, by_dir[d.path])]
-            loop = asyncio.get_running_loop()
-            writing = asyncio.gather(
-                *(loop.run_in_executor(self._disk, file.write, d.path, offsets)
-                  for file, d, offsets in writes), return_exceptions=True)
-            try:
-                results = await asyncio.shield(writing)
-            except asyncio.CancelledError:
-                await writing
-                raise
-            for (file, log_dir, offsets), result in zip(writes, results, strict=True):
-                if isinstance(result, OSError):
-                    self._fail_dir(log_dir, str(result))
-                elif isinstance(result, BaseException):
-                    log.error("node %d: cannot write %s in %s: %r", self.node_id, file.name,
-                              log_dir.path, result)
-                else:
-                    file.written[log_dir.path] = offsets
-
-    async def _upgrade_checkpoints(self) -> None:
-        """At startup, once the dirs' checkpoints list every log: the recovery points and
-        log starts that earlier versions kept in each partition's directory go."""
-        await self.checkpoint(self.recovery_points, self.log_starts)
-        old = [p.log for tp, p in self.partitions.items()
-               if p.log.legacy_checkpoints and tp in self.log_starts.written.get(
-                   self.placement[tp].path, {})]
-        if old:
-            loop = asyncio.get_running_loop()
-            await asyncio.gather(*(loop.run_in_executor(self._disk, plog.drop_legacy_checkpoints)
-                                   for plog in old), return_exceptions=True)
-
-    def _log_truncated(self, plog: PartitionLog) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._checkpoint_logs_soon)
-
-    def _checkpoint_logs_soon(self) -> None:
-        """Kafka writes a dir's recovery points and log starts right after a truncation (or
-        a move between dirs); truncations close together share one write."""
-        self._logs_changed = True
-        if self._checkpoint_soon is None or self._checkpoint_soon.done():
-            self._checkpoint_soon = asyncio.create_task(self._checkpoint_logs(),
-                                                        name=f"checkpoint-logs-{self.node_id}")
-
-    async def _checkpoint_logs(self) -> None:
-        while self._logs_changed:  # one that came during a write is written after it
-            self._logs_changed = False
-            await self.checkpoint(self.recovery_points, self.log_starts)
-
-    # -- background log work --------------------------------------------------------------
+    # -- background work --------------------------------------------------------------------
     def start(self) -> None:
         lag_s = self.config.get_int("replica.lag.time.max.ms") / 1000
-        self._tasks.append(asyncio.create_task(self._every(lag_s / 2, self._shrink_isrs)))
-        for key, file in (("replica.high.watermark.checkpoint.interval.ms", self.high_watermarks),
-                          ("log.flush.offset.checkpoint.interval.ms", self.recovery_points),
-                          ("log.flush.start.offset.checkpoint.interval.ms", self.log_starts)):
-            self._tasks.append(asyncio.create_task(self._every(
-                self.config.get_int(key) / 1000, functools.partial(self.checkpoint, file))))
-        retention_s = self.config.get_int("log.retention.check.interval.ms") / 1000
-        self._tasks.append(asyncio.create_task(self._every(retention_s, self._retention)))
-        expiration_s = self.config.get_int("producer.id.expiration.check.interval.ms") / 1000
-        self._tasks.append(asyncio.create_task(self._every(expiration_s,
-                                                           self._expire_producers)))
-        if self.config.get_bool("log.cleaner.enable"):
-            backoff_s = self.config.get_int("log.cleaner.backoff.ms") / 1000
-            self._tasks.append(asyncio.create_task(self._every(backoff_s, self._clean)))
-        self._tasks.append(asyncio.create_task(self._every(1.0, self._flush_due)))
-
-    async def _every(self, seconds: float, work: Callable[[], object]) -> None:
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                done = work()
-                if inspect.isawaitable(done):
-                    await done
-            except Exception:
-                log.exception("background log work %s failed", getattr(work, "__name__", work))
-
-    # A KafkaStorageError takes that partition's dir offline; the other partitions go on.
-    def _retention(self) -> None:
-        for partition in list(self.partitions.values()):
-            with contextlib.suppress(KafkaStorageError):
-                deleted = partition.log.enforce_retention()
-                if deleted:
-                    log.info("retention deleted %d segment(s) of %s", deleted, partition.tp)
-
-    def _expire_producers(self) -> None:
-        """Every log, leader or follower, forgets its idle producers (Kafka's
-        PeriodicProducerExpirationCheck, per log)."""
-        for partition in list(self.partitions.values()):
-            expired = partition.log.remove_expired_producers()
-            if expired:
-                log.debug("node %d: %s: %d producer id(s) expired", self.node_id, partition.tp,
-                          expired)
-
-    def _clean(self) -> None:
-        for partition in list(self.partitions.values()):
-            if "compact" in partition.log.config.cleanup_policy:
-                with contextlib.suppress(KafkaStorageError):
-                    partition.log.clean()
-
-    def _flush_due(self) -> None:
-        for partition in list(self.partitions.values()):
-            with contextlib.suppress(KafkaStorageError):
-                partition.log.flush_if_due()
+        self._tasks.append(asyncio.create_task(every(lag_s / 2, self._shrink_isrs)))
+        self._tasks += start_housekeeping(self.config, self.partitions, self.checkpoints)
 
     async def stop(self) -> None:
         for move in self.moves.values():  # unfinished moves are given up, as after a crash
@@ -771,8 +480,8 @@ class ReplicaManager:
         # closed cleanly, so the next start recovers them, as after a crash.
         # Closing a log writes an epoch checkpoint still pending.
         tasks = [*self._tasks, *self._isr_changes,
-                 *(t for t in (self._opener, self._epoch_writer, self._checkpoint_soon)
-                   if t is not None)]
+                 *(t for t in (self.opener.task, self.epoch_checkpoints.writer,
+                               self.checkpoints.soon) if t is not None)]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -785,5 +494,5 @@ class ReplicaManager:
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._disk, p.log.close)
                                for p in self.partitions.values()), return_exceptions=True)
-        await self.checkpoint()
+        await self.checkpoints.write()
         self._disk.shutdown(wait=False)

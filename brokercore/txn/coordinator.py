@@ -1,12 +1,14 @@
 """The transaction coordinator of one broker: the transactional ids whose
 `__transaction_state` partition it leads.
 
-It owns the `txns` table and is its only writer, on the event loop. Every transition is
-written to the log and applied only once the in-sync replicas have it (`_transit`), so a
-coordinator that takes over after a failover replays exactly what clients were told. A
-transaction that is being changed is `pending`: other requests for it get
-CONCURRENT_TRANSACTIONS, which clients retry. Requests decide (`requests.py`); ending a
-transaction (markers, then the Complete state) runs here, in the background.
+It builds the table of transactional ids (`TransactionTable`, `table.py`) and the requests'
+logic (`TransactionRequests`, `requests.py`), and hands the requests the table, the clock,
+the settings and the ending of a transaction they use; they never reach back to this
+class. Everything runs on the event loop. Every transition is written to the log and
+applied only once the in-sync replicas have it (`TransactionTable.transit`), so a
+coordinator that takes over after a failover replays exactly what clients were told.
+Requests decide; ending a transaction (markers, then the Complete state) runs here, in the
+background, and so do timeouts and the expiration of ids.
 
 Partitions are followed and loaded as the group coordinator's are (`PartitionedCoordinator`):
 in slices, the ids installed only at the end; meanwhile their requests get
@@ -16,11 +18,10 @@ COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from brokercore.clock import Clock
@@ -31,10 +32,11 @@ from brokercore.protocol.errors import ErrorCode
 
 from .markers import MarkerWriter
 from .metadata import TransactionMetadata
-from .records import TxnRecord, encode_key, encode_value, partition_for
+from .records import TxnRecord, encode_key
 from .requests import TransactionRequests
 from .state import VALID_PREVIOUS_STATES, TxnError, TxnState
 from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStore
+from .table import TransactionTable
 
 log = logging.getLogger(__name__)
 S = TxnState
@@ -77,12 +79,13 @@ class TransactionCoordinator(PartitionedCoordinator):
         self.clock = clock
         self.config = config
         self.markers = markers
-        self.allocate_producer_id = allocate_producer_id
-        self.txns: dict[str, TransactionMetadata] = {}
+        self.table = TransactionTable(store, self.partitions.check, clock,
+                                      config.write_timeout_ms)
         self._next_abort = clock.monotonic()
         # As Kafka schedules it: the first sweep one interval after the start.
         self._next_expire = clock.monotonic() + config.remove_expired_interval_ms / 1000
-        self.requests = TransactionRequests(self)
+        self.requests = TransactionRequests(self.table, clock, config.max_timeout_ms, self.end,
+                                            allocate_producer_id)
 
     # -- lifecycle ------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -100,16 +103,15 @@ class TransactionCoordinator(PartitionedCoordinator):
             self.remove_expired_ids()
 
     # -- which transactional ids are ours ---------------------------------------------------
+    @property
+    def txns(self) -> dict[str, TransactionMetadata]:
+        return self.table.txns
+
     def partition_of(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.store.num_partitions)
+        return self.table.partition_of(transactional_id)
 
     def metadata(self, transactional_id: str) -> TransactionMetadata | None:
-        """The id's state if this broker coordinates it; NOT_COORDINATOR otherwise, and
-        COORDINATOR_LOAD_IN_PROGRESS while its partition loads."""
-        code = self.partitions.check(self.partition_of(transactional_id))
-        if code != ErrorCode.NONE:
-            raise TxnError(code)
-        return self.txns.get(transactional_id)
+        return self.table.metadata(transactional_id)
 
     def load_partition(self, partition: int, epoch: int) -> Slices:
         """Replay the partition, yielding between slices; the ids appear at the end."""
@@ -133,48 +135,12 @@ class TransactionCoordinator(PartitionedCoordinator):
         for meta in [m for m in self.txns.values() if m.partition == partition]:
             del self.txns[meta.transactional_id]
 
-    # -- transitions ------------------------------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def owning(self, meta: TransactionMetadata) -> AsyncIterator[None]:
-        """Exclusive use of one transaction while it changes."""
-        if meta.pending:
-            raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        meta.pending = True
-        try:
-            yield
-        finally:
-            meta.pending = False
-
-    async def transit(self, meta: TransactionMetadata, new: TxnRecord) -> None:
-        """Write the new state and apply it once the in-sync replicas have it."""
-        if meta.record.state not in VALID_PREVIOUS_STATES[new.state]:
-            raise TxnError(ErrorCode.INVALID_TXN_STATE,
-                           f"{meta.record.state.kafka_name} -> {new.state.kafka_name}")
-        key = encode_key(meta.transactional_id)
-        try:
-            offset = self.store.append(meta.partition, [(key, encode_value(new))],
-                                       self.clock.time_ms())
-            await self.store.wait_replicated(meta.partition, offset,
-                                             self.config.write_timeout_ms)
-        except GroupError as exc:
-            # As Kafka maps a failed write to the state log: the partition's leadership moved
-            # means the coordinator did (clients look it up again and retry there); anything
-            # else is a coordinator not available for now. NOT_LEADER_OR_FOLLOWER would make
-            # librdkafka abort a transaction whose PrepareCommit may yet complete.
-            code = (ErrorCode.NOT_COORDINATOR
-                    if exc.error_code in (ErrorCode.NOT_COORDINATOR,
-                                          ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                    else ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            raise TxnError(code, str(exc)) from None
-        if self.txns.get(meta.transactional_id) is not meta:
-            raise TxnError(ErrorCode.NOT_COORDINATOR, "the partition moved meanwhile")
-        meta.record = new
-
+    # -- ending transactions ------------------------------------------------------------------
     async def end(self, meta: TransactionMetadata, commit: bool, bump_epoch: bool) -> None:
         """Prepare to commit or abort (while owning `meta`), then finish in the background.
         A bumped epoch fences the producer: its late writes are refused everywhere."""
         record = meta.record
-        await self.transit(meta, dataclasses.replace(
+        await self.table.transit(meta, dataclasses.replace(
             record, producer_epoch=record.producer_epoch + (1 if bump_epoch else 0),
             state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
             last_update_ms=self.clock.time_ms()))
@@ -198,8 +164,8 @@ class TransactionCoordinator(PartitionedCoordinator):
                                   meta.transactional_id)
             if not remaining and not meta.pending:
                 try:
-                    async with self.owning(meta):
-                        await self.transit(meta, dataclasses.replace(
+                    async with self.table.owning(meta):
+                        await self.table.transit(meta, dataclasses.replace(
                             prepared, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT,
                             partitions=frozenset(), last_update_ms=self.clock.time_ms()))
                     return
@@ -226,7 +192,7 @@ class TransactionCoordinator(PartitionedCoordinator):
         log.info("transaction %s: timed out after %d ms; aborting", meta.transactional_id,
                  meta.record.timeout_ms)
         try:
-            async with self.owning(meta):
+            async with self.table.owning(meta):
                 await self.end(meta, commit=False, bump_epoch=True)
         except TxnError as exc:
             log.info("transaction %s: abort failed: %s", meta.transactional_id, exc)

@@ -6,8 +6,10 @@ AddPartitionsToTxn, AddOffsetsToTxn (as AddPartitionsToTxn of the group's
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
+from brokercore.clock import Clock
 from brokercore.controller.errors import ControllerError
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
@@ -15,21 +17,32 @@ from brokercore.topic_partition import TopicPartition
 from .metadata import TransactionMetadata
 from .records import TxnRecord
 from .state import TxnError, TxnState
-
-if TYPE_CHECKING:
-    from .coordinator import TransactionCoordinator
+from .table import TransactionTable
 
 S = TxnState
 MAX_EPOCH = 32767  # Short.MAX_VALUE: an epoch this high takes a new producer id
 
 
+class EndTransaction(Protocol):
+    """The coordinator's ending of a transaction (while owning it): write PrepareCommit or
+    PrepareAbort, at a bumped epoch if asked, then send the markers in the background."""
+
+    def __call__(self, meta: TransactionMetadata, commit: bool,
+                 bump_epoch: bool) -> Awaitable[None]: ...
+
+
 class TransactionRequests:
-    def __init__(self, coordinator: TransactionCoordinator) -> None:
-        self.c = coordinator
+    def __init__(self, table: TransactionTable, clock: Clock, max_timeout_ms: int,
+                 end: EndTransaction, allocate_producer_id: Callable[[], Awaitable[int]]) -> None:
+        self.table = table
+        self.clock = clock
+        self.max_timeout_ms = max_timeout_ms  # transaction.max.timeout.ms
+        self.end = end
+        self.allocate_producer_id = allocate_producer_id
 
     def _known(self, transactional_id: str, producer_id: int,
                producer_epoch: int) -> TransactionMetadata:
-        meta = self.c.metadata(transactional_id)
+        meta = self.table.metadata(transactional_id)
         if meta is None or meta.record.producer_id != producer_id:
             raise TxnError(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if producer_epoch != meta.record.producer_epoch:
@@ -45,24 +58,24 @@ class TransactionRequests:
         so any older instance is fenced; its open transaction is aborted first."""
         if not transactional_id:
             raise TxnError(ErrorCode.INVALID_REQUEST, "empty transactional id")
-        if not 0 < timeout_ms <= self.c.config.max_timeout_ms:
+        if not 0 < timeout_ms <= self.max_timeout_ms:
             raise TxnError(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
                            f"transaction.timeout.ms {timeout_ms} is not in "
-                           f"(0, {self.c.config.max_timeout_ms}]")
-        meta = self.c.metadata(transactional_id)
+                           f"(0, {self.max_timeout_ms}]")
+        meta = self.table.metadata(transactional_id)
         if meta is None:  # new, or expired (a fresh producer id either way)
-            meta = TransactionMetadata(transactional_id, self.c.partition_of(transactional_id),
+            meta = TransactionMetadata(transactional_id, self.table.partition_of(transactional_id),
                                        TxnRecord(-1, -1, timeout_ms, S.EMPTY, frozenset(),
-                                                 self.c.clock.time_ms()))
-            self.c.txns[transactional_id] = meta
+                                                 self.clock.time_ms()))
+            self.table.txns[transactional_id] = meta
         record = meta.record
         if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):
             return record.producer_id, record.producer_epoch
-        async with self.c.owning(meta):
+        async with self.table.owning(meta):
             if record.state is S.ONGOING:
                 # Fence the old instance: abort its transaction at a new epoch; the new
                 # producer retries (CONCURRENT_TRANSACTIONS) until the abort completes.
-                await self.c.end(meta, commit=False, bump_epoch=True)
+                await self.end(meta, commit=False, bump_epoch=True)
                 raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
             if not record.state.completed:
                 raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -70,9 +83,9 @@ class TransactionRequests:
                 new_id, new_epoch = await self._new_producer_id(), 0
             else:
                 new_id, new_epoch = record.producer_id, record.producer_epoch + 1
-            await self.c.transit(meta, TxnRecord(
+            await self.table.transit(meta, TxnRecord(
                 new_id, new_epoch, timeout_ms, S.EMPTY, frozenset(),
-                self.c.clock.time_ms(), -1))
+                self.clock.time_ms(), -1))
             meta.last_producer_epoch = producer_epoch if new_id == producer_id else -1
         return new_id, new_epoch
 
@@ -99,7 +112,7 @@ class TransactionRequests:
 
     async def _new_producer_id(self) -> int:
         try:
-            return await self.c.allocate_producer_id()
+            return await self.allocate_producer_id()
         except ControllerError as exc:
             raise TxnError(ErrorCode.COORDINATOR_NOT_AVAILABLE, exc.message) from None
 
@@ -119,9 +132,9 @@ class TransactionRequests:
             return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                     else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
         if record.state is not S.ONGOING or not partitions <= record.partitions:
-            now = self.c.clock.time_ms()
-            async with self.c.owning(meta):
-                await self.c.transit(meta, dataclasses.replace(
+            now = self.clock.time_ms()
+            async with self.table.owning(meta):
+                await self.table.transit(meta, dataclasses.replace(
                     record, state=S.ONGOING, partitions=record.partitions | partitions,
                     start_ms=record.start_ms if record.state is S.ONGOING else now,
                     last_update_ms=now))
@@ -155,8 +168,8 @@ class TransactionRequests:
         if meta.pending:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if state is S.ONGOING:
-            async with self.c.owning(meta):
-                await self.c.end(meta, commit, bump_epoch=False)
+            async with self.table.owning(meta):
+                await self.end(meta, commit, bump_epoch=False)
             return
         # As Kafka answers transaction version 1: the decision already taken again is a retry
         # (CONCURRENT_TRANSACTIONS while its markers go out, then NONE); the other decision,

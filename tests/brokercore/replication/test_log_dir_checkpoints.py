@@ -90,7 +90,7 @@ async def test_each_dir_checkpoints_its_own_partitions_and_a_restart_reads_them(
         cluster: Cluster) -> None:
     await cluster.create_topic(TOPIC, [1], PARTITIONS)
     assert set((await produce(cluster, 1)).values()) == {ErrorCode.NONE}
-    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
+    await manager(cluster).checkpoints.write(manager(cluster).checkpoints.high_watermarks)
 
     dirs = dirs_of(cluster)
     assert {d.path for d in manager(cluster).placement.values()} == set(dirs)
@@ -118,7 +118,7 @@ async def test_the_single_file_of_earlier_versions_is_read_once_then_split_per_d
     await cluster.restart_node(1)
 
     assert high_watermarks(cluster) == {p: 2 * (p + 1) for p in range(PARTITIONS)}
-    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
+    await manager(cluster).checkpoints.write(manager(cluster).checkpoints.high_watermarks)
     for log_dir in dirs:
         assert read_high_watermarks(log_dir) == expected(cluster, log_dir, 2)
 
@@ -127,14 +127,14 @@ async def test_a_dir_whose_checkpoint_fails_goes_offline_and_the_other_is_writte
         cluster: Cluster) -> None:
     await cluster.create_topic(TOPIC, [1], PARTITIONS)
     await produce(cluster, 1)
-    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
+    await manager(cluster).checkpoints.write(manager(cluster).checkpoints.high_watermarks)
     good, bad = dirs_of(cluster)
     on_bad = set(expected(cluster, bad, 2))
     bad.rename(bad.with_name("disk1.failed"))
     bad.write_text("a file where the log dir was")
 
     await produce(cluster, 1)  # the open segments still take writes
-    await manager(cluster).checkpoint(manager(cluster).high_watermarks)
+    await manager(cluster).checkpoints.write(manager(cluster).checkpoints.high_watermarks)
 
     assert read_high_watermarks(good) == expected(cluster, good, 4)
     [failed] = [d for d in manager(cluster).log_dirs if not d.online]
@@ -281,7 +281,7 @@ async def test_a_truncation_rewrites_the_recovery_points_without_waiting_for_the
     await produce(cluster, 1)
     partition = cluster.nodes[1].partition(TOPIC, 3)
     partition.log.flush()
-    await manager(cluster).checkpoint()
+    await manager(cluster).checkpoints.write()
     [log_dir] = [d for d in dirs_of(cluster) if (d / f"{TOPIC}-3").exists()]
     tp = TopicPartition(TOPIC, 3)
     assert read_offsets(log_dir / RECOVERY_POINTS)[tp] == 8
