@@ -25,7 +25,10 @@ from tests.compat.clients import new_topic
 
 
 def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+    # Idempotent: a retry after leadership moved mid-write (seen under load) must not
+    # write the values twice; what is tested is where the consumer reads them.
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                         "enable.idempotence": True,
                                          "message.timeout.ms": 60_000})
     for value in values:
         producer.produce(topic, value.encode(), partition=0)
