@@ -7,7 +7,10 @@ import struct
 import time
 from typing import Any
 
+from kafka.protocol.admin import CreateTopicsRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from brokercore.protocol.errors import ErrorCode
 
 
 class WireClient:
@@ -61,6 +64,16 @@ class WireClient:
         frame = self.read_frame()
         response_class = request.header.get_response_class()
         return response_class.decode(frame, version=version, header=True)
+
+    def create_topic(self, name: str, partitions: int) -> str:
+        """CreateTopics (v4) of one topic, replication factor 1; its name once created."""
+        created = self.request(CreateTopicsRequest(
+            topics=[CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+                configs=[])],
+            timeout_ms=5000, validate_only=False), version=4)
+        assert created.topics[0].error_code == ErrorCode.NONE, created
+        return name
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         self.sock.settimeout(timeout)

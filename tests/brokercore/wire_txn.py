@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka.protocol.admin import CreateTopicsRequest, DescribeTransactionsRequest
+from kafka.protocol.admin import DescribeTransactionsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
@@ -22,16 +22,6 @@ from tests.brokercore.wire import WireClient
 
 Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 TopicData = ProduceRequest.TopicProduceData
-
-
-def create_topic(client: WireClient, name: str, partitions: int) -> str:
-    created = client.request(CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1, assignments=[],
-            configs=[])],
-        timeout_ms=5000, validate_only=False), version=4)
-    assert created.topics[0].error_code == ErrorCode.NONE
-    return name
 
 
 def transactional_batch(producer_id: int, epoch: int, sequence: int,

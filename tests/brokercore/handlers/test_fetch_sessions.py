@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka.protocol.admin import CreateTopicsRequest
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
@@ -31,14 +30,7 @@ def client(kafka_bootstrap: str) -> Iterator[WireClient]:
 
 @pytest.fixture
 def topic(client: WireClient) -> str:
-    name = new_topic("sessions")
-    created = client.request(CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=PARTITIONS, replication_factor=1, assignments=[],
-            configs=[])],
-        timeout_ms=5000, validate_only=False), version=4)
-    assert created.topics[0].error_code == ErrorCode.NONE
-    return name
+    return client.create_topic(new_topic("sessions"), PARTITIONS)
 
 
 def produce(client: WireClient, topic: str, index: int, values: list[bytes]) -> None:

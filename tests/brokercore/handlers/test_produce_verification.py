@@ -17,10 +17,7 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.wire import WireClient
-from tests.brokercore.wire_txn import (
-    WireTransactions,
-    create_topic,
-)
+from tests.brokercore.wire_txn import WireTransactions
 from tests.brokerproc import BrokerProcess
 from tests.compat.clients import new_topic
 
@@ -75,7 +72,7 @@ def _read_committed(bootstrap: str, topic: str, until: int) -> list[bytes]:
 def test_a_late_write_after_its_transaction_committed_is_refused_and_holds_no_reader(
     client: WireClient, kafka_bootstrap: str, version: int, refused_with: ErrorCode,
 ) -> None:
-    topic = create_topic(client, new_topic("late-write"), 1)
+    topic = client.create_topic(new_topic("late-write"), 1)
     zombie = WireTransactions(client, _id("zombie"))
     zombie.add(topic, 0)
     assert zombie.produce(topic, 0, [b"committed"], version).error_code == ErrorCode.NONE
@@ -96,7 +93,7 @@ def test_a_late_write_after_its_transaction_committed_is_refused_and_holds_no_re
 def test_a_write_to_a_partition_not_added_to_the_transaction_is_refused(
     client: WireClient,
 ) -> None:
-    topic = create_topic(client, new_topic("not-added"), 2)
+    topic = client.create_topic(new_topic("not-added"), 2)
     producer = WireTransactions(client, _id("not-added"))
     producer.add(topic, 0)
     assert producer.produce(topic, 1, [b"never added"]).error_code == (
@@ -109,7 +106,7 @@ def test_a_write_to_a_partition_not_added_to_the_transaction_is_refused(
 def test_a_fenced_producers_write_where_no_marker_went_is_an_invalid_epoch(
     client: WireClient,
 ) -> None:
-    topic = create_topic(client, new_topic("fenced"), 2)
+    topic = client.create_topic(new_topic("fenced"), 2)
     transactional_id = _id("fenced")
     old = WireTransactions(client, transactional_id)
     old.add(topic, 0)
@@ -123,7 +120,7 @@ def test_a_fenced_producers_write_where_no_marker_went_is_an_invalid_epoch(
 def test_pipelined_writes_append_in_order_while_one_waits_for_the_coordinator(
     client: WireClient,
 ) -> None:
-    topic = create_topic(client, new_topic("pipelined"), 2)
+    topic = client.create_topic(new_topic("pipelined"), 2)
     producer = WireTransactions(client, _id("pipelined"))
     producer.add(topic, 0, 1)
     assert producer.produce(topic, 1, [b"opens the transaction on 1"]).error_code == 0
@@ -181,7 +178,7 @@ def test_verification_follows_its_dynamic_config(
 ) -> None:
     broker = broker_factory({"transaction.partition.verification.enable": "false"})
     with WireClient(broker.bootstrap) as client:
-        topic = create_topic(client, new_topic("unverified"), 1)
+        topic = client.create_topic(new_topic("unverified"), 1)
         producer = WireTransactions(client, _id("unverified"))
         producer.add(topic, 0)
         assert producer.produce(topic, 0, [b"a"]).error_code == ErrorCode.NONE
