@@ -4,7 +4,6 @@ gets back, including the requests no well-behaved client sends."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ FetchTopic = FetchRequest.FetchTopic
 FetchPartition = FetchTopic.FetchPartition
 Forgotten = FetchRequest.ForgottenTopic
 PARTITIONS = 3
-
-
-@pytest.fixture
-def client(kafka_bootstrap: str) -> Iterator[WireClient]:
-    with WireClient(kafka_bootstrap) as wire:
-        yield wire
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ these check the refusals and no-ops; moves themselves are in the cluster tests."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
@@ -25,12 +24,6 @@ from tests.compat.clients import new_topic
 
 Reassign = AlterPartitionReassignmentsRequest.ReassignableTopic
 ReassignPartition = Reassign.ReassignablePartition
-
-
-@pytest.fixture
-def client(kafka_bootstrap: str) -> Iterator[WireClient]:
-    with WireClient(kafka_bootstrap) as wire:
-        yield wire
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import confluent_kafka
 import pytest
@@ -23,12 +23,6 @@ from tests.compat.clients import new_topic
 
 ListTopic = ListOffsetsRequest.ListOffsetsTopic
 TopicData = ProduceRequest.TopicProduceData
-
-
-@pytest.fixture
-def client(kafka_bootstrap: str) -> Iterator[WireClient]:
-    with WireClient(kafka_bootstrap) as wire:
-        yield wire
 
 
 def _id(prefix: str) -> str:
