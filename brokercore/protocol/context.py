@@ -52,11 +52,17 @@ class AppendOrder:
                 self._last = None
 
 
+ANONYMOUS = "User:ANONYMOUS"
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
     peer: str
     appends: AppendOrder = field(default_factory=AppendOrder)  # the connection's
+    # Who sent it, as the authorizer names principals ("User:alice"): the connection's SASL or
+    # TLS identity once authenticated, Kafka's User:ANONYMOUS on a PLAINTEXT listener.
+    principal: str = ANONYMOUS
 
     @property
     def api_version(self) -> int:
