@@ -34,7 +34,7 @@ from pathlib import Path
 from confluent_kafka import Consumer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
 import django
 
 django.setup()  # the proxy's consumer settings are read from the restproxy package

@@ -27,7 +27,7 @@ from typing import Any
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 # These need Django set up first.

@@ -1,9 +1,9 @@
-"""Settings for the Millrace control center, registry and REST proxy.
+"""Settings of the Millrace project: the control center, the registry and the REST proxy.
 
 Every setting comes from an environment variable read here, through the typed helpers
 below; the embedded defaults (built-in cluster, SQLite, local Spark, no external server)
 are what a fresh machine gets. Nothing else in the project reads the environment at import
-time.
+time: the apps read settings through `django.conf.settings`, never this module.
 """
 
 import os
@@ -60,13 +60,15 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "django_celery_results",
+    # The project is an app too, for its management commands (`platform`, `failover_demo`).
+    "millrace",
     "controlcenter",
     "registry",
     "restproxy",
 ]
 
 MIDDLEWARE = [
-    "controlcenter.ports.PortRoutingMiddleware",
+    "millrace.ports.PortRoutingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -80,12 +82,12 @@ MIDDLEWARE = [
 # The registry and the REST proxy are served with these instead (asgi.py): async only, so a
 # request never waits for Django's one sync thread.
 API_MIDDLEWARE = [
-    "controlcenter.ports.PortRoutingMiddleware",
-    "controlcenter.api_middleware.ContentLengthMiddleware",
+    "millrace.ports.PortRoutingMiddleware",
+    "millrace.api_middleware.ContentLengthMiddleware",
 ]
 
-ROOT_URLCONF = "controlcenter.urls"
-ASGI_APPLICATION = "controlcenter.asgi.application"
+ROOT_URLCONF = "millrace.urls"
+ASGI_APPLICATION = "millrace.asgi.application"
 WSGI_APPLICATION = None
 
 TEMPLATES = [
@@ -163,7 +165,7 @@ REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)
 RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
 REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
 RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
-# Web server worker processes (controlcenter/webserver.py); default: one per core
+# Web server worker processes (millrace/webserver.py); default: one per core
 WEB_WORKERS = env_int("MILLRACE_WEB_WORKERS", len(os.sched_getaffinity(0)))
 
 # --- REST proxy: where clients reach it, where the registry is, consumer-instance limits ---
@@ -197,10 +199,10 @@ if REDIS_URL:
         }
     }
 else:
-    # Shared by the collector and every web worker without a server (controlcenter/README.md).
+    # Shared by the collector and every web worker without a server (millrace/README.md).
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "controlcenter.channelhub.HubChannelLayer",
+            "BACKEND": "millrace.channelhub.HubChannelLayer",
             "CONFIG": {"data_dir": str(DATA_DIR), "name": env_str("MILLRACE_CHANNEL_HUB", "")},
         }
     }
@@ -225,8 +227,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     }
 )
 # The filesystem queue through our transport, which writes each message file whole
-# (controlcenter/queuefiles.py); any other URL names its transport itself.
-MILLRACE_FILE_QUEUE_TRANSPORT = "controlcenter.queuefiles:Transport"
+# (millrace/queuefiles.py); any other URL names its transport itself.
+MILLRACE_FILE_QUEUE_TRANSPORT = "millrace.queuefiles:Transport"
 CELERY_BROKER_TRANSPORT = MILLRACE_FILE_QUEUE_TRANSPORT if _FILE_QUEUE else None
 CELERY_RESULT_BACKEND = "django-db"
 
@@ -264,7 +266,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     # Two linked documents in one Swagger UI (a selector at the top): the registry's and the
-    # REST proxy's maintained description (controlcenter/openapi.py), and the control
+    # REST proxy's maintained description (millrace/openapi.py), and the control
     # center's JSON API as drf-spectacular reads it from its DRF views.
     "SWAGGER_UI_SETTINGS": {
         "urls": [

@@ -1,4 +1,4 @@
-"""`python -m controlcenter.webserver`: the platform's HTTP and websocket server.
+"""`python -m millrace.webserver`: the platform's HTTP and websocket server.
 
 uvicorn, with uvloop's event loop, httptools' HTTP parser and the `websockets` library, in
 `--workers` processes (MILLRACE_WEB_WORKERS; default one per core). This parent process
@@ -77,7 +77,7 @@ class Worker:
         if self.args.workers > 1:
             env["RESTPROXY_INTERNAL_URL"] = self.internal_url
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "controlcenter.webserver", "--app", self.args.app,
+            [sys.executable, "-m", "millrace.webserver", "--app", self.args.app,
              "--serve-fds", ",".join(map(str, fds)), "--log-level", self.args.log_level],
             pass_fds=fds, env=env, preexec_fn=_die_with_parent,
         )
@@ -146,7 +146,7 @@ def _host_port(bind: str) -> tuple[str, int]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--app", default="controlcenter.asgi:application")
+    parser.add_argument("--app", default="millrace.asgi:application")
     parser.add_argument("--bind", action="append", default=[],
                         help="host:port to serve on; repeat for several ports")
     parser.add_argument("--workers", type=int, default=default_workers())

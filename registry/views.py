@@ -332,7 +332,7 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
             except NotInMemory:
                 pass
         # A thread of its own, as Django gives each request (the API handler does not:
-        # controlcenter/asgi.py), so that a slow write never holds up other requests.
+        # millrace/asgi.py), so that a slow write never holds up other requests.
         async with ThreadSensitiveContext():
             response: HttpResponseBase = await on_thread(request, *args, **kwargs)
         return response

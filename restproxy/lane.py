@@ -1,7 +1,7 @@
 """The proxy's fast lane: produce and fetch answered on the event loop, without Django's
 handler.
 
-`controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
+`millrace/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
 produce (to a topic or a partition), v3 produce (one record, or a stream) and v2 fetch from
 a consumer instance (relayed to the process holding it, as `InstanceView` does, when that
 is another one whose address the owner cache knows). Each runs the same view method that
@@ -36,8 +36,8 @@ from .content_types import accepts_metadata
 from .forwarding import is_forwarded
 from .manager import manager
 
-LaneHandler = Any  # see controlcenter.asgi.LaneHandler
-LaneBody = Any  # see controlcenter.asgi.LaneBody
+LaneHandler = Any  # see millrace.asgi.LaneHandler
+LaneBody = Any  # see millrace.asgi.LaneBody
 T = r"(?P<topic>[A-Za-z0-9._-]+)"
 P = r"(?P<partition>[0-9]+)"
 INSTANCE = r"consumers/(?P<group>[A-Za-z0-9._-]+)/instances/(?P<instance>[A-Za-z0-9._-]+)"

@@ -15,7 +15,7 @@ from typing import Any
 from brokercluster.client import BrokerProcess
 from clusterclient import ConsumerGroup, PartitionLag, TopicPartition, group_lag
 from clusterclient.offsets import ListedOffset, ListOffsetsResult
-from controlcenter.management.collector.sampler import TOPIC_BYTES_IN, Reading
+from controlcenter.collector.sampler import TOPIC_BYTES_IN, Reading
 from laganalysis.burrow import PartitionStatus, Status, Thresholds, group_status, partition_status
 from laganalysis.records import TOPIC_SETTINGS, LagSample
 from laganalysis.timelag import LookupTable, Point

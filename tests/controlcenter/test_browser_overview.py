@@ -12,7 +12,7 @@ from django.test.utils import override_settings
 from playwright.sync_api import expect
 
 from brokercluster.ports import free_port
-from controlcenter import asgi
+from millrace import asgi
 from tests.controlcenter.browser import Browser, serve
 from tests.controlcenter.test_overview import collect_once
 

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from brokercluster.ports import free_port
-from controlcenter.management.commands.failover_demo import PartitionState, compare, describe
+from millrace.management.commands.failover_demo import PartitionState, compare, describe
 from tests.brokerproc import REPO, ClusterProcess
 from tests.cluster.faults import FAST_FAILOVER
 from tests.compat.clients import new_topic

@@ -33,7 +33,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`python -m controlcenter.webserver` with two workers, as `manage.py platform` runs it."""
+    """`python -m millrace.webserver` with two workers, as `manage.py platform` runs it."""
     data_dir = tmp_path_factory.mktemp("webserver")
     web, registry, proxy = free_port(), free_port(), free_port()
     env = {**os.environ, "MILLRACE_DATA_DIR": str(data_dir),
@@ -45,7 +45,7 @@ def server(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
                    cwd=REPO, env=env, check=True)
     binds = [arg for port in (web, registry, proxy) for arg in ("--bind", f"127.0.0.1:{port}")]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controlcenter.webserver", "--app",
+        [sys.executable, "-m", "millrace.webserver", "--app",
          "tests.controlcenter.ws_app:application", *binds, "--workers", "2",
          "--internal-path", "/kafka/"],
         cwd=REPO, env=env, start_new_session=True,

@@ -2,7 +2,7 @@
 
 Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
 KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then the web server
-(`controlcenter.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
+(`millrace.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
 center, the schema registry and the REST proxy, waits for each to be ready,
 prints the endpoints and the commands to try a failover, restarts a child that exits on its
 own (three exits in a minute stop the platform), and on Ctrl-C stops everything in
@@ -25,8 +25,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from brokercluster.ports import free_base_port, free_port
-from controlcenter import platform_cluster
-from controlcenter.management.children import Child, http_ok
+from millrace import platform_cluster
+from millrace.management.children import Child, http_ok
 
 # CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
 CLUSTER_HOST = "127.0.0.1"
@@ -121,7 +121,7 @@ class Command(BaseCommand):
             "SCHEMA_REGISTRY_URL": f"http://{host}:{ports['registry_port']}",
             "RESTPROXY_ADVERTISED_URL": f"http://{host}:{ports['restproxy_port']}",
         }
-        args = [sys.executable, "-m", "controlcenter.webserver", *binds,
+        args = [sys.executable, "-m", "millrace.webserver", *binds,
                 "--workers", str(workers), "--internal-path", f"/{settings.RESTPROXY_PREFIX}",
                 "--log-level", settings.LOG_LEVEL.lower()]
         url = f"http://{host}:{ports['web_port']}/healthz"
@@ -143,7 +143,7 @@ class Command(BaseCommand):
         """The Celery worker that runs lag analyses (threads pool: each task only waits on
         its Spark subprocess, so nothing forks after a JVM exists) and beat, which launches
         the due analysis schedules every minute."""
-        celery = [sys.executable, "-m", "celery", "-A", "controlcenter"]
+        celery = [sys.executable, "-m", "celery", "-A", "millrace"]
         worker = Child("celery worker", [
             *celery, "worker", "--pool", "threads", "--loglevel", "INFO",
             "--queues", settings.MILLRACE_ANALYSIS_QUEUE,
