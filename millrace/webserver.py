@@ -11,7 +11,7 @@ restarting one that dies.
 Several workers are several processes: a REST proxy consumer instance lives in one of
 them. Each worker therefore also listens on a private port of its own and is told its
 address there as RESTPROXY_INTERNAL_URL (plus `--internal-path`, the proxy's mount point),
-so a request reaching another worker is forwarded to the owner (restproxy/forwarding.py).
+so a request reaching another worker is forwarded to the owner (restproxy/instances/forwarding.py).
 """
 
 from __future__ import annotations

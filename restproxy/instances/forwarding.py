@@ -12,8 +12,8 @@ from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.urls import reverse
 from rest_framework.request import Request
 
-from . import errors
-from .api import Later, read_body
+from .. import errors
+from ..api import Later, read_body
 
 FORWARDED_HEADER = "X-Millrace-Forwarded"
 FORWARD_TIMEOUT = 120.0
@@ -111,7 +111,7 @@ async def _read_all(client: httpx.AsyncClient, answer: httpx.Response) -> bytes:
 
 async def _relay(client: httpx.AsyncClient, answer: httpx.Response) -> AsyncIterator[bytes]:
     try:
-        yield b""  # the headers now (see views_stream.stream_records)
+        yield b""  # the headers now (see stream.stream_records)
         async for chunk in answer.aiter_bytes():
             yield chunk
     except httpx.HTTPError:

@@ -24,9 +24,10 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from . import errors, fetched
-from .client import base_config
-from .content_types import EmbeddedFormat
+from .. import errors
+from ..client import base_config
+from ..content_types import EmbeddedFormat
+from . import fetched
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

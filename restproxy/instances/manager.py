@@ -23,10 +23,10 @@ from django.conf import settings
 from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
 from django.db import IntegrityError, close_old_connections
 
-from . import errors
-from .api import need_thread
-from .consumers import ConsumerInstance, InstanceConfig
-from .models import ConsumerInstanceOwner
+from .. import errors
+from ..api import need_thread
+from ..models import ConsumerInstanceOwner
+from .instance import ConsumerInstance, InstanceConfig
 
 logger = logging.getLogger(__name__)
 

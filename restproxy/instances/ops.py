@@ -6,8 +6,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
 
-from . import errors
-from .consumers import ConsumerInstance
+from .. import errors
+from .instance import ConsumerInstance
 
 
 def subscribe(topics: list[str] | None, pattern: str | None) -> Any:

@@ -25,10 +25,11 @@ from django.conf import settings
 from django.http import HttpResponseBase, StreamingHttpResponse
 from rest_framework.request import Request
 
-from . import content_types, errors, fetched
-from .consumers import ConsumerInstance, message_size
+from .. import content_types, errors
+from . import fetched
 from .forwarding import forward_stream
-from .views_consumers import InstanceView
+from .instance import ConsumerInstance, message_size
+from .views import InstanceView
 
 T = TypeVar("T")
 # The longest one step keeps the owner thread waiting for records: other requests to the

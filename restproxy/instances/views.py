@@ -11,10 +11,11 @@ from django.urls import reverse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, consumer_ops, content_types, errors
-from .api import Later, ProxyView, json_object, read_json
-from .consumers import ConsumerInstance
+from .. import actions, content_types, errors
+from ..api import Later, ProxyView, json_object, read_json
+from . import ops
 from .forwarding import forward, is_forwarded
+from .instance import ConsumerInstance
 from .manager import manager
 
 
@@ -107,25 +108,25 @@ class SubscriptionView(InstanceView):
             isinstance(topics, list) and all(isinstance(t, str) for t in topics)
         ):
             raise errors.invalid_payload("topics must be a list of topic names")
-        self.instance.call(consumer_ops.subscribe(topics, pattern))
+        self.instance.call(ops.subscribe(topics, pattern))
         return Response(status=204)
 
     def get(self, request: Request, group: str, instance: str) -> Response:
-        return Response({"topics": self.instance.call(consumer_ops.subscription)})
+        return Response({"topics": self.instance.call(ops.subscription)})
 
     def delete(self, request: Request, group: str, instance: str) -> Response:
-        self.instance.call(consumer_ops.unsubscribe)
+        self.instance.call(ops.unsubscribe)
         return Response(status=204)
 
 
 class AssignmentsView(InstanceView):
     def post(self, request: Request, group: str, instance: str) -> Response:
         partitions = _partitions(json_object(read_json(request)))
-        self.instance.call(consumer_ops.assign(partitions))
+        self.instance.call(ops.assign(partitions))
         return Response(status=204)
 
     def get(self, request: Request, group: str, instance: str) -> Response:
-        assigned = self.instance.call(consumer_ops.assignment)
+        assigned = self.instance.call(ops.assignment)
         return Response({"partitions": [{"topic": t, "partition": p} for t, p in assigned]})
 
 
@@ -134,9 +135,9 @@ class PositionsView(InstanceView):
         body = json_object(read_json(request))
         if "timestamps" in body:
             stamps = _positions(body, "timestamps", "timestamp")
-            self.instance.call(consumer_ops.seek_timestamps(stamps))
+            self.instance.call(ops.seek_timestamps(stamps))
         else:
-            self.instance.call(consumer_ops.seek(_positions(body, "offsets", "offset")))
+            self.instance.call(ops.seek(_positions(body, "offsets", "offset")))
         return Response(status=204)
 
 
@@ -145,7 +146,7 @@ class PositionsEdgeView(InstanceView):
 
     def post(self, request: Request, group: str, instance: str) -> Response:
         partitions = _partitions(json_object(read_json(request)))
-        self.instance.call(consumer_ops.seek_edge(partitions, self.beginning))
+        self.instance.call(ops.seek_edge(partitions, self.beginning))
         return Response(status=204)
 
 
@@ -155,14 +156,14 @@ class OffsetsView(InstanceView):
         offsets = None
         if body and json_object(body).get("offsets") is not None:
             offsets = _positions(body, "offsets", "offset")
-        self.instance.call(consumer_ops.commit(offsets))
+        self.instance.call(ops.commit(offsets))
         return Response(status=204)
 
     def get(self, request: Request, group: str, instance: str) -> Response:
         body = read_json(request, allow_empty=True)
         if not body:
             raise errors.partition_not_found()
-        found = self.instance.call(consumer_ops.committed(_partitions(json_object(body))))
+        found = self.instance.call(ops.committed(_partitions(json_object(body))))
         return Response({"offsets": [
             {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset,
              "metadata": tp.metadata or ""} for tp in found

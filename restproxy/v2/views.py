@@ -10,9 +10,9 @@ from rest_framework.response import Response
 
 from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
 
-from . import actions, client, content_types, errors, index
-from .api import Later, ProxyView, json_object, parse_json, read_body
-from .client import cluster
+from .. import actions, client, content_types, errors, index
+from ..api import Later, ProxyView, json_object, parse_json, read_body
+from ..client import cluster
 
 
 def v2_partition(partition: PartitionMetadata) -> dict[str, Any]:

@@ -10,9 +10,10 @@ from rest_framework.response import Response
 
 from clusterclient import ConsumerGroup, GroupLag, GroupMember, PartitionLag
 
-from . import errors, resources_groups
-from .client import cluster
-from .views_v3 import ClusterView
+from .. import errors
+from ..client import cluster
+from . import resources_groups
+from .views import ClusterView
 
 
 def _describe(group_id: str) -> ConsumerGroup:

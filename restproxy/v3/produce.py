@@ -20,10 +20,10 @@ from django.http import HttpResponseBase, StreamingHttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from . import actions, client, errors, records
-from .api import Later, _on_loop, read_body
-from .client import PendingBatch, gateway
-from .views_v3 import ClusterView
+from .. import actions, client, errors, records
+from ..api import Later, _on_loop, read_body
+from ..client import PendingBatch, gateway
+from .views import ClusterView
 
 T = TypeVar("T")
 

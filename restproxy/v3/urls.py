@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import views_v3 as v3
-from . import views_v3_groups as groups
-from . import views_v3_records as produce
+from . import groups, produce
+from . import views as v3
 
 C = r"v3/clusters/(?P<cluster_id>[^/]+)"
 T = rf"{C}/topics/(?P<topic>[^/:]+)"

@@ -9,9 +9,10 @@ from rest_framework.response import Response
 
 from clusterclient import PartitionMetadata
 
-from . import actions, client, errors, resources
-from .api import V3View, json_object, need_thread, parse_json, read_body
-from .client import cluster
+from .. import actions, client, errors
+from ..api import V3View, json_object, need_thread, parse_json, read_body
+from ..client import cluster
+from . import resources
 from .resources import Links
 
 

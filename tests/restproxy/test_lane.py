@@ -152,7 +152,7 @@ def test_a_stream_s_report_lines_are_the_json_of_its_reports() -> None:
 
     from restproxy import errors, records
     from restproxy.client import OutgoingRecord, PendingBatch
-    from restproxy.views_v3_records import report, report_line
+    from restproxy.v3.produce import report, report_line
 
     entries: list[records.V3Entry | errors.RestProxyError] = [
         records.V3Entry(OutgoingRecord(b"v", b"key"), "STRING", "BINARY"),
