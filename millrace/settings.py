@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "millrace.ports.PortRoutingMiddleware",
+    "millrace.index.IndexPageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +84,8 @@ MIDDLEWARE = [
 # request never waits for Django's one sync thread.
 API_MIDDLEWARE = [
     "millrace.ports.PortRoutingMiddleware",
+    "millrace.index.IndexPageMiddleware",
+    "millrace.index.IndexPageMiddleware",
     "millrace.api_middleware.ContentLengthMiddleware",
 ]
 

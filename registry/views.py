@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, index, lookups, params
+from . import actions, errors, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
@@ -71,9 +71,7 @@ class RootView(RegistryView):
     memory_methods = frozenset({"GET", "POST"})
 
     def get(self, request: Request) -> HttpResponseBase:
-        if index.wanted(request._request):
-            return index.page(request._request)
-        return Response({})
+        return Response({})  # a browser gets the project's index page instead
 
     def post(self, request: Request) -> Response:
         return Response({})

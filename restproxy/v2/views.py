@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
 
-from .. import actions, client, content_types, errors, index
+from .. import actions, client, content_types, errors
 from ..api import Later, ProxyView, json_object, parse_json, read_body
 from ..client import cluster
 
@@ -108,6 +108,4 @@ class RootView(ProxyView):
     loop_methods = frozenset({"GET"})
 
     def get(self, request: Request) -> HttpResponseBase:
-        if index.wanted(request._request):
-            return index.page(request._request)
-        return Response({})
+        return Response({})  # a browser gets the project's index page instead
