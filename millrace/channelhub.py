@@ -1,8 +1,8 @@
 """HubChannelLayer: a Channels layer shared by every process of one platform, with no server.
 
 The in-memory layer is per process, but the collector and every web worker must share one
-layer (README.md, "Channel layer"). Without REDIS_URL the platform uses this one: the first
-process that needs the layer binds a Linux abstract Unix socket named after the data
+layer (README.md, "The channel layer"). Without REDIS_URL the platform uses this one: the
+first process that needs the layer binds a Linux abstract Unix socket named after the data
 directory and becomes the hub; every process (the hub's own included) connects to it as a
 client. The kernel frees an abstract name when its owner dies, so there is no stale socket
 file and no lock: when the hub's process exits, the clients reconnect, one of them wins the
