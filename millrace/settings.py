@@ -258,6 +258,8 @@ REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
+    # Every JSON API answers errors as Confluent's {"error_code", "message"} (apierrors/).
+    "EXCEPTION_HANDLER": "apierrors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Millrace",

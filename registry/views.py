@@ -1,7 +1,7 @@
 """The Confluent Schema Registry REST API over DRF views.
 
 Views parse the request, call a lookup or an action and shape Confluent's JSON; every
-error is a `RegistryError` (or a DRF error) rendered by `errors.exception_handler`.
+error is a `RegistryError` (or a DRF error) rendered by `apierrors.exception_handler`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ class RegistryView(APIView):
     authentication_classes: list[Any] = []
     permission_classes: list[Any] = []
 
-    def get_exception_handler(self) -> Any:
-        return errors.exception_handler
+    api_error = staticmethod(errors.api_error)  # for apierrors.exception_handler
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
