@@ -15,6 +15,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
+from controlcenter.analysis.columns import Column, column
 from controlcenter.models import AnalysisRun
 
 
@@ -31,6 +32,17 @@ class ResultTable:
     @property
     def title(self) -> str:
         return title(self.name)
+
+    @property
+    def headers(self) -> list[Column]:
+        return [column(c) for c in self.columns]
+
+    @property
+    def cells(self) -> list[list[tuple[str, Any, bool]]]:
+        """Each row as people read it: (shown text, the exact value, right-aligned)."""
+        headers = self.headers
+        return [[(h.show(v), v, h.numeric) for h, v in zip(headers, row, strict=True)]
+                for row in self.rows]
 
 
 def title(name: str) -> str:
