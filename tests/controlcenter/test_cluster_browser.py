@@ -146,11 +146,22 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     assert leadership(watch, 2)["leader"] == 2 and leadership(watch, 2)["out"] == 0
     tab.snap("before kill")
 
+    # One page kills broker 2 from its own page; the Brokers page, open and never reloaded,
+    # swaps broker 2's commands to Start as the process state changes.
     operator = tab.context.new_page()
     operator.goto("/brokers/")
-    with operator.expect_navigation():
-        operator.click("button[data-command=kill][data-broker='2']")
-    assert "now killed" in operator.inner_text(".messages")
+    operator.evaluate("window.__notReloaded = true")
+    killer = tab.context.new_page()
+    killer.goto("/brokers/2/")
+    with killer.expect_navigation():
+        killer.click("#broker-process button[data-command=kill]")
+    assert "now killed" in killer.inner_text(".messages")
+    killer.close()
+    operator.wait_for_selector(
+        "#broker-controls tr[data-broker='2'] button[data-command=start]", timeout=60_000)
+    assert operator.locator(
+        "#broker-controls tr[data-broker='2'] button[data-command=kill]").count() == 0
+    assert operator.evaluate("window.__notReloaded") is True
     operator.screenshot(path=str(tab.shots / "brokers-after-kill.png"), full_page=True)
 
     # The open topic page changes by itself: broker 2 leads nothing and is out of every ISR.
@@ -165,10 +176,18 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     assert watch.locator("#topic-partitions .badge-warn").count() == 6
     assert watch.evaluate("window.__notReloaded") is True
 
-    operator.goto("/brokers/")
+    # The pushed Start button works as rendered ones do (it takes the page's CSRF token), and
+    # a second Brokers page, opened while broker 2 was down, stops offering Start by itself.
+    viewer = tab.context.new_page()
+    viewer.goto("/brokers/")
+    assert viewer.locator("#broker-controls tr[data-broker='2'] [data-command=start]").count()
     with operator.expect_navigation(timeout=90_000):
-        operator.click("button[data-command=start][data-broker='2']")
+        operator.click("#broker-controls button[data-command=start][data-broker='2']")
     assert "now running" in operator.inner_text(".messages")
+    viewer.wait_for_selector(
+        "#broker-controls tr[data-broker='2'] button[data-command=kill]", timeout=60_000)
+    assert viewer.locator("#broker-controls tr[data-broker='2'] [data-command=start]").count() == 0
+    viewer.close()
 
     watch.wait_for_function(
         """() => {
