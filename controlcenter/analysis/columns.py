@@ -140,12 +140,20 @@ _PATTERNS: tuple[tuple[str, str, str, Format], ...] = (
 )
 
 
+# Columns naming something the control center has a page for: the page's URL name.
+_LINKS = {"group": "group", "topic": "topic", "slowest_topic": "topic"}
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
     label: str
     format: Format
     numeric: bool
+
+    @property
+    def link(self) -> str | None:
+        return _LINKS.get(self.name)
 
     def show(self, value: Any) -> str:
         if value is None:

@@ -38,11 +38,19 @@ class ResultTable:
         return [column(c) for c in self.columns]
 
     @property
-    def cells(self) -> list[list[tuple[str, Any, bool]]]:
-        """Each row as people read it: (shown text, the exact value, right-aligned)."""
+    def cells(self) -> list[list[Cell]]:
+        """Each row as people read it."""
         headers = self.headers
-        return [[(h.show(v), v, h.numeric) for h, v in zip(headers, row, strict=True)]
-                for row in self.rows]
+        return [[Cell(h.show(v), v, h.numeric, h.link if v not in (None, "") else None)
+                 for h, v in zip(headers, row, strict=True)] for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str  # as shown
+    value: Any  # exact, as the job returned it
+    numeric: bool  # right-aligned
+    link: str | None  # the URL name of the page the value names (a group's, a topic's)
 
 
 def title(name: str) -> str:

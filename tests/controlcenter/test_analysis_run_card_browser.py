@@ -120,6 +120,10 @@ def test_a_result_table_reads_in_units_and_scrolls_inside_its_card(tab: Browser)
     assert cells["lag_seconds_max"] == "1 h 2 min"
     assert cells["seconds_OK"] == "59 min"
     assert cells["seconds_WARN"] == "1 min"
+    # names link to their pages
+    links = table.locator("tbody td a")
+    assert links.nth(0).get_attribute("href") == "/groups/billing-consumers-with-a-long-name/"
+    assert links.nth(1).get_attribute("href") == "/topics/payments.settlements.v2/"
     # the exact value stays a hover away
     assert table.locator("tbody td").nth(10).get_attribute("title") == "251.99999999999997"
     # A wide table scrolls inside its card; the page itself never scrolls sideways.
