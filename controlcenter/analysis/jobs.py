@@ -55,7 +55,7 @@ class NameListField(forms.Field):
     a multiple choice; it still takes any name, so one that appeared since the collector's
     last cycle is checked against the cluster by the form's own validation."""
 
-    widget = NamesInput
+    widget: type[forms.Widget] | forms.Widget = NamesInput
 
     def __init__(self, *, offer: Callable[[], list[str]] | None = None, **kwargs: Any) -> None:
         self.offer = offer
