@@ -213,6 +213,21 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     operator.close()
 
 
+def test_creating_a_topic_below_min_insync_replicas_warns_that_acks_all_writes_fail(
+        tab: Browser) -> None:
+    sign_in(tab)
+    topic = f"short-{uuid.uuid4().hex[:6]}"
+    tab.visit("/topics/+create/")
+    tab.page.fill("input[name=name]", topic)
+    tab.page.fill("input[name=replication_factor]", "1")  # the platform: min.insync.replicas=2
+    with tab.page.expect_navigation():
+        tab.page.click("#topic-create-form button[type=submit]")
+    warning = tab.page.locator(".message-warning")
+    assert "replication factor 1, below its min.insync.replicas (2)" in warning.inner_text()
+    assert "acks=all" in warning.inner_text()
+    tab.snap("warned")
+
+
 def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(
         tab: Browser, chromium: Any, platform_server: LiveServer) -> None:
     sign_in(tab)
