@@ -13,6 +13,7 @@ from typing import Any
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 
 from brokercore.controller.controller import ControllerError, NewTopic, validate_topic_name
+from brokercore.handlers.authorization import AUTHORIZATION_FAILED, may_create_topic
 from brokercore.handlers.config_resources import topic_entries_for
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
@@ -52,6 +53,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 def _new_topic(broker: BrokerParts, ctx: RequestContext, topic: Any) -> NewTopic:
+    if not may_create_topic(broker, ctx, topic.name):
+        raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED)
     validate_topic_name(topic.name)
     if topic.name in broker.image.topics:
         raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,

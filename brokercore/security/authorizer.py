@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 AUTHORIZER_NAMES = (STANDARD_AUTHORIZER, "StandardAuthorizer")
-# KIP-430: the authorized-operations field of an answer to a request that did not ask for it
-OPERATIONS_NOT_REQUESTED = -2147483648
 MAX_CACHED = 65536
 WILDCARD_PRINCIPAL = "User:*"
 
@@ -94,8 +92,21 @@ class Authorizer:
         return self.allowed(ctx.principal, peer_host(ctx), operation, resource_type, name,
                             audit=audit)
 
-    def authorize_cluster(self, ctx: RequestContext, operation: AclOperation) -> bool:
-        return self.authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    def authorize_cluster(self, ctx: RequestContext, operation: AclOperation, *,
+                          audit: bool = True) -> bool:
+        return self.authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME, audit=audit)
+
+    def authorize_topic(self, ctx: RequestContext, operation: AclOperation, name: str, *,
+                        audit: bool = True) -> bool:
+        return self.authorize(ctx, operation, ResourceType.TOPIC, name, audit=audit)
+
+    def authorize_group(self, ctx: RequestContext, operation: AclOperation, name: str, *,
+                        audit: bool = True) -> bool:
+        return self.authorize(ctx, operation, ResourceType.GROUP, name, audit=audit)
+
+    def authorize_transactional_id(self, ctx: RequestContext, operation: AclOperation,
+                                   name: str, *, audit: bool = True) -> bool:
+        return self.authorize(ctx, operation, ResourceType.TRANSACTIONAL_ID, name, audit=audit)
 
     def allowed(self, principal: str, host: str, operation: AclOperation,
                 resource_type: ResourceType, name: str, *, audit: bool = True) -> bool:
@@ -161,14 +172,17 @@ class Authorizer:
                    for acl in mine)
 
     def authorized_operations(self, ctx: RequestContext, resource_type: ResourceType,
-                              name: str) -> int:
-        """KIP-430's bitfield (bit n for operation code n) of the operations the principal
-        may do on the resource, over the operations its type supports."""
-        bits = 0
-        for operation in SUPPORTED_OPERATIONS[resource_type]:
-            if self.authorize(ctx, operation, resource_type, name, audit=False):
-                bits |= 1 << int(operation)
-        return bits
+                              name: str) -> frozenset[int]:
+        """KIP-430's bitfield, as the set of its bits (bit n for operation code n): the
+        operations the principal may do on the resource, of those its type supports."""
+        return frozenset(
+            int(operation) for operation in SUPPORTED_OPERATIONS[resource_type]
+            if self.authorize(ctx, operation, resource_type, name, audit=False))
+
+
+def bitfield(operations: frozenset[int]) -> int:
+    """KIP-430's int32 bitfield of a set of operation codes."""
+    return sum(1 << bit for bit in operations)
 
 
 def _wildcard_principal(principal: str) -> bool:
