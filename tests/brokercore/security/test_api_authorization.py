@@ -39,6 +39,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 
 from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.wire import WireClient
@@ -395,3 +396,25 @@ def test_without_authorizer_acl_apis_answer_security_disabled(tmp_path: Path) ->
         assert confluent_kafka is not None
     finally:
         plain.kill()
+
+
+def test_broker_requests_need_cluster_action(broker: BrokerProcess, admin: WireClient,
+                                             grant: Callable[..., None]) -> None:
+    """What a follower sends (OffsetForLeaderEpoch with its replica id) is a cluster action:
+    over PLAINTEXT the broker is User:ANONYMOUS too, so it needs CLUSTER_ACTION (or a place
+    in super.users), whatever its ACLs on the topic."""
+    topic = make_topic(broker, admin)
+    grant(acl(TOPIC, topic, "ALL"))
+
+    def follower_epoch_end() -> int:
+        request = OffsetForLeaderEpochRequest(replica_id=2, topics=[
+            OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=topic, partitions=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                    partition=0, current_leader_epoch=-1, leader_epoch=0)])])
+        with WireClient(broker.bootstrap) as wire:
+            response = wire.request(request, version=4)
+        return int(response.topics[0].partitions[0].error_code)
+
+    assert follower_epoch_end() == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    grant(acl(CLUSTER, "kafka-cluster", "CLUSTER_ACTION", host="127.0.0.1"))
+    assert follower_epoch_end() == ErrorCode.NONE
