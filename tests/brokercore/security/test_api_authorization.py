@@ -182,6 +182,17 @@ def test_acl_apis_from_the_admin_host(admin: WireClient) -> None:
         "kafka-cluster", [(ADMIN_HOST, OPS["ALL"])])
     assert create_acls(admin, [acl(CLUSTER, "other", "ALTER")]) == [ErrorCode.INVALID_REQUEST]
     assert create_acls(admin, [acl(TOPIC, "", "READ")]) == [ErrorCode.INVALID_REQUEST]
+    # codes outside Kafka's enums, and a principal or host Kafka cannot parse
+    assert create_acls(admin, [(99, "x", LITERAL, ME, "*", 3, ALLOW),
+                               (TOPIC, "x", 99, ME, "*", 3, ALLOW),
+                               (TOPIC, "x", LITERAL, ME, "*", -1, ALLOW),
+                               (TOPIC, "x", LITERAL, "nobody", "*", 3, ALLOW),
+                               (TOPIC, "x", LITERAL, ME, "host.example", 3, ALLOW)]) == [
+        ErrorCode.INVALID_REQUEST] * 5
+    unknown_filter = admin.request(DescribeAclsRequest(
+        resource_type_filter=0, resource_name_filter=None, pattern_type_filter=1,
+        principal_filter=None, host_filter=None, operation=1, permission_type=1), version=3)
+    assert unknown_filter.error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_produce_needs_write(broker: BrokerProcess, admin: WireClient,
