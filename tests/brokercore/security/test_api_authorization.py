@@ -38,7 +38,12 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from kafka.protocol.admin import (
+    CreateAclsRequest,
+    CreateTopicsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+)
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 
 from brokercore.protocol.errors import ErrorCode
@@ -246,6 +251,14 @@ def test_create_and_delete_topics(broker: BrokerProcess, grant: Callable[..., No
     futures[mine].result()
     with pytest.raises(KafkaException):
         futures[other].result()
+    # created, but its configs are not shown without DESCRIBE_CONFIGS, as in Kafka
+    with WireClient(broker.bootstrap) as wire:
+        created = wire.request(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=new_name("mine"), num_partitions=1, replication_factor=1, assignments=[],
+            configs=[])], timeout_ms=5000, validate_only=False), version=5)
+    [answer] = created.topics
+    assert (answer.error_code, answer.topic_config_error_code, answer.configs) == (
+        0, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     with pytest.raises(KafkaException) as refused:
         client.delete_topics([mine])[mine].result()
     assert error_code(refused.value) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
