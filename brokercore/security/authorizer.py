@@ -158,11 +158,11 @@ class Authorizer:
         if not self.enabled:
             return True
         principal, host = ctx.principal, peer_host(ctx)
-        if principal in self.super_users:
+        # Kafka first asks about a name no ACL is meant for: a super user, or everyone
+        # while nothing applies to it and allow.everyone.if.no.acl.found is on
+        if self.allowed(principal, host, operation, resource_type, "hardcode", audit=False):
             return True
         acls = list(self.acls.of_type(resource_type))
-        if not acls:
-            return self.allow_if_no_acl
         mine = [acl for acl in acls
                 if (acl.principal == principal or _wildcard_principal(acl.principal))
                 and acl.host in (host, WILDCARD)

@@ -10,6 +10,8 @@ import pytest
 
 from brokercore.config import BrokerConfig, ConfigError
 from brokercore.controller.image import MetadataImage, acl_record
+from brokercore.protocol.context import RequestContext
+from brokercore.protocol.framing import RequestHeader
 from brokercore.security.acls import (
     AclError,
     AclOperation,
@@ -217,3 +219,31 @@ def test_filters() -> None:
                   AclPermissionType.ANY) == [star]
     with pytest.raises(AclError):
         new_filter(ResourceType.UNKNOWN, None, PatternType.ANY, None, None, *any_)
+
+
+ANY_CASES = [
+    ("no acl", [], {}, False),
+    ("no acl, allow everyone", [], {"allow_everyone_if_no_acl_found": "true"}, True),
+    ("a literal allow", [acl(T, "foo", LIT, ALICE, Op.WRITE)], {}, True),
+    ("ALL allows", [acl(T, "foo", LIT, ALICE, Op.ALL)], {}, True),
+    ("another operation", [acl(T, "foo", LIT, ALICE, Op.READ)], {}, False),
+    ("covered by a prefixed deny", [acl(T, "foo", LIT, ALICE, Op.WRITE),
+                                    acl(T, "f", PRE, ALICE, Op.WRITE, DENY)], {}, False),
+    ("a literal deny does not cover a prefix", [acl(T, "foo", PRE, ALICE, Op.WRITE),
+                                                acl(T, "foo", LIT, ALICE, Op.WRITE, DENY)],
+     {}, True),
+    ("covered by a deny of *", [acl(T, "foo", LIT, ALICE, Op.WRITE),
+                                acl(T, "*", LIT, "User:*", Op.WRITE, DENY)], {}, False),
+    ("a super user", [acl(T, "*", LIT, ADMIN, Op.ALL, DENY)], {"super_users": ADMIN}, True),
+]
+
+
+@pytest.mark.parametrize(("acls", "config", "allowed"), [case[1:] for case in ANY_CASES],
+                         ids=[case[0] for case in ANY_CASES])
+def test_authorize_any_topic(acls: list[tuple[object, ...]], config: dict[str, str],
+                             allowed: bool) -> None:
+    """Kafka's authorizeByResourceType, which lets an idempotent producer with WRITE on
+    some topic get a producer id (KIP-679)."""
+    principal = ADMIN if "super_users" in config else ALICE
+    ctx = RequestContext(RequestHeader(22, 4, 1, "test"), f"{HOST}:5000", principal=principal)
+    assert authorizer(acls, **config).authorize_any(ctx, Op.WRITE, T) is allowed
