@@ -226,6 +226,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.consumer.assignors", T.LIST, "uniform,range",
            "KIP-848 groups: the server-side assignors; the first is the default."),
         _k("group.consumer.max.size", T.INT, "2147483647", "KIP-848 groups: most members."),
+        # Authorization (brokercore/security/authorizer.py)
+        _k("authorizer.class.name", T.STRING, "",
+           "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or "
+           "StandardAuthorizer) for ACLs; empty: none, everything is allowed.", read_only=True),
+        _k("super.users", T.STRING, "",
+           "Principals allowed everything, separated by semicolons (User:admin;User:broker).",
+           read_only=True),
+        _k("allow.everyone.if.no.acl.found", T.BOOLEAN, "false",
+           "Allow everyone on a resource that has no ACL at all.", read_only=True),
     ]
 }
 
