@@ -1,6 +1,6 @@
 """The registry's fast lane: hot reads answered on the event loop, without Django's handler.
 
-`controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them. Each
+`millrace/asgi.py` (`FastLane`) sends these routes here before Django sees them. Each
 runs the same view method Django would run, in the same `cache.memory_only()` mode as
 `views.served`'s first attempt, with what DRF's dispatch would have given it: the Accept
 header negotiated by `RegistryNegotiation` (remembered per header), the body parsed as
@@ -32,8 +32,8 @@ from . import errors, params, views
 from .cache import memory_only
 from .negotiation import JSON, OCTET_STREAM, V1, VND, RegistryNegotiation
 
-LaneHandler = Any  # see controlcenter.asgi.LaneHandler
-LaneBody = Any  # see controlcenter.asgi.LaneBody
+LaneHandler = Any  # see millrace.asgi.LaneHandler
+LaneBody = Any  # see millrace.asgi.LaneBody
 S = r"(?P<subject>[^/]+)"
 V = r"(?P<version>[0-9]+|latest|-1)"
 PARSED_TYPES = frozenset({"", V1, VND, JSON, OCTET_STREAM})

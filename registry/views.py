@@ -1,7 +1,7 @@
 """The Confluent Schema Registry REST API over DRF views.
 
 Views parse the request, call a lookup or an action and shape Confluent's JSON; every
-error is a `RegistryError` (or a DRF error) rendered by `errors.exception_handler`.
+error is a `RegistryError` (or a DRF error) rendered by `apierrors.exception_handler`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, index, lookups, params
+from . import actions, errors, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
@@ -37,8 +37,7 @@ class RegistryView(APIView):
     authentication_classes: list[Any] = []
     permission_classes: list[Any] = []
 
-    def get_exception_handler(self) -> Any:
-        return errors.exception_handler
+    api_error = staticmethod(errors.api_error)  # for apierrors.exception_handler
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -71,9 +70,7 @@ class RootView(RegistryView):
     memory_methods = frozenset({"GET", "POST"})
 
     def get(self, request: Request) -> HttpResponseBase:
-        if index.wanted(request._request):
-            return index.page(request._request)
-        return Response({})
+        return Response({})  # a browser gets the project's index page instead
 
     def post(self, request: Request) -> Response:
         return Response({})
@@ -332,7 +329,7 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
             except NotInMemory:
                 pass
         # A thread of its own, as Django gives each request (the API handler does not:
-        # controlcenter/asgi.py), so that a slow write never holds up other requests.
+        # millrace/asgi.py), so that a slow write never holds up other requests.
         async with ThreadSensitiveContext():
             response: HttpResponseBase = await on_thread(request, *args, **kwargs)
         return response

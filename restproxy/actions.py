@@ -15,9 +15,9 @@ from clusterclient import ConfigChange, ConfigOperation, ResourceKind
 
 from . import client, errors, records
 from .client import DeliveryReport, PendingBatch, cluster, gateway
-from .consumers import ConsumerInstance, InstanceConfig
 from .content_types import EmbeddedFormat
-from .manager import manager
+from .instances.instance import ConsumerInstance, InstanceConfig
+from .instances.manager import manager
 
 
 def _check_partitions(topic: str, chosen: list[int | None]) -> None:

@@ -19,6 +19,7 @@ import logging
 import shutil
 from typing import Any
 
+from celery import current_app as app
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -38,9 +39,8 @@ RUN_ANALYSIS_TASK = "controlcenter.tasks.run_analysis_task"
 
 def queue_analysis(run_id: int) -> None:
     """Send the run's task to the broker the settings name NOW (filesystem or Redis), not
-    the one the Celery app was configured with at import."""
-    from controlcenter.celery import app
-
+    the one the Celery app was configured with at import. The app is the project's
+    (`celery.current_app`: the app never imports the project)."""
     url = settings.CELERY_BROKER_URL
     # Named either way: without one, Celery falls back to the transport of its settings.
     scheme = url.partition("://")[0]

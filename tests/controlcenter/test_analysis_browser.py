@@ -54,7 +54,7 @@ document.addEventListener("live:swapped", (event) => {
 """
 
 def asgi_application() -> Any:
-    from controlcenter.asgi import application
+    from millrace.asgi import application
 
     return application
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from brokercluster.ports import free_port
 from clusterclient import ClusterClient
-from controlcenter import asgi
+from millrace import asgi
 from tests.controlcenter.browser import Browser, serve
 from tests.controlcenter.test_overview import collect_once
 

@@ -21,7 +21,7 @@ import pytest
 
 from tests.brokerproc import REPO
 from tests.controlcenter.browser import Browser, LiveServer, launch
-from tests.controlcenter.test_platform import wait_for_endpoints
+from tests.millrace.test_platform import wait_for_endpoints
 
 PASSWORD = "pages-admin-password"
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The fast lane (controlcenter/asgi.py, registry/lane.py) answers exactly what Django's
+"""The fast lane (millrace/asgi.py, registry/lane.py) answers exactly what Django's
 handler answers: every request is sent through both, in-process over ASGI, and the status,
 headers and bytes compared; the lane must have answered the hot reads itself."""
 
@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from controlcenter.asgi import ApiHandler, FastLane
+from millrace.asgi import ApiHandler, FastLane
 from registry import lane as registry_lane
 from restproxy import lane as proxy_lane
 
