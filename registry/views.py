@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, index, lookups, params
+from . import actions, errors, formats, index, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
@@ -144,7 +144,11 @@ class VersionView(RegistryView):
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
-        return Response(lookups.version_body(row))
+        body = lookups.version_body(row)
+        fmt = request.query_params.get("format")
+        if fmt:
+            body["schema"] = lookups.formatted_text(row.schema, fmt)
+        return Response(body)
 
     def delete(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
@@ -154,10 +158,12 @@ class VersionView(RegistryView):
 class VersionSchemaView(RegistryView):
     memory_methods = frozenset({"GET"})
 
-    def get(self, request: Request, subject: str, version: str) -> Response:
+    def get(self, request: Request, subject: str, version: str) -> HttpResponseBase:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
-        return Response(_raw_schema(row.schema.text))
+        fmt = request.query_params.get("format")
+        text = lookups.formatted_text(row.schema, fmt) if fmt else row.schema.text
+        return _raw_schema(request, row.schema.schema_type, text)
 
 
 class ReferencedByView(RegistryView):
@@ -167,8 +173,13 @@ class ReferencedByView(RegistryView):
         return Response(params.page(request.query_params, ids))
 
 
-def _raw_schema(text: str) -> Any:
-    return json.loads(text)
+def _raw_schema(request: Request, schema_type: str, text: str) -> HttpResponseBase:
+    """The schema itself as the body: JSON for Avro and JSON Schema, the text as it is
+    for Protobuf (as Confluent answers, under the negotiated JSON media type)."""
+    if schema_type != formats.PROTOBUF:
+        return Response(json.loads(text))
+    media_type = getattr(request, "accepted_media_type", None) or "application/json"
+    return HttpResponse(text.encode(), content_type=media_type)
 
 
 class SchemaListView(RegistryView):
@@ -192,14 +203,22 @@ class SchemaByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request, schema_id: int) -> Response:
-        return Response(lookups.schema_body(schema_id))
+        body = lookups.schema_body(schema_id)
+        fmt = request.query_params.get("format")
+        if fmt:
+            body["schema"] = lookups.formatted_text(lookups.stored_schema(schema_id), fmt)
+        return Response(body)
 
 
 class SchemaTextByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
-    def get(self, request: Request, schema_id: int) -> Response:
-        return Response(_raw_schema(lookups.schema_body(schema_id)["schema"]))
+    def get(self, request: Request, schema_id: int) -> HttpResponseBase:
+        body = lookups.schema_body(schema_id)
+        fmt = request.query_params.get("format")
+        if fmt:
+            body["schema"] = lookups.formatted_text(lookups.stored_schema(schema_id), fmt)
+        return _raw_schema(request, body.get("schemaType", formats.AVRO), body["schema"])
 
 
 def _id_usages(request: Request, schema_id: int) -> list[SubjectVersion]:
@@ -229,7 +248,7 @@ class SchemaTypesView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request) -> Response:
-        return Response(["AVRO"])
+        return Response(list(formats.TYPES))
 
 
 class CompatibilityView(RegistryView):
@@ -240,7 +259,8 @@ class CompatibilityView(RegistryView):
         normalize = self.flag(request, "normalize") or lookups.normalize_configured(subject)
         parsed, _ = schema_request.parse(normalize)
         number = None if version is None else params.version(version)
-        messages = lookups.compatibility_messages(subject, parsed, number)
+        messages = lookups.compatibility_messages(
+            subject, parsed, number, schema_request.schema_type)
         body: dict[str, Any] = {"is_compatible": not messages}
         if self.flag(request, "verbose"):
             body["messages"] = messages
