@@ -1,0 +1,454 @@
+"""Generated JSON Schema and Protobuf schema pairs whose verdicts follow from how they were made.
+
+Each pair is a random base schema and a copy changed by one *evolution*: a named change
+with the verdict the published rules give it in each direction (backward: the changed
+schema reads data written with the base; forward: the base reads the changed schema's
+data). Bases vary in size, types, constraints, nesting and content model, and the change
+lands on a random member, so one evolution is met in many surroundings.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+JSON_SCALARS = ["string", "integer", "number", "boolean"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    rule: str
+    old: Any
+    new: Any
+    backward: bool
+    forward: bool
+
+
+# ---- JSON Schema -----------------------------------------------------------------------
+
+def _json_scalar(rng: random.Random) -> dict[str, Any]:
+    kind = rng.choice(JSON_SCALARS)
+    schema: dict[str, Any] = {"type": kind}
+    if kind == "string" and rng.random() < 0.4:
+        schema["maxLength"] = rng.randint(5, 50)
+    if kind in ("integer", "number") and rng.random() < 0.4:
+        schema["minimum"] = rng.randint(-10, 10)
+    if rng.random() < 0.2:
+        schema["description"] = "a field"
+    return schema
+
+
+def _json_object(rng: random.Random, depth: int, model: str) -> dict[str, Any]:
+    properties = {f"p{i}": _json_scalar(rng) for i in range(rng.randint(2, 6))}
+    if depth == 0:
+        properties["inner"] = _json_object(rng, 1, rng.choice(["open", "closed"]))
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [name for name in properties if rng.random() < 0.3]
+    if required:
+        schema["required"] = required
+    if model == "closed":
+        schema["additionalProperties"] = False
+    elif model == "partial":
+        schema["additionalProperties"] = {"type": "string"}
+    return schema
+
+
+def _target(rng: random.Random, schema: dict[str, Any]) -> dict[str, Any]:
+    """The object the change lands in: the root or its nested object."""
+    return schema["properties"]["inner"] if rng.random() < 0.4 else schema
+
+
+def _pick(rng: random.Random, obj: dict[str, Any], kind: str | None = None) -> str | None:
+    names = [n for n, s in obj["properties"].items()
+             if n != "inner" and (kind is None or s.get("type") == kind)]
+    return rng.choice(names) if names else None
+
+
+def _with_scalar(kind: str) -> Callable[[random.Random, dict[str, Any]], str]:
+    def ensure(rng: random.Random, obj: dict[str, Any]) -> str:
+        name = _pick(rng, obj, kind)
+        if name is None:
+            name = "k0"
+            obj["properties"][name] = {"type": kind}
+        return name
+
+    return ensure
+
+
+JsonChange = Callable[[random.Random, dict[str, Any], dict[str, Any]], None]
+
+
+def _prop_change(kind: str | None, change: Callable[[dict[str, Any]], None],
+                 before: Callable[[dict[str, Any]], None] | None = None) -> JsonChange:
+    """`change` a property of type `kind` in the new schema (after `before` on both)."""
+    def apply(rng: random.Random, old: dict[str, Any], new: dict[str, Any]) -> None:
+        target_old = _target(rng, old)
+        name = _with_scalar(kind)(rng, target_old) if kind else _pick(rng, target_old)
+        assert name is not None
+        if before is not None:
+            before(target_old["properties"][name])
+        path = [] if target_old is old else ["inner"]
+        target_new = new
+        for step in path:
+            target_new = target_new["properties"][step]
+        target_new["properties"][name] = copy.deepcopy(target_old["properties"][name])
+        change(target_new["properties"][name])
+
+    return apply
+
+
+def _object_change(setup: Callable[[dict[str, Any]], None] | None,
+                   change: Callable[[dict[str, Any]], None]) -> JsonChange:
+    """`setup` runs on both sides (the base's shape), `change` on the new side only."""
+    def apply(rng: random.Random, old: dict[str, Any], new: dict[str, Any]) -> None:
+        inner = rng.random() < 0.4
+        for side in (old, new):
+            obj = side["properties"]["inner"] if inner else side
+            if setup is not None:
+                setup(obj)
+        change(new["properties"]["inner"] if inner else new)
+
+    return apply
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(schema: dict[str, Any]) -> None:
+        schema[key] = value
+    return apply
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    def apply(schema: dict[str, Any]) -> None:
+        schema.pop(key, None)
+    return apply
+
+
+def _both(*steps: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(schema: dict[str, Any]) -> None:
+        for step in steps:
+            step(schema)
+    return apply
+
+
+def _add_property(schema: Any, required: bool = False, default: bool = False
+                  ) -> Callable[[dict[str, Any]], None]:
+    def apply(obj: dict[str, Any]) -> None:
+        obj["properties"]["added"] = copy.deepcopy(schema)
+        if default:
+            obj["properties"]["added"]["default"] = 0
+        if required:
+            obj["required"] = [*obj.get("required", []), "added"]
+    return apply
+
+
+def _require_existing(obj: dict[str, Any]) -> None:
+    name = next(n for n in obj["properties"] if n not in obj.get("required", ()))
+    obj["required"] = [*obj.get("required", []), name]
+
+
+def _unrequire(obj: dict[str, Any]) -> None:
+    obj["required"] = obj.get("required", [])[1:]
+
+
+def _ensure_required(obj: dict[str, Any]) -> None:
+    if not obj.get("required"):
+        obj["required"] = [next(iter(obj["properties"]))]
+
+
+def _ensure_free(obj: dict[str, Any]) -> None:
+    """At least one property that is not required."""
+    obj["properties"]["free"] = {"type": "string"}
+
+
+# (rule, change, backward, forward)
+JSON_EVOLUTIONS: list[tuple[str, JsonChange, bool, bool]] = [
+    ("max length raised",
+     _prop_change("string", _set("maxLength", 1000), _set("maxLength", 10)), True, False),
+    ("pattern added", _prop_change("string", _set("pattern", "^a")), False, True),
+    ("integer widened to number", _prop_change("integer", _set("type", "number")), True, False),
+    ("string became integer", _prop_change("string", _set("type", "integer")), False, False),
+    ("type list extended", _prop_change("string", _set("type", ["string", "null"])), True,
+     False),
+    ("enum extended", _prop_change("string", _set("enum", ["a", "b", "c"]),
+                                   _both(_set("enum", ["a", "b"]), _drop("maxLength"))),
+     True, False),
+    ("minimum lowered", _prop_change("integer", _set("minimum", -1000), _set("minimum", 0)),
+     True, False),
+    ("maximum added", _prop_change("number", _set("maximum", 10)), False, True),
+    ("multipleOf divided",
+     _prop_change("integer", _set("multipleOf", 5), _set("multipleOf", 10)), True, False),
+    ("title changed", _prop_change(None, _set("title", "renamed")), True, True),
+    ("wrapped in anyOf with null",
+     _prop_change(None, lambda s: s.update({"anyOf": [{"type": s.pop("type")},
+                                                      {"type": "null"}]})), True, False),
+    ("property added to open model",
+     _object_change(_drop("additionalProperties"), _add_property({"type": "string"})), False,
+     True),
+    ("property with empty schema added to open model",
+     _object_change(_drop("additionalProperties"), _add_property({})), True, True),
+    ("optional property added to closed model",
+     _object_change(_set("additionalProperties", False), _add_property({"type": "integer"})),
+     True, False),
+    ("required property added to closed model",
+     _object_change(_set("additionalProperties", False),
+                    _add_property({"type": "integer"}, required=True)), False, False),
+    ("required property with default added to closed model",
+     _object_change(_set("additionalProperties", False),
+                    _add_property({"type": "integer"}, required=True, default=True)), True,
+     False),
+    ("covered property added to partially open model",
+     _object_change(_set("additionalProperties", {"type": "string"}),
+                    _add_property({"type": "string"})), True, True),
+    ("uncovered property added to partially open model",
+     _object_change(_set("additionalProperties", {"type": "string"}),
+                    _add_property({"type": "integer"})), False, False),
+    ("closed model opened",
+     _object_change(_set("additionalProperties", False), _drop("additionalProperties")),
+     True, False),
+    ("existing property required", _object_change(_ensure_free, _require_existing), False,
+     True),
+    ("requirement dropped", _object_change(_ensure_required, _unrequire), True, False),
+    ("max properties added", _object_change(None, _set("maxProperties", 3)), False, True),
+    ("nothing but key order",
+     _object_change(None, lambda o: o.update(dict(reversed(list(o.items()))))), True, True),
+]
+
+
+def json_pair(seed: int) -> Pair:
+    rng = random.Random(seed)
+    rule, change, backward, forward = JSON_EVOLUTIONS[seed % len(JSON_EVOLUTIONS)]
+    old = _json_object(rng, 0, rng.choice(["open", "closed", "partial"]))
+    if rng.random() < 0.3:
+        old["$schema"] = rng.choice(["http://json-schema.org/draft-07/schema#",
+                                     "https://json-schema.org/draft/2020-12/schema"])
+    new = copy.deepcopy(old)
+    change(rng, old, new)
+    return Pair(rule, old, new, backward, forward)
+
+
+# ---- Protobuf --------------------------------------------------------------------------
+
+GROUPS = [["int32", "int64", "uint32", "uint64", "bool"], ["sint32", "sint64"],
+          ["string", "bytes"], ["fixed32", "sfixed32"], ["fixed64", "sfixed64"], ["float"],
+          ["double"]]
+SCALARS = [kind for group in GROUPS for kind in group]
+
+
+@dataclass
+class Field:
+    kind: str
+    name: str
+    number: int
+    repeated: bool = False
+    oneof: str | None = None
+    required: bool = False
+
+    def label(self, proto2: bool) -> str:
+        if self.kind.startswith("map<"):
+            return ""
+        if self.repeated:
+            return "repeated "
+        if self.required:
+            return "required "
+        return "optional " if proto2 else ""
+
+
+@dataclass
+class Message:
+    package: str
+    fields: list[Field]
+    extra_messages: list[str]
+    proto2: bool = False
+
+    def render(self) -> str:
+        lines = ['syntax = "proto2";' if self.proto2 else 'syntax = "proto3";',
+                 f"package {self.package};", "message M {"]
+        oneofs: dict[str, list[Field]] = {}
+        for f in self.fields:
+            if f.oneof:
+                oneofs.setdefault(f.oneof, []).append(f)
+                continue
+            lines.append(f"  {f.label(self.proto2)}{f.kind} {f.name} = {f.number};")
+        for name, members in oneofs.items():
+            lines.append(f"  oneof {name} {{")
+            lines += [f"    {f.kind} {f.name} = {f.number};" for f in members]
+            lines.append("  }")
+        lines.append("}")
+        for name in self.extra_messages:
+            label = "optional " if self.proto2 else ""
+            lines.append(f"message {name} {{ {label}string note = 1; }}")
+        lines.append("enum Colour { RED = 0; GREEN = 1; }")
+        return "\n".join(lines) + "\n"
+
+
+def _proto_message(rng: random.Random) -> Message:
+    count = rng.randint(3, 7)
+    fields = [Field(rng.choice(SCALARS), f"f{i}", i + 1, repeated=rng.random() < 0.2)
+              for i in range(count)]
+    proto2 = rng.random() < 0.15
+    if proto2:
+        fields.append(Field("int32", "id", 99, required=True))
+    return Message(package=rng.choice(["mill", "mill.v1", "a.b.c"]), fields=fields,
+                   extra_messages=["Extra", "Other"], proto2=proto2)
+
+
+def _plain(rng: random.Random, m: Message, repeated: bool | None = False) -> Field:
+    choices = [f for f in m.fields if f.oneof is None and not f.required and (
+        repeated is None or f.repeated == repeated)]
+    if not choices:
+        f = Field("int32", "extra_plain", 50)
+        m.fields.append(f)
+        return f
+    return rng.choice(choices)
+
+
+ProtoChange = Callable[[random.Random, Message, Message], None]
+
+
+def _same_field(change: Callable[[random.Random, Field], None],
+                kinds: list[str] | None = None, repeated: bool | None = False) -> ProtoChange:
+    def apply(rng: random.Random, old: Message, new: Message) -> None:
+        field = _plain(rng, old, repeated)
+        if kinds is not None:
+            field.kind = rng.choice(kinds)
+        twin = next(f for f in new.fields if f.number == field.number)
+        twin.kind, twin.repeated = field.kind, field.repeated
+        change(rng, twin)
+
+    return apply
+
+
+def _in_group(rng: random.Random, f: Field) -> None:
+    group = next(g for g in GROUPS if f.kind in g)
+    f.kind = rng.choice([k for k in group if k != f.kind])
+
+
+def _across_group(rng: random.Random, f: Field) -> None:
+    group = next(g for g in GROUPS if f.kind in g)
+    f.kind = rng.choice([k for k in SCALARS if k not in group])
+
+
+def _sync(old: Message, new: Message) -> None:
+    new.fields = copy.deepcopy(old.fields)
+
+
+def _add_field(rng: random.Random, old: Message, new: Message) -> None:
+    new.fields.append(Field(rng.choice(SCALARS), "added", 40))
+
+
+def _remove_field(rng: random.Random, old: Message, new: Message) -> None:
+    victim = _plain(rng, old, None)
+    new.fields = [f for f in new.fields if f.number != victim.number]
+
+
+def _renumber(rng: random.Random, old: Message, new: Message) -> None:
+    victim = _plain(rng, old, None)
+    next(f for f in new.fields if f.number == victim.number).number = 60
+
+
+def _to_oneof(count: int, existing: bool) -> ProtoChange:
+    def apply(rng: random.Random, old: Message, new: Message) -> None:
+        plain = [f for f in old.fields if f.oneof is None and not f.repeated and not f.required]
+        while len(plain) < count + (1 if existing else 0):
+            extra = Field("int32", f"pad{len(plain)}", 70 + len(plain))
+            old.fields.append(extra)
+            plain.append(extra)
+        if existing:
+            plain[-1].oneof = "choice"
+            plain = plain[:-1]
+        _sync(old, new)
+        movers = {f.number for f in rng.sample(plain, count)}
+        for f in new.fields:
+            if f.number in movers:
+                f.oneof = "choice"
+
+    return apply
+
+
+def _oneof_gains(rng: random.Random, old: Message, new: Message) -> None:
+    old.fields.append(Field("string", "either", 80, oneof="choice"))
+    old.fields.append(Field("int64", "or_else", 81, oneof="choice"))
+    _sync(old, new)
+    new.fields.append(Field("bytes", "third", 82, oneof="choice"))
+
+
+def _drop_message(rng: random.Random, old: Message, new: Message) -> None:
+    new.extra_messages = ["Extra"]
+
+
+def _kind_to_message(rng: random.Random, old: Message, new: Message) -> None:
+    victim = _plain(rng, old)
+    next(f for f in new.fields if f.number == victim.number).kind = "Extra"
+
+
+def _named_type(rng: random.Random, old: Message, new: Message) -> None:
+    old.fields.append(Field("Extra", "ref", 90))
+    _sync(old, new)
+    new.fields[-1].kind = "Other"
+
+
+def _package(rng: random.Random, old: Message, new: Message) -> None:
+    new.package = "moved.elsewhere"
+
+
+def _rename(rng: random.Random, old: Message, new: Message) -> None:
+    victim = _plain(rng, old, None)
+    next(f for f in new.fields if f.number == victim.number).name = "renamed"
+
+
+def _map_value(kinds_same: bool) -> ProtoChange:
+    def apply(rng: random.Random, old: Message, new: Message) -> None:
+        value = rng.choice(["int32", "string", "sint64", "fixed32"])
+        old.fields.append(Field(f"map<string, {value}>", "tags", 95))
+        _sync(old, new)
+        group = next(g for g in GROUPS if value in g)
+        other = [k for k in group if k != value] if kinds_same else [
+            k for k in SCALARS if k not in group]
+        new.fields[-1].kind = f"map<string, {rng.choice(other)}>"
+
+    return apply
+
+
+def _add_required(rng: random.Random, old: Message, new: Message) -> None:
+    old.proto2 = new.proto2 = True
+    new.fields.append(Field("int32", "must", 45, required=True))
+
+
+# (rule, change, backward, forward)
+PROTO_EVOLUTIONS: list[tuple[str, ProtoChange, bool, bool]] = [
+    ("field renamed", _rename, True, True),
+    ("scalar changed within its group",
+     _same_field(_in_group, [k for g in GROUPS if len(g) > 1 for k in g]), True, True),
+    ("scalar changed across groups", _same_field(_across_group), False, False),
+    ("field added", _add_field, True, True),
+    ("field removed", _remove_field, True, True),
+    ("field renumbered", _renumber, True, True),
+    ("string or bytes became repeated",
+     _same_field(lambda r, f: setattr(f, "repeated", True), ["string", "bytes"]), True, True),
+    ("number became repeated",
+     _same_field(lambda r, f: setattr(f, "repeated", True), ["int32", "double", "sint64"]),
+     False, False),
+    ("scalar became a message", _kind_to_message, False, False),
+    ("message removed", _drop_message, False, True),
+    ("one field moved into a new oneof", _to_oneof(1, existing=False), True, True),
+    ("two fields moved into a new oneof", _to_oneof(2, existing=False), False, True),
+    ("field moved into an existing oneof", _to_oneof(1, existing=True), False, True),
+    ("oneof gained a field", _oneof_gains, True, False),
+    ("message field names another message", _named_type, False, False),
+    ("package changed", _package, True, True),
+    ("map value within its group", _map_value(True), True, True),
+    ("map value across groups", _map_value(False), False, False),
+    ("proto2 required field added", _add_required, False, False),
+]
+
+
+def proto_pair(seed: int) -> Pair:
+    rng = random.Random(seed)
+    rule, change, backward, forward = PROTO_EVOLUTIONS[seed % len(PROTO_EVOLUTIONS)]
+    old = _proto_message(rng)
+    new = copy.deepcopy(old)
+    change(rng, old, new)
+    return Pair(rule, old.render(), new.render(), backward, forward)
