@@ -21,7 +21,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from . import errors, formats, lookups
-from .cache import reader_cache
+from .cache import need_database, reader_cache
 from .compatibility import Level
 from .formats import ParsedSchema
 from .lookups import IMPORT, READONLY, READONLY_OVERRIDE, READWRITE
@@ -80,6 +80,8 @@ class SchemaRequest:
         return found
 
     def _parse(self, normalize: bool) -> tuple[ParsedSchema, str]:
+        if self.schema_type != formats.AVRO:
+            need_database()  # parsed on a thread: protoc and metaschemas take a while
         schema_format = formats.get(self.schema_type)
         references = lookups.resolve_references(self.references)
         parsed = schema_format.parse(self.schema, references, normalize)

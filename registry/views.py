@@ -203,21 +203,14 @@ class SchemaByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request, schema_id: int) -> Response:
-        body = lookups.schema_body(schema_id)
-        fmt = request.query_params.get("format")
-        if fmt:
-            body["schema"] = lookups.formatted_text(lookups.stored_schema(schema_id), fmt)
-        return Response(body)
+        return Response(lookups.schema_body(schema_id, request.query_params.get("format")))
 
 
 class SchemaTextByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request, schema_id: int) -> HttpResponseBase:
-        body = lookups.schema_body(schema_id)
-        fmt = request.query_params.get("format")
-        if fmt:
-            body["schema"] = lookups.formatted_text(lookups.stored_schema(schema_id), fmt)
+        body = lookups.schema_body(schema_id, request.query_params.get("format"))
         return _raw_schema(request, body.get("schemaType", formats.AVRO), body["schema"])
 
 
