@@ -5,9 +5,11 @@ compatibility rules (`compatibility.py`).
 A schema arrives as .proto text (compiled by protoc, `compiler.py`) or as a base64
 descriptor (what confluent-kafka's ProtobufSerializer registers; checked by building it
 into a descriptor pool with its imports). Either way it is written out as .proto text
-(`render.py`) and that text compiled again: the text is what is stored and fingerprinted,
-and its compiled descriptor is what `?format=serialized` answers, so a schema has one id
-whichever way it came. A reference's `name` is the import path it stands for; imports of
+(`render.py`), and a descriptor (or normalized text) compiled again from that text: the
+text is what is stored and fingerprinted, and its compiled descriptor is what
+`?format=serialized` answers, so a schema has one id whichever way it came. (Text compiled
+as given declares what its canonical text declares, in the same order, so it is compiled
+once; the differential test checks that on every generated pair.) A reference's `name` is the import path it stands for; imports of
 `google/protobuf/*` and `google/type/*` need no reference.
 """
 
@@ -55,11 +57,14 @@ def parse(text: str, references: Sequence[Resolved], normalize: bool) -> Protobu
     sources = {name: source for name, (source, _) in imports.items()}
     if _BASE64.match(text):
         descriptor = _from_descriptor(text, imports)
+        again = True  # a client's descriptor may differ in details protoc fills in
     else:
         descriptor, _ = compiler.compile_text(text, sources)
+        again = normalize  # else the text declares what the canonical text does, in order
     canonical = render(descriptor, normalize)
-    compiled, _ = compiler.compile_text(canonical, sources)
-    return ProtobufSchema(text=canonical, parsed=compiled, imports=imports)
+    if again:
+        descriptor, _ = compiler.compile_text(canonical, sources)
+    return ProtobufSchema(text=canonical, parsed=descriptor, imports=imports)
 
 
 def _from_descriptor(text: str, imports: dict[str, tuple[str, pb.FileDescriptorProto]]

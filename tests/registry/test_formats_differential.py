@@ -65,7 +65,9 @@ def test_protobuf_pairs_get_the_verdict_of_their_rule(block: int) -> None:
         old = schema_format.parse(pair.old, [], False)
         new = schema_format.parse(pair.new, [], False)
         check(schema_format, pair, old, new)
-        assert schema_format.parse(new.text, [], False).text == new.text
+        again = schema_format.parse(new.text, [], False)
+        assert again.text == new.text
+        assert again.parsed == new.parsed  # compiled once from text: as from the canonical
         serialized = schema_format.formatted(new, "serialized")
         assert serialized is not None
         assert schema_format.parse(serialized, [], False).text == new.text
