@@ -9,8 +9,9 @@ into a descriptor pool with its imports). Either way it is written out as .proto
 text is what is stored and fingerprinted, and its compiled descriptor is what
 `?format=serialized` answers, so a schema has one id whichever way it came. (Text compiled
 as given declares what its canonical text declares, in the same order, so it is compiled
-once; the differential test checks that on every generated pair.) A reference's `name` is the import path it stands for; imports of
-`google/protobuf/*` and `google/type/*` need no reference.
+once; the differential test checks that on every generated pair.) A reference's `name` is
+the import path it stands for; imports of `google/protobuf/*` and `google/type/*` need no
+reference. `wire.py` reads message indexes and builds message classes for decoders.
 """
 
 from __future__ import annotations

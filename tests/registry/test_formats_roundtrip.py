@@ -23,7 +23,9 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from registry.protobuf import compiler
+from registry.formats import Resolved
+from registry.protobuf import compiler, wire
+from registry.protobuf import parse as protobuf_parse
 
 ADDRESS_URL = "https://example.com/address.schema.json"
 ADDRESS = {"type": "object", "properties": {"street": {"type": "string"},
@@ -146,6 +148,17 @@ def test_protobuf_messages_with_an_import_round_trip(
     served = registry.get_schema(written_id, fmt="serialized")
     file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(served.schema_str))
     assert [m.name for m in file.message_type] == ["Ignored", "Order"]
+    # The registry's own decoding (what the platform's browsers use) reads the same values.
+    stored = registry.get_schema(written_id)
+    address = protobuf_parse(text, [], False)
+    order = protobuf_parse(stored.schema_str, [Resolved(
+        "mill/common/address.proto", address, "PROTOBUF")], False)
+    indexes, start = wire.read_message_indexes(read[0])
+    assert indexes == [1]
+    decoded = wire.message_class(order, indexes).FromString(read[0][start:])
+    assert decoded.SerializeToString(deterministic=True) == first.SerializeToString(
+        deterministic=True)
+    assert wire.read_message_indexes(b"\0\0\0\0\1\0") == ([0], 6)
 
 
 def test_an_incompatible_protobuf_change_is_refused_to_the_client(live_registry: list[str]
