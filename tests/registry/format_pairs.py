@@ -163,6 +163,37 @@ def _ensure_free(obj: dict[str, Any]) -> None:
     obj["properties"]["free"] = {"type": "string"}
 
 
+def _member(schema: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> JsonChange:
+    """A property `member` of `schema` on both sides, then `change` it on the new side."""
+    def setup(obj: dict[str, Any]) -> None:
+        obj["properties"]["member"] = copy.deepcopy(schema)
+
+    def changed(obj: dict[str, Any]) -> None:
+        change(obj["properties"]["member"])
+
+    return _object_change(setup, changed)
+
+
+def _append(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(schema: dict[str, Any]) -> None:
+        schema[key] = [*schema[key], value]
+    return apply
+
+
+def _pop_last(key: str) -> Callable[[dict[str, Any]], None]:
+    def apply(schema: dict[str, Any]) -> None:
+        schema[key] = schema[key][:-1]
+    return apply
+
+
+ARRAY = {"type": "array", "items": {"type": "integer"}, "maxItems": 5}
+TUPLE = {"type": "array", "items": [{"type": "string"}, {"type": "integer"}],
+         "additionalItems": False}
+PREFIX_TUPLE = {"type": "array", "prefixItems": [{"type": "string"}], "items": False}
+ALL_OF = {"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                    {"type": "object", "required": ["a"]}]}
+ONE_OF = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+
 # (rule, change, backward, forward)
 JSON_EVOLUTIONS: list[tuple[str, JsonChange, bool, bool]] = [
     ("max length raised",
@@ -212,6 +243,19 @@ JSON_EVOLUTIONS: list[tuple[str, JsonChange, bool, bool]] = [
      True),
     ("requirement dropped", _object_change(_ensure_required, _unrequire), True, False),
     ("max properties added", _object_change(None, _set("maxProperties", 3)), False, True),
+    ("max items raised", _member(ARRAY, _set("maxItems", 50)), True, False),
+    ("unique items added", _member(ARRAY, _set("uniqueItems", True)), False, True),
+    ("array items widened", _member(ARRAY, _set("items", {"type": "number"})), True, False),
+    ("array items changed", _member(ARRAY, _set("items", {"type": "string"})), False, False),
+    ("item added to a closed tuple", _member(TUPLE, _append("items", {"type": "boolean"})),
+     True, False),
+    ("tuple opened", _member(TUPLE, _drop("additionalItems")), True, False),
+    ("item added to a closed prefixItems tuple",
+     _member(PREFIX_TUPLE, _append("prefixItems", {"type": "integer"})), True, False),
+    ("allOf branch dropped", _member(ALL_OF, _pop_last("allOf")), True, False),
+    ("oneOf branch added", _member(ONE_OF, _append("oneOf", {"type": "null"})), True, False),
+    ("oneOf branch changed", _member(ONE_OF, lambda s: s.update(
+        oneOf=[{"type": "string"}, {"type": "boolean"}])), False, False),
     ("nothing but key order",
      _object_change(None, lambda o: o.update(dict(reversed(list(o.items()))))), True, True),
 ]
@@ -224,6 +268,10 @@ def json_pair(seed: int) -> Pair:
     if rng.random() < 0.3:
         old["$schema"] = rng.choice(["http://json-schema.org/draft-07/schema#",
                                      "https://json-schema.org/draft/2020-12/schema"])
+        if "tuple" in rule:  # 2020-12 writes tuples as prefixItems
+            old["$schema"] = "http://json-schema.org/draft-04/schema#"
+    if "prefixItems" in rule:
+        old["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     new = copy.deepcopy(old)
     change(rng, old, new)
     return Pair(rule, old, new, backward, forward)

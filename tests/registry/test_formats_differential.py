@@ -19,7 +19,7 @@ from registry.formats import ParsedSchema, SchemaFormat
 
 from .format_pairs import JSON_EVOLUTIONS, PROTO_EVOLUTIONS, Pair, json_pair, proto_pair
 
-JSON_PAIRS = 23 * 16  # each evolution 16 times
+JSON_PAIRS = 33 * 12  # each evolution 12 times
 PROTO_PAIRS = 19 * 12
 
 
@@ -40,7 +40,7 @@ def check(schema_format: SchemaFormat, pair: Pair, old: ParsedSchema, new: Parse
 
 
 def test_the_generators_cover_every_evolution() -> None:
-    assert len(JSON_EVOLUTIONS) == 23 and len(PROTO_EVOLUTIONS) == 19
+    assert len(JSON_EVOLUTIONS) == 33 and len(PROTO_EVOLUTIONS) == 19
     assert {json_pair(seed).rule for seed in range(JSON_PAIRS)} == {
         rule for rule, *_ in JSON_EVOLUTIONS}
 
