@@ -31,6 +31,7 @@ from ..errors import invalid_schema
 from ..formats import Resolved
 
 MAX_REF_CHAIN = 64
+MAX_DEPTH = 64  # of objects and arrays: the checks recurse a few frames a level
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,15 @@ class JsonSchema:
 def parse(text: str, references: Sequence[Resolved], normalize: bool) -> JsonSchema:
     try:
         document = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except (json.JSONDecodeError, TypeError, RecursionError) as exc:
         raise invalid_schema(f"not valid JSON: {exc}") from exc
     if not isinstance(document, dict | bool):
         kind = type(document).__name__
         raise invalid_schema(f"a JSON Schema is an object or a boolean, not {kind}")
+    if _depth(document) > MAX_DEPTH:
+        raise invalid_schema(f"the schema nests deeper than {MAX_DEPTH} levels")
+    if isinstance(document, dict) and not isinstance(document.get("$schema", ""), str):
+        raise invalid_schema("$schema is not a string")
     validator = _validator_class(document)
     try:
         validator.check_schema(document)  # type: ignore[arg-type]  # booleans are schemas
@@ -70,6 +75,20 @@ def parse(text: str, references: Sequence[Resolved], normalize: bool) -> JsonSch
     )
     _check_refs(schema)
     return schema
+
+
+def _depth(document: Any) -> int:
+    deepest, pending = 0, [(document, 1)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node if isinstance(
+            node, list) else ()
+        pending.extend((child, depth + 1) for child in children
+                       if isinstance(child, dict | list))
+    return deepest
 
 
 def _validator_class(document: Any) -> type[Validator]:

@@ -11,7 +11,9 @@ the process wrote meanwhile is passed on to the real stderr afterwards.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -28,13 +30,25 @@ _lock = threading.Lock()
 _builtin_cache: dict[str, descriptor_pb2.FileDescriptorProto] = {}
 
 
-def include_paths() -> list[str]:
-    import google.type
-    import grpc_tools
+_includes: list[str] = []
 
-    well_known = Path(grpc_tools.__file__).parent / "_proto"
-    google_types = Path(next(iter(google.type.__path__))).parents[1]
-    return [str(well_known), str(google_types)]
+
+def include_paths() -> list[str]:
+    """grpcio-tools' `google/protobuf/*.proto`, and a directory of this process holding
+    only googleapis-common-protos' `google/type/*.proto` (its package directory holds
+    everything else installed beside it, which an import must not reach)."""
+    with _lock:
+        if not _includes:
+            import google.type
+            import grpc_tools
+
+            own = Path(tempfile.mkdtemp(prefix="millrace-proto-include-"))
+            atexit.register(shutil.rmtree, own, ignore_errors=True)
+            (own / "google" / "type").mkdir(parents=True)
+            for source in Path(next(iter(google.type.__path__))).glob("*.proto"):
+                shutil.copyfile(source, own / "google" / "type" / source.name)
+            _includes.extend([str(Path(grpc_tools.__file__).parent / "_proto"), str(own)])
+    return list(_includes)
 
 
 def is_builtin(name: str) -> bool:
@@ -48,6 +62,9 @@ def compile_text(
 
     `files` maps import paths to .proto text; a syntax or type error is a 42201 carrying
     protoc's message."""
+    if not text.strip():
+        raise invalid_schema("the schema is empty")
+    includes = include_paths()
     with tempfile.TemporaryDirectory(prefix="millrace-proto-") as directory:
         root = Path(directory)
         for name, content in {**files, SCHEMA_FILE: text}.items():
@@ -57,7 +74,7 @@ def compile_text(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content, encoding="utf-8")
         out = root / "__descriptors__.pb"
-        arguments = ["protoc", f"-I{root}", *(f"-I{p}" for p in include_paths()),
+        arguments = ["protoc", f"-I{root}", *(f"-I{p}" for p in includes),
                      f"--descriptor_set_out={out}", "--include_imports", str(root / SCHEMA_FILE)]
         code, errors = _run(arguments)
         if code != 0:

@@ -53,6 +53,10 @@ def test_it_registers_each_draft_and_answers_with_the_schema_type(api: Api, draf
     '{"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},'
     ' "$ref": "#/definitions/a"}',
     "not json",
+    '{"$schema": 5}',
+    "[" * 5000 + "]" * 5000,
+    '{"properties": ' * 100 + "{}" + "}" * 100,
+    '{"$ref": "https://example.com/elsewhere.json"}',  # nothing is fetched
 ])
 def test_it_refuses_what_is_not_a_schema_with_42201_and_stores_nothing(api: Api, schema: str
                                                                        ) -> None:

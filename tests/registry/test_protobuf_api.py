@@ -84,6 +84,10 @@ def test_proto2_text_keeps_labels_defaults_and_extensions(api: Api) -> None:
     'syntax = "proto3"; message A { Unknown u = 1; }',
     'syntax = "proto3"; import "nowhere.proto"; message A { }',
     'syntax = "proto3"; message A { int32 a = 1; int32 b = 1; }',
+    "",
+    'syntax = "proto3"; import "../escape.proto"; message A { }',
+    'syntax = "proto3"; import "grpc_tools/protoc.py"; message A { }',
+    'edition = "2023"; message A { int32 a = 1; }',
     "AAAA",  # base64 of bytes that are no FileDescriptorProto
     base64.b64encode(b"\x0a\x01").decode(),
 ])
