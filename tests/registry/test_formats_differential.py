@@ -17,7 +17,8 @@ from registry import formats
 from registry.compatibility import Level, check_level
 from registry.formats import ParsedSchema, SchemaFormat
 
-from .format_pairs import JSON_EVOLUTIONS, PROTO_EVOLUTIONS, Pair, json_pair, proto_pair
+from .format_pairs import JSON_EVOLUTIONS, Pair, json_pair
+from .proto_pairs import PROTO_EVOLUTIONS, proto_pair
 
 JSON_PAIRS = 33 * 12  # each evolution 12 times
 PROTO_PAIRS = 19 * 12
