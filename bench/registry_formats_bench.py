@@ -2,12 +2,13 @@
 
 In process (Django, a fresh SQLite database, `registry.actions` and `registry.lookups` as
 the views call them), interleaved in rounds, each format on schemas of the same shape
-(a record/object/message of 8 fields):
+(a record/object/message of 8 to 11 fields):
 
-  register      a new schema, each time a new one, under BACKWARD against the previous
-                version (parse, canonical text, fingerprint, compatibility, insert)
-  compatibility a changed schema checked against a subject's latest version, each time a
-                text the process has not parsed (parse and check; `/compatibility/...`)
+  register      a new schema, each time a new one (another doc string, or an enum
+                constant's name), under BACKWARD against the previous version (parse,
+                canonical text, fingerprint, compatibility, insert)
+  compatibility a schema with a field more checked against a subject's latest version,
+                each time a text the process has not parsed (parse and check)
   compat only   the check alone on parsed schemas (the format's rules)
 
 Over HTTP, with `wrk` (16 connections) against one registry web server (the platform's,
@@ -45,24 +46,27 @@ FORMATS = ("AVRO", "JSON", "PROTOBUF")
 SR = "application/vnd.schemaregistry.v1+json"
 
 
-def schema_text(schema_type: str, n: int, extra: int = 0) -> str:
-    """Schema number `n` of a format; `extra` optional fields added (a compatible change)."""
+def schema_text(schema_type: str, n: int, extra: int = 0, variant: int = 0) -> str:
+    """Schema number `n` of a format; `extra` optional fields added (a compatible change);
+    `variant` changes a doc string (Avro, JSON) or an enum constant's name (Protobuf): a
+    new schema of the same size, compatible with the others."""
     if schema_type == "AVRO":
         fields: list[dict[str, Any]] = [
             {"name": f"f{i}", "type": "long" if i % 2 else "string"} for i in range(FIELDS)]
         fields += [{"name": f"x{i}", "type": "int", "default": 0} for i in range(extra)]
         return json.dumps({"type": "record", "name": f"R{n}", "namespace": "bench",
-                           "fields": fields})
+                           "doc": f"variant {variant}", "fields": fields})
     if schema_type == "JSON":
         properties = {f"f{i}": {"type": "integer" if i % 2 else "string"} for i in range(FIELDS)}
         properties.update({f"x{i}": {"type": "integer"} for i in range(extra)})
         return json.dumps({"$schema": "http://json-schema.org/draft-07/schema#",
-                           "title": f"R{n}", "type": "object", "properties": properties,
+                           "title": f"R{n}", "description": f"variant {variant}",
+                           "type": "object", "properties": properties,
                            "required": ["f0"], "additionalProperties": False})
     lines = [f"  {'int64' if i % 2 else 'string'} f{i} = {i + 1};" for i in range(FIELDS)]
     lines += [f"  int32 x{i} = {100 + i};" for i in range(extra)]
-    return 'syntax = "proto3";\npackage bench;\n' + f"message R{n} {{\n" + "\n".join(
-        lines) + "\n}\n"
+    return ('syntax = "proto3";\npackage bench;\n' + f"message R{n} {{\n" + "\n".join(lines)
+            + f"\n}}\nenum Variant {{ VARIANT_{variant} = 0; }}\n")
 
 
 def setup_django(data_dir: Path) -> None:
@@ -96,13 +100,13 @@ def in_process(count: int, rounds: int) -> dict[str, dict[str, float]]:
 
             def register(n: int, schema_type: str = schema_type, subject: str = subject,
                          base: int = base) -> None:
-                # One record name, more fields each time: a chain of compatible versions.
-                text = schema_text(schema_type, base, extra=n)
+                # One record of one size, a new doc each time: compatible versions.
+                text = schema_text(schema_type, base, extra=2, variant=n)
                 actions.register_schema(subject, SchemaRequest(text, schema_type), False)
 
             def check(n: int, schema_type: str = schema_type, subject: str = subject,
                       base: int = base) -> None:
-                text = schema_text(schema_type, base, extra=count + 1 + n)
+                text = schema_text(schema_type, base, extra=3, variant=count + 1 + n)
                 parsed, _ = SchemaRequest(text, schema_type).parse(False)
                 lookups.compatibility_messages(subject, parsed, None, schema_type)
 
