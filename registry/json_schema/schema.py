@@ -19,13 +19,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# jsonschema (below) ships no types; its stubs stay out, as the OpenAPI test imports it untyped
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from jsonschema import Draft7Validator  # type: ignore[import-untyped]
+from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+from jsonschema.protocols import Validator  # type: ignore[import-untyped]
+from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 
 from ..errors import invalid_schema
 from ..formats import Resolved
@@ -60,7 +61,7 @@ def parse(text: str, references: Sequence[Resolved], normalize: bool) -> JsonSch
         raise invalid_schema("$schema is not a string")
     validator = _validator_class(document)
     try:
-        validator.check_schema(document)  # type: ignore[arg-type]  # booleans are schemas
+        validator.check_schema(document)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "the root"
         raise invalid_schema(f"at {where}: {exc.message}") from exc
