@@ -67,15 +67,17 @@ def compile_text(
     includes = include_paths()
     with tempfile.TemporaryDirectory(prefix="millrace-proto-") as directory:
         root = Path(directory)
-        for name, content in {**files, SCHEMA_FILE: text}.items():
-            if ".." in Path(name).parts or Path(name).is_absolute():
-                raise invalid_schema(f"import path {name!r} is not relative")
+        main = SCHEMA_FILE if SCHEMA_FILE not in files else f"millrace-{SCHEMA_FILE}"
+        for name, content in {**files, main: text}.items():
+            if not name or name.endswith("/") or ".." in Path(name).parts or Path(
+                    name).is_absolute():
+                raise invalid_schema(f"import path {name!r} is not a relative file path")
             path = root / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content, encoding="utf-8")
         out = root / "__descriptors__.pb"
         arguments = ["protoc", f"-I{root}", *(f"-I{p}" for p in includes),
-                     f"--descriptor_set_out={out}", "--include_imports", str(root / SCHEMA_FILE)]
+                     f"--descriptor_set_out={out}", "--include_imports", str(root / main)]
         code, errors = _run(arguments)
         if code != 0:
             message = errors.replace(f"{root}/", "").strip() or "protoc failed"

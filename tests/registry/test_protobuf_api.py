@@ -145,3 +145,19 @@ def test_a_removed_message_is_incompatible_and_a_changed_package_is_not(api: Api
                "schemaType": "PROTOBUF"}
     assert api.post("/compatibility/subjects/p/versions/latest", removed).body == {
         "is_compatible": False}
+
+
+@pytest.mark.parametrize("name", ["", "../up.proto", "/abs.proto", "dir/"])
+def test_a_reference_name_that_is_no_relative_path_is_refused(api: Api, name: str) -> None:
+    assert register(api, "dep", ADDRESS).body == {"id": 1}
+    refs = [{"name": name, "subject": "dep", "version": 1}]
+    text = 'syntax = "proto3";\nmessage A { string a = 1; }\n'
+    error(register(api, "uses-dep", text, references=refs), 422, 42201)
+
+
+def test_an_import_may_be_named_like_the_schema_file_itself(api: Api) -> None:
+    register(api, "schema.proto", ADDRESS)
+    refs = [{"name": "schema.proto", "subject": "schema.proto", "version": 1}]
+    text = ('syntax = "proto3";\nimport "schema.proto";\n'
+            "message A { common.Address home = 1; }\n")
+    assert register(api, "a", text, references=refs).body == {"id": 2}
