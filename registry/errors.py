@@ -98,7 +98,7 @@ def invalid_schema(reason: str) -> RegistryError:
 
 
 def invalid_schema_type(schema_type: str) -> RegistryError:
-    return RegistryError(422, 42201, f"Invalid schema type {schema_type}: only AVRO is supported")
+    return RegistryError(422, 42201, f"Invalid schema type {schema_type}")
 
 
 def invalid_version(version: str) -> RegistryError:

@@ -10,7 +10,8 @@ sends.
 
 Anything else declines (returns None) and Django's handler serves the request as before: a
 miss in the reader cache (`NotInMemory`: the database is needed), a write (registering a
-schema the subject does not have yet), `?format=`, a media type with parameters, a body
+schema the subject does not have yet), a `?format=` other than Protobuf's `serialized`
+(whose text is cached like the schema's), a media type with parameters, a body
 that is not a JSON object, a path that is not plain.
 """
 
@@ -156,7 +157,7 @@ def _query(scope: dict[str, Any]) -> QueryDict | None:
     if not raw:
         return EMPTY_QUERY
     query = QueryDict(raw)
-    return None if "format" in query else query
+    return None if query.get("format", "serialized") != "serialized" else query
 
 
 _DECLINE = object()

@@ -41,7 +41,8 @@ COMPONENTS: dict[str, Any] = {
     "RegisterSchemaRequest": {
         "type": "object", "required": ["schema"],
         "properties": {"schema": {"type": "string", "description": "The schema as JSON text"},
-                       "schemaType": {"type": "string", "enum": ["AVRO"], "default": "AVRO"},
+                       "schemaType": {"type": "string", "enum": ["AVRO", "JSON", "PROTOBUF"],
+                                      "default": "AVRO"},
                        "references": array(ref("SchemaReference"))},
         "example": {"schema": SCHEMA}},
     "SchemaId": {"type": "object", "required": ["id"],
