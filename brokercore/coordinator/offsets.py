@@ -221,6 +221,11 @@ class Offsets:
             return self.groups.create_classic(group_id)  # a group that only stores offsets
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id < 0 and group.state is S.EMPTY:
+            # Kafka's order: generation -1 into an Empty group is a simple commit whatever
+            # member id comes with it. librdkafka under group.protocol=consumer names the
+            # member id it made itself (KIP-1082) before it has joined anything.
+            return group
         if generation_id >= 0 or member_id or instance_id is not None:
             self._check_member(group, generation_id, member_id, instance_id)
         elif group.state is not S.EMPTY:
