@@ -226,6 +226,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.consumer.assignors", T.LIST, "uniform,range",
            "KIP-848 groups: the server-side assignors; the first is the default."),
         _k("group.consumer.max.size", T.INT, "2147483647", "KIP-848 groups: most members."),
+        _k("group.consumer.migration.policy", T.STRING, "bidirectional",
+           "Online migration of groups with members between the classic and the consumer "
+           "protocol: bidirectional, upgrade, downgrade or disabled (case-insensitive)."),
     ]
 }
 

@@ -7,7 +7,9 @@ A null value is a tombstone.
     3 ConsumerGroupMetadata               group       -> epoch int32
     5 ConsumerGroupMemberMetadata         group, member -> instance_id?, rack_id?,
           client_id, client_host, subscribed_topic_names [], subscribed_topic_regex?,
-          rebalance_timeout_ms int32, server_assignor?
+          rebalance_timeout_ms int32, server_assignor?, tag 0: classic_member_metadata
+          (session_timeout_ms int32, supported_protocols [name, metadata]), for a
+          member of the classic protocol
     6 ConsumerGroupTargetAssignmentMetadata group     -> assignment_epoch int32
     7 ConsumerGroupTargetAssignmentMember   group, member -> [topic_id uuid, [int32]]
     8 ConsumerGroupCurrentMemberAssignment  group, member -> member_epoch int32,
@@ -23,7 +25,13 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from .consumer_group import Assignment, ConsumerGroup, ConsumerMember, MemberState
+from .consumer_group import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 from .reconciliation import MemberAssignment
 
 GROUP_EPOCH_KEY = 3
@@ -46,6 +54,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
 ConsumerValue = int | MemberMetadata | Assignment | MemberAssignment
@@ -114,12 +123,27 @@ def epoch_value(epoch: int) -> bytes:
     return _V0 + _I32.pack(epoch) + _NO_TAGS
 
 
+def _cbytes(value: bytes) -> bytes:
+    return _uvarint(len(value) + 1) + value
+
+
+def _classic_tag(classic: ClassicMemberMetadata | None) -> bytes:
+    """The tagged fields: tag 0, ClassicMemberMetadata, when the member is classic."""
+    if classic is None:
+        return _NO_TAGS
+    protocols = _uvarint(len(classic.protocols) + 1) + b"".join(
+        _cstr(name) + _cbytes(metadata) + _NO_TAGS for name, metadata in classic.protocols)
+    struct_ = _I32.pack(classic.session_timeout_ms) + protocols + _NO_TAGS
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(struct_)) + struct_
+
+
 def member_value(m: MemberMetadata) -> bytes:
     names = _uvarint(len(m.subscribed_topic_names) + 1) + b"".join(
         _cstr(n) for n in m.subscribed_topic_names)
     return b"".join([_V0, _cstr(m.instance_id), _cstr(m.rack_id), _cstr(m.client_id),
                      _cstr(m.client_host), names, _cstr(m.subscribed_topic_regex),
-                     _I32.pack(m.rebalance_timeout_ms), _cstr(m.server_assignor), _NO_TAGS])
+                     _I32.pack(m.rebalance_timeout_ms), _cstr(m.server_assignor),
+                     _classic_tag(m.classic)])
 
 
 def target_value(assignment: Assignment) -> bytes:
@@ -181,12 +205,36 @@ class _Reader:
             self.uvarint()
             self.pos += self.uvarint()
 
+    def cbytes(self) -> bytes:
+        length = self.uvarint() - 1
+        raw = self.data[self.pos:self.pos + max(length, 0)]
+        self.pos += max(length, 0)
+        return raw
+
+    def classic_tag(self) -> ClassicMemberMetadata | None:
+        """Tag 0 (ClassicMemberMetadata) among the tagged fields; others are skipped."""
+        found = None
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            end = self.pos + size
+            if tag == 0:
+                session_timeout_ms = self.fixed(_I32)
+                protocols = []
+                for _ in range(self.uvarint() - 1):
+                    name, metadata = self.cstr() or "", self.cbytes()
+                    self.skip_tags()
+                    protocols.append((name, metadata))
+                found = ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
+            self.pos = end
+        return found
+
 
 def _member_metadata(r: _Reader) -> MemberMetadata:
     instance, rack, client_id, host = r.cstr(), r.cstr(), r.cstr() or "", r.cstr() or ""
     names = tuple(r.cstr() or "" for _ in range(r.uvarint() - 1))
-    return MemberMetadata(instance, rack, client_id, host, names, r.cstr(), r.fixed(_I32),
-                          r.cstr())
+    regex, rebalance_timeout_ms, assignor = r.cstr(), r.fixed(_I32), r.cstr()
+    return MemberMetadata(instance, rack, client_id, host, names, regex, rebalance_timeout_ms,
+                          assignor, r.classic_tag())
 
 
 def _current(r: _Reader) -> MemberAssignment:
@@ -263,6 +311,7 @@ def _replay_member(group: ConsumerGroup, member: ConsumerMember, value: Consumer
         member.subscribed_topic_regex = value.subscribed_topic_regex
         member.rebalance_timeout_ms = value.rebalance_timeout_ms
         member.server_assignor = value.server_assignor
+        member.classic = value.classic
         if value.instance_id is not None:
             group.static_members[value.instance_id] = member.member_id
     elif isinstance(value, MemberAssignment):

@@ -406,6 +406,11 @@ def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: s
     member = group.members.get(member_id)
     if member is None:
         raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member.classic is not None:
+        # A classic member commits as in a classic group: its generation is its epoch.
+        if member_epoch != member.member_epoch:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        return
     if api_version < 9:
         raise GroupError(ErrorCode.UNSUPPORTED_VERSION)
     if member_epoch != member.member_epoch:

@@ -6,6 +6,7 @@ Each test uses its own topic and group; nothing asserts a timing, the waits only
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.brokerproc import BrokerProcess
+from tests.compat.clients import Message, confluent_produce
 
 OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "300",
@@ -63,3 +65,71 @@ def test_a_consumer_protocol_client_commits_offsets_with_metadata_outside_any_as
             assert (read.offset, read.metadata) == (offset, metadata)
     finally:
         consumer.close()
+
+
+def _group_type(admin: AdminClient, group: str) -> confluent_kafka.ConsumerGroupType:
+    return admin.describe_consumer_groups([group])[group].result(15).type
+
+
+def _poll_until_shared(consumers: list[confluent_kafka.Consumer], partitions: int) -> None:
+    """Poll every consumer until each holds its share; the bound only stops a hang."""
+    share = partitions // len(consumers)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for consumer in consumers:
+            consumer.poll(0.1)
+        if all(len(c.assignment()) == share for c in consumers):
+            break
+    owned = [tp.partition for c in consumers for tp in c.assignment()]
+    assert sorted(owned) == list(range(partitions))
+    assert [len(c.assignment()) for c in consumers] == [share] * len(consumers)
+
+
+@pytest.mark.parametrize("strategy", ["roundrobin", "cooperative-sticky"])
+def test_a_group_upgrades_when_a_consumer_protocol_member_joins_and_downgrades_when_it_leaves(
+    broker: BrokerProcess, strategy: str,
+) -> None:
+    """confluent-kafka's test_consumer_upgrade_downgrade: a classic consumer, then a
+    consumer-protocol one in the same group (the group becomes a consumer group, the
+    partitions are shared and every record read), then the latter closes (the group is
+    classic again and the first consumer gets everything back). Before online migration the
+    second consumer was refused with "The group id does not exist"."""
+    partitions = 10
+    topic = _topic(broker.bootstrap, partitions)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    config = {"bootstrap.servers": broker.bootstrap, "group.id": topic,
+              "auto.offset.reset": "earliest"}
+    classic = confluent_kafka.Consumer({
+        **config, "group.protocol": "classic", "partition.assignment.strategy": strategy,
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    modern: confluent_kafka.Consumer | None = confluent_kafka.Consumer(
+        {**config, "group.protocol": "consumer"})
+    try:
+        classic.subscribe([topic])
+        _poll_until_shared([classic], partitions)
+        assert _group_type(admin, topic) == confluent_kafka.ConsumerGroupType.CLASSIC
+
+        assert modern is not None
+        modern.subscribe([topic])
+        _poll_until_shared([classic, modern], partitions)
+        assert _group_type(admin, topic) == confluent_kafka.ConsumerGroupType.CONSUMER
+        confluent_produce(broker.bootstrap, topic,
+                          [Message(None, f"r{i}".encode(), partition=i % partitions)
+                           for i in range(100)])
+        read: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(read) < 100 and time.monotonic() < deadline:
+            for consumer in (classic, modern):
+                msg = consumer.poll(0.1)
+                if msg is not None and msg.error() is None:
+                    read.append(msg.value())
+        assert sorted(read) == sorted(f"r{i}".encode() for i in range(100))
+
+        modern.close()
+        modern = None
+        _poll_until_shared([classic], partitions)
+        assert _group_type(admin, topic) == confluent_kafka.ConsumerGroupType.CLASSIC
+    finally:
+        if modern is not None:
+            modern.close()
+        classic.close()

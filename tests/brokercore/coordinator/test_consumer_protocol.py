@@ -225,16 +225,21 @@ async def test_offset_commits_check_the_member_epoch() -> None:
     assert fetched is not None and fetched.offset == 5
 
 
-async def test_groups_of_both_protocols_keep_to_their_own_ids() -> None:
-    h = Harness()
+async def test_with_migration_disabled_a_classic_group_with_members_stays_classic() -> None:
+    h = Harness(config=CoordinatorConfig(initial_rebalance_delay_ms=100,
+                                         min_session_timeout_ms=1000,
+                                         upgrade_enabled=False, downgrade_enabled=False))
     await h.stable_group(1)
     consumer = await h.coordinator.consumer.heartbeat(HeartbeatRequest(
         "g", "m", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",)))
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert (await h.coordinator.consumer.heartbeat(HeartbeatRequest(
         "cg", "m", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",)))).error_code == OK
+    # Kafka serves a classic member in a consumer group whatever the policy.
     classic = await h.join(group_id="cg")
-    assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert classic.error_code == OK
+    await h.coordinator.consumer.heartbeat(HeartbeatRequest("cg", "m", -1))
+    assert type(h.coordinator.groups.get("cg")).__name__ == "ConsumerGroup"  # no downgrade
     listed = {(g.group_id, type(g).__name__) for g in h.coordinator.list_groups()}
     assert listed == {("g", "Group"), ("cg", "ConsumerGroup")}
     assert [g.group_id for g in h.coordinator.list_groups(types={"Consumer"})] == ["cg"]
