@@ -145,7 +145,7 @@ class ConsumerProtocol:
                 ) -> tuple[MemberAssignment, MemberAssignment]:
         """A new group epoch if `bump` or the subscribed topics moved, the target for it,
         and the member one step towards its part (`reported`: what it says it owns)."""
-        if self.refresh_topics(group) or bump:
+        if self.refresh_topics(group, records) or bump:
             group.group_epoch += 1
             records.append((cr.key(cr.GROUP_EPOCH_KEY, group.group_id),
                             cr.epoch_value(group.group_epoch)))
@@ -254,14 +254,17 @@ class ConsumerProtocol:
             records.append(_metadata_record(group, member))
         return joined or member.subscription() != before_subscription
 
-    def refresh_topics(self, group: ConsumerGroup) -> bool:
-        """Follow the subscribed topics' creation and partition counts; True if they moved."""
+    def refresh_topics(self, group: ConsumerGroup, records: list[KeyValue]) -> bool:
+        """Follow the subscribed topics' creation and partition counts; True if they moved
+        (stored as Kafka's key-4 record, so a reload compares with what the group saw)."""
         topics = self.topics()
         names = group.subscribed_topic_names(set(topics))
         subscribed = {name: topics[name] for name in names}
         if subscribed == group.subscribed_topics:
             return False
         group.subscribed_topics = subscribed
+        records.append((cr.key(cr.SUBSCRIPTION_METADATA_KEY, group.group_id),
+                        cr.subscription_metadata_value(subscribed)))
         return True
 
     def _compute_target(self, group: ConsumerGroup, records: list[KeyValue]) -> None:

@@ -105,7 +105,6 @@ class Migration:
                      "protocol's: %s", classic.group_id, exc)
             return None
         group.target = {m.member_id: m.assigned for m in group.members.values()}
-        self.consumer.refresh_topics(group)
         for m in classic.members.values():
             self.membership.fail_waiters(m, ErrorCode.REBALANCE_IN_PROGRESS)
         group.offsets, group.offsets_written_at = classic.offsets, classic.offsets_written_at
@@ -113,6 +112,7 @@ class Migration:
         self.groups.consumer[group.group_id] = group
         records.append((group_key(group.group_id), None))
         records.extend(_consumer_group_records(group))
+        self.consumer.refresh_topics(group, records)
         log.info("group %s: classic group of generation %d upgraded to a consumer group with "
                  "%d classic member(s)", group.group_id, group.group_epoch, len(group.members))
         return group

@@ -206,6 +206,24 @@ async def test_a_new_coordinator_replays_epochs_and_assignments() -> None:
     c.assert_no_double_ownership()
 
 
+async def test_a_failover_keeps_the_group_epoch_when_the_topics_have_not_changed() -> None:
+    """Key 4 (the subscribed topics' metadata) is replayed, so the first heartbeat after a
+    load finds the topics as the group last saw them: no new epoch, no new target."""
+    c = Consumers()
+    await c.beat("a")
+    await c.beat("b")
+    await c.settle("a", "b")
+    epochs = c.coordinator.groups.consumer["g"].group_epoch, c.epochs["a"], c.epochs["b"]
+    c.restart()
+    assert c.coordinator.groups.consumer["g"].subscribed_topics == {"t": (T, 4)}
+    await c.settle("a", "b")
+    assert (c.coordinator.groups.consumer["g"].group_epoch, c.epochs["a"],
+            c.epochs["b"]) == epochs
+    c.topics["t"] = (T, 6)  # a real change still moves the group on
+    await c.settle("a", "b")
+    assert c.coordinator.groups.consumer["g"].group_epoch == epochs[0] + 1
+
+
 async def test_offset_commits_check_the_member_epoch() -> None:
     c = Consumers()
     await c.beat("a")
