@@ -14,7 +14,15 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
 
 from tests.brokerproc import BrokerProcess
 from tests.compat.clients import Message, confluent_produce
@@ -133,3 +141,30 @@ def test_a_group_upgrades_when_a_consumer_protocol_member_joins_and_downgrades_w
         if modern is not None:
             modern.close()
         classic.close()
+
+
+def test_a_topic_config_set_to_the_default_value_is_reported_as_set_on_the_topic(
+    broker: BrokerProcess,
+) -> None:
+    """What confluent-kafka's test_incremental_alter_configs checks: a value set on a topic
+    is a DYNAMIC_TOPIC_CONFIG (not a default) even when it equals the broker's value, however
+    it was set (CreateTopics, IncrementalAlterConfigs, AlterConfigs)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    created = f"parity-{uuid.uuid4().hex[:8]}"
+    [future] = admin.create_topics([NewTopic(created, 1, 1, config={
+        "min.insync.replicas": "1"})]).values()
+    future.result(15)
+    incremental, replaced = _topic(broker.bootstrap), _topic(broker.bootstrap)
+    for future in admin.incremental_alter_configs([ConfigResource(
+            ResourceType.TOPIC, incremental, incremental_configs=[ConfigEntry(
+                "min.insync.replicas", "1",
+                incremental_operation=AlterConfigOpType.SET)])]).values():
+        future.result(15)
+    for future in admin.alter_configs([ConfigResource(
+            ResourceType.TOPIC, replaced, set_config={"min.insync.replicas": "1"})]).values():
+        future.result(15)
+    for topic in (created, incremental, replaced):
+        [future] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+        entry = future.result(15)["min.insync.replicas"]
+        assert (entry.value, entry.source, entry.is_default) == (
+            "1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value, False)
