@@ -99,6 +99,14 @@ class ConsumerMember:
     revocation_deadline: float | None = None
     # Set for a member of the classic protocol (JoinGroup, SyncGroup, Heartbeat).
     classic: ClassicMemberMetadata | None = None
+    # A classic member told to rejoin is removed if it has not by then (its rebalance
+    # timeout, Kafka's consumerGroupJoinTimeout).
+    rejoin_deadline: float | None = None
+
+    @property
+    def session_timeout_ms(self) -> int | None:
+        """A classic member's own session timeout; None: the group's."""
+        return self.classic.session_timeout_ms if self.classic is not None else None
 
     def owned(self) -> set[tuple[str, int]]:
         """Every partition the member holds: assigned, or still to be revoked."""

@@ -367,6 +367,8 @@ class ConsumerProtocol:
                 self.remove(group, member, "session timed out", records)
             elif member.revocation_deadline is not None and now >= member.revocation_deadline:
                 self.remove(group, member, "did not revoke its partitions in time", records)
+            elif member.rejoin_deadline is not None and now >= member.rejoin_deadline:
+                self.remove(group, member, "did not rejoin in time", records)
         if records and self.migrations is not None:
             self.migrations.downgrade(group, records)
         if records:
@@ -380,7 +382,8 @@ class ConsumerProtocol:
         """After a load: members have one session (and revocation) timeout to come back."""
         now = self.now
         for member in group.members.values():
-            member.session_deadline = now + self.config.consumer_session_timeout_ms / 1000
+            session_ms = member.session_timeout_ms or self.config.consumer_session_timeout_ms
+            member.session_deadline = now + session_ms / 1000
             if member.state is MemberState.UNREVOKED_PARTITIONS and member.rebalance_timeout_ms > 0:
                 member.revocation_deadline = now + member.rebalance_timeout_ms / 1000
 

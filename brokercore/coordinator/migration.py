@@ -197,6 +197,10 @@ class Migration:
         records: list[KeyValue] = []
         try:
             group = self._group(req.group_id)
+            cfg = self.config
+            if not (cfg.min_session_timeout_ms <= req.session_timeout_ms
+                    <= cfg.max_session_timeout_ms):
+                raise GroupError(ErrorCode.INVALID_SESSION_TIMEOUT)
             if req.protocol_type != PROTOCOL_TYPE or not req.protocols:
                 raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             try:
@@ -244,6 +248,7 @@ class Migration:
         member.client_id, member.client_host = req.client_id, req.client_host
         member.classic = ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols))
         member.session_deadline = self.now + req.session_timeout_ms / 1000
+        member.rejoin_deadline = None
         if joined or (member.subscribed_topic_names, member.classic) != before:
             records.append((cr.key(cr.MEMBER_METADATA_KEY, group.group_id, member_id),
                             cr.member_value(member_metadata(member))))
@@ -279,6 +284,8 @@ class Migration:
         if generation_id != member.member_epoch:
             return ErrorCode.ILLEGAL_GENERATION
         if _should_rejoin(group, member):
+            if member.rejoin_deadline is None and member.rebalance_timeout_ms > 0:
+                member.rejoin_deadline = self.now + member.rebalance_timeout_ms / 1000
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 

@@ -123,3 +123,21 @@ def test_an_unknown_policy_stops_the_broker_at_startup() -> None:
         BrokerConfig({"group.consumer.migration.policy": "DOWNGRADE"}))
     assert (upper.upgrade_enabled, upper.downgrade_enabled) == (False, True)
 
+
+
+async def test_a_classic_member_that_never_rejoins_is_removed_after_its_rebalance_timeout(
+) -> None:
+    h = _harness()
+    classic_id = await _classic_owner_of_everything(h)
+    await h.coordinator.consumer.heartbeat(_modern_joins(h))
+    group = h.coordinator.groups.consumer["g"]
+    for _ in range(6):  # it keeps heartbeating, so its session never ends
+        assert classic_id in group.members
+        assert h.coordinator.membership.heartbeat("g", 1, classic_id, None) == \
+            ErrorCode.REBALANCE_IN_PROGRESS
+        h.advance(5)  # the last one reaches its rebalance timeout (30 s) since it was told
+    assert classic_id not in group.members
+    # Its partitions are free: the consumer-protocol member gets them all.
+    result = await h.coordinator.consumer.heartbeat(
+        HeartbeatRequest("g", "modern", group.members["modern"].member_epoch, owned={}))
+    assert result.assignment == {T: frozenset(range(4))}
