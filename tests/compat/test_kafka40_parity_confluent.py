@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import confluent_kafka
@@ -168,3 +168,43 @@ def test_a_topic_config_set_to_the_default_value_is_reported_as_set_on_the_topic
         entry = future.result(15)["min.insync.replicas"]
         assert (entry.value, entry.source, entry.is_default) == (
             "1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value, False)
+
+
+def test_a_migrated_group_with_members_of_both_protocols_survives_a_coordinator_restart(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """The classic member's protocols and session live in the consumer group's records (tag
+    0 of its member record), so the restarted coordinator still serves it through the
+    classic protocol, and the group still downgrades when the consumer member leaves."""
+    own = broker_factory(OVERRIDES)
+    partitions = 4
+    topic = _topic(own.bootstrap, partitions)
+    admin = AdminClient({"bootstrap.servers": own.bootstrap})
+    config = {"bootstrap.servers": own.bootstrap, "group.id": topic,
+              "auto.offset.reset": "earliest"}
+    classic = confluent_kafka.Consumer({
+        **config, "group.protocol": "classic", "partition.assignment.strategy": "range",
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    modern: confluent_kafka.Consumer | None = confluent_kafka.Consumer(
+        {**config, "group.protocol": "consumer"})
+    try:
+        classic.subscribe([topic])
+        _poll_until_shared([classic], partitions)
+        assert modern is not None
+        modern.subscribe([topic])
+        _poll_until_shared([classic, modern], partitions)
+
+        own.restart()
+        _poll_until_shared([classic, modern], partitions)
+        assert _group_type(admin, topic) == confluent_kafka.ConsumerGroupType.CONSUMER
+        described = admin.describe_consumer_groups([topic])[topic].result(15)
+        assert len(described.members) == 2
+
+        modern.close()
+        modern = None
+        _poll_until_shared([classic], partitions)
+        assert _group_type(admin, topic) == confluent_kafka.ConsumerGroupType.CLASSIC
+    finally:
+        if modern is not None:
+            modern.close()
+        classic.close()
