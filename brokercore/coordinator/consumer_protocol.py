@@ -53,7 +53,8 @@ class Migrations(Protocol):
 
     def upgrade(self, classic: Group, records: list[KeyValue]) -> ConsumerGroup | None: ...
 
-    def downgrade(self, group: ConsumerGroup, records: list[KeyValue]) -> bool: ...
+    def downgrade(self, group: ConsumerGroup, records: list[KeyValue],
+                  generation: int) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -322,9 +323,10 @@ class ConsumerProtocol:
             log.info("group %s: static member %s left for now", group.group_id,
                      member.member_id)
         else:
+            epoch = group.group_epoch
             self.remove(group, member, "left the group", records)
             if self.migrations is not None:
-                self.migrations.downgrade(group, records)
+                self.migrations.downgrade(group, records, epoch)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, req.member_epoch,
                                self.config.consumer_heartbeat_interval_ms)
 
@@ -361,7 +363,7 @@ class ConsumerProtocol:
     # -- deadlines ------------------------------------------------------------------------
     def expire(self, group: ConsumerGroup) -> None:
         """Remove members whose session lapsed, or that did not revoke in time."""
-        now, records = self.now, list[KeyValue]()
+        now, records, epoch = self.now, list[KeyValue](), group.group_epoch
         for member in list(group.members.values()):
             if now >= member.session_deadline:
                 self.remove(group, member, "session timed out", records)
@@ -370,7 +372,7 @@ class ConsumerProtocol:
             elif member.rejoin_deadline is not None and now >= member.rejoin_deadline:
                 self.remove(group, member, "did not rejoin in time", records)
         if records and self.migrations is not None:
-            self.migrations.downgrade(group, records)
+            self.migrations.downgrade(group, records, epoch)
         if records:
             try:
                 self.groups.write(group.partition, records)

@@ -19,7 +19,8 @@
 - **Downgrade.** When the last consumer-protocol member leaves or is fenced and classic
   members remain, the group becomes a classic group again (`bidirectional` or
   `downgrade`): members, their protocols and assignments are kept, the generation is the
-  group epoch, and a rebalance starts, which the members join at their next heartbeat.
+  group epoch before the leave, and a rebalance starts, which the members join at their
+  next heartbeat.
 
 Each conversion writes, in the same batch as the change that caused it, the tombstones of
 the old group's records and the records of the new one, so a new coordinator replays the
@@ -132,16 +133,19 @@ class Migration:
         )
 
     # -- downgrade ------------------------------------------------------------------------
-    def downgrade(self, group: ConsumerGroup, records: list[KeyValue]) -> bool:
+    def downgrade(self, group: ConsumerGroup, records: list[KeyValue], generation: int) -> bool:
         """Turn a consumer group left with classic members only into a classic group that
-        rebalances; False (nothing done) if the policy or the members forbid it."""
+        rebalances; False (nothing done) if the policy or the members forbid it. The
+        generation is the group epoch before the members that left were removed (Kafka
+        converts instead of bumping it), so the members' commits at their epoch still count
+        until they rejoin."""
         if (not self.config.downgrade_enabled or not group.all_classic()
                 or len(group.members) > self.config.max_size
                 or self.groups.consumer.get(group.group_id) is not group):
             return False
         classic = Group(group.group_id, group.partition, state=GroupState.STABLE,
                         state_timestamp_ms=self.clock.time_ms(), protocol_type=PROTOCOL_TYPE,
-                        generation_id=group.group_epoch)
+                        generation_id=generation)
         for m in group.members.values():
             assert m.classic is not None
             classic.add_member(Member(
@@ -296,6 +300,7 @@ class Migration:
             group = self._group(group_id)
         except GroupError as exc:
             return [exc.error_code] * len(leaving)
+        epoch = group.group_epoch
         for member_id, instance_id in leaving:
             if instance_id is not None:
                 member_id = group.static_members.get(instance_id, member_id)
@@ -306,7 +311,7 @@ class Migration:
             self.consumer.remove(group, member, "left the group", records)
             errors.append(ErrorCode.NONE)
         if records:
-            self.downgrade(group, records)
+            self.downgrade(group, records, epoch)
             try:
                 self.groups.write(group.partition, records)
             except GroupError as exc:

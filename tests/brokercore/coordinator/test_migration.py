@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from brokercore.config import BrokerConfig, ConfigError
 from brokercore.coordinator.config import CoordinatorConfig
 from brokercore.coordinator.consumer_group import ConsumerGroup
 from brokercore.coordinator.consumer_protocol import HeartbeatRequest
@@ -11,6 +12,7 @@ from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.embedded_protocol import decode_assignment, encode_assignment
 from brokercore.coordinator.state import Group, GroupState
 from brokercore.protocol.errors import ErrorCode
+from brokercore.topic_partition import TopicPartition
 
 from .harness import Harness
 
@@ -110,8 +112,6 @@ async def test_the_policy_decides_which_conversions_happen() -> None:
 
 
 def test_an_unknown_policy_stops_the_broker_at_startup() -> None:
-    from brokercore.config import BrokerConfig, ConfigError
-
     config = BrokerConfig({"group.consumer.migration.policy": "sideways"})
     try:
         CoordinatorConfig.from_broker(config)
@@ -141,3 +141,18 @@ async def test_a_classic_member_that_never_rejoins_is_removed_after_its_rebalanc
     result = await h.coordinator.consumer.heartbeat(
         HeartbeatRequest("g", "modern", group.members["modern"].member_epoch, owned={}))
     assert result.assignment == {T: frozenset(range(4))}
+
+
+async def test_after_a_downgrade_a_member_still_commits_at_its_epoch_until_it_rejoins() -> None:
+    h = _harness()
+    classic_id = await _classic_owner_of_everything(h)
+    await h.coordinator.consumer.heartbeat(_modern_joins(h))
+    await h.join(classic_id)  # revokes what the new member gets
+    caught_up = await h.join(classic_id)
+    epoch = h.coordinator.groups.consumer["g"].group_epoch
+    assert caught_up.generation_id == epoch
+    await h.coordinator.consumer.heartbeat(HeartbeatRequest("g", "modern", -1))
+    assert h.group().generation_id == epoch
+    tp = TopicPartition("t", 0)
+    assert await h.coordinator.offsets.commit("g", epoch, classic_id, None,
+                                              {tp: (3, -1, None)}) == {tp: OK}
