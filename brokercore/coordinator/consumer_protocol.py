@@ -86,7 +86,9 @@ class HeartbeatResult:
 class ConsumerProtocol:
     def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
                  topics: Callable[[], dict[str, tuple[str, int]]],
-                 reload: Callable[[int], None]) -> None:
+                 reload: Callable[[int], None],
+                 group_configs: Callable[[str], dict[str, str]] = lambda group_id: {},
+                 ) -> None:
         self.groups = groups
         self.clock = clock
         self.config = config
@@ -94,6 +96,17 @@ class ConsumerProtocol:
         # PartitionLoads.reload: after a failed write, memory is ahead of the log.
         self.reload = reload
         self.migrations: Migrations | None = None
+        # A group's own configs (IncrementalAlterConfigs on a GROUP resource), over the
+        # broker's: consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+        self.group_configs = group_configs
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get("consumer.session.timeout.ms")
+        return int(value) if value is not None else self.config.consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get("consumer.heartbeat.interval.ms")
+        return int(value) if value is not None else self.config.consumer_heartbeat_interval_ms
 
     @property
     def now(self) -> float:
@@ -130,7 +143,7 @@ class ConsumerProtocol:
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req, records)
         member, joined = self._member_for(group, req, records)
-        member.session_deadline = self.now + self.config.consumer_session_timeout_ms / 1000
+        member.session_deadline = self.now + self.session_timeout_ms(group.group_id) / 1000
         bump = self._update_member(group, member, req, joined, records)
         before, after = self.advance(group, member, bump, req.owned, records)
         full = req.member_epoch == JOIN_EPOCH or (
@@ -139,7 +152,7 @@ class ConsumerProtocol:
         changed = full or after.assigned != before.assigned
         return HeartbeatResult(
             ErrorCode.NONE, None, member.member_id, member.member_epoch,
-            self.config.consumer_heartbeat_interval_ms, after.assigned if changed else None)
+            self.heartbeat_interval_ms(group.group_id), after.assigned if changed else None)
 
     def advance(self, group: ConsumerGroup, member: ConsumerMember, bump: bool,
                 reported: Assignment | None, records: list[KeyValue],
@@ -328,7 +341,7 @@ class ConsumerProtocol:
             if self.migrations is not None:
                 self.migrations.downgrade(group, records, epoch)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, req.member_epoch,
-                               self.config.consumer_heartbeat_interval_ms)
+                               self.heartbeat_interval_ms(group.group_id))
 
     def remove(self, group: ConsumerGroup, member: ConsumerMember, reason: str,
                 records: list[KeyValue]) -> None:
@@ -384,7 +397,7 @@ class ConsumerProtocol:
         """After a load: members have one session (and revocation) timeout to come back."""
         now = self.now
         for member in group.members.values():
-            session_ms = member.session_timeout_ms or self.config.consumer_session_timeout_ms
+            session_ms = member.session_timeout_ms or self.session_timeout_ms(group.group_id)
             member.session_deadline = now + session_ms / 1000
             if member.state is MemberState.UNREVOKED_PARTITIONS and member.rebalance_timeout_ms > 0:
                 member.revocation_deadline = now + member.rebalance_timeout_ms / 1000

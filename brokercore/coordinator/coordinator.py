@@ -42,6 +42,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self, store: OffsetsStore, clock: Clock, config: CoordinatorConfig,
         topic_exists: Callable[[TopicPartition], bool] = lambda tp: True,
         topics: Callable[[], dict[str, tuple[str, int]]] = dict,
+        group_configs: Callable[[str], dict[str, str]] = lambda group_id: {},
     ) -> None:
         super().__init__(store)
         self.clock = clock
@@ -51,7 +52,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self.groups = Groups(store, self.partitions.check, clock, config.commit_timeout_ms,
                              self._spawn)
         self.consumer = ConsumerProtocol(self.groups, clock, config, topics,
-                                         self.partitions.reload)
+                                         self.partitions.reload, group_configs)
         self.membership = Membership(self.groups, clock, config, self.consumer.yield_to_classic)
         self.migration = Migration(self.groups, clock, config, self.consumer, self.membership)
         self.consumer.migrations = self.migration

@@ -208,3 +208,29 @@ def test_a_migrated_group_with_members_of_both_protocols_survives_a_coordinator_
         if modern is not None:
             modern.close()
         classic.close()
+
+
+def test_a_group_config_is_set_described_and_bounded_like_kafkas(broker: BrokerProcess) -> None:
+    """confluent-kafka's test_incremental_alter_configs under group.protocol=consumer: a
+    GROUP resource's consumer.session.timeout.ms is set and then the only value described
+    as not a default (GROUP_CONFIG); a value outside the broker's bounds is INVALID_CONFIG."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    group = f"parity-{uuid.uuid4().hex[:8]}"
+
+    def alter(value: str) -> None:
+        [future] = admin.incremental_alter_configs([ConfigResource(
+            ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+                "consumer.session.timeout.ms", value,
+                incremental_operation=AlterConfigOpType.SET)])]).values()
+        future.result(15)
+
+    alter("5000")
+    [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    described = future.result(15)
+    assert sorted(str(e) for e in described.values() if not e.is_default) == [
+        'consumer.session.timeout.ms="5000"']
+    assert described["consumer.session.timeout.ms"].source == ConfigSource.GROUP_CONFIG.value
+    assert described["consumer.heartbeat.interval.ms"].value == "300"  # the broker's
+    with pytest.raises(confluent_kafka.KafkaException) as refused:
+        alter("999999")
+    assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG

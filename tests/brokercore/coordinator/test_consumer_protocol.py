@@ -337,3 +337,15 @@ async def test_a_failed_write_is_undone_by_reading_the_partition_again() -> None
     assert c.partitions("a") == {0, 1, 2, 3}
     fetched = c.coordinator.offsets.fetch("g", [tp], (None, -1))[tp]
     assert fetched is not None and fetched.offset == 5
+
+
+async def test_a_groups_own_configs_set_its_session_timeout_and_heartbeat_interval() -> None:
+    configs = {"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "700"}
+    c = Consumers()
+    c.coordinator = GroupCoordinator(c.store, c.clock, c.config, topics=lambda: dict(c.topics),
+                                     group_configs=lambda group_id: configs)
+    c.coordinator.refresh_partitions()
+    assert (await c.beat("a")).heartbeat_interval_ms == 700
+    c.clock.advance(2.5)  # past the group's session timeout, well within the broker's
+    c.coordinator.tick()
+    assert "a" not in c.coordinator.groups.consumer["g"].members
