@@ -20,6 +20,7 @@ from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.log_dirs import LogDir, open_log_dirs
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.security.authorizer import Authorizer
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
 from brokercore.txn import broker_transaction_coordinator, broker_transaction_verifier
@@ -58,7 +59,7 @@ class Broker:
         self.parts = BrokerParts(self.node_id, config, self.replica_manager,
                                  self.controller, self.group_coordinator,
                                  self.transaction_coordinator, self.transaction_verifier,
-                                 sessions)
+                                 sessions, Authorizer(config, self.controller.image.acls))
         self.server = KafkaServer(self.parts, listener.host, listener.port)
         self.advertised: Listener = listener
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones

@@ -230,6 +230,15 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.consumer.migration.policy", T.STRING, "bidirectional",
            "Online migration of groups with members between the classic and the consumer "
            "protocol: bidirectional, upgrade, downgrade or disabled (case-insensitive)."),
+        # Authorization (brokercore/security/authorizer.py)
+        _k("authorizer.class.name", T.STRING, "",
+           "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or "
+           "StandardAuthorizer) for ACLs; empty: none, everything is allowed.", read_only=True),
+        _k("super.users", T.STRING, "",
+           "Principals allowed everything, separated by semicolons (User:admin;User:broker).",
+           read_only=True),
+        _k("allow.everyone.if.no.acl.found", T.BOOLEAN, "false",
+           "Allow everyone on a resource that has no ACL at all.", read_only=True),
     ]
 }
 

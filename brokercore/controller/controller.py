@@ -22,12 +22,13 @@ from typing import Any
 
 from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclBinding, AclError, AclFilter, new_acl, new_filter
 from brokercore.topic_partition import TopicPartition
 
 from .configs import broker_config_records, group_config_records, topic_config_records
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
-from .image import MetadataImage, PartitionRegistration, Record
+from .image import MetadataImage, PartitionRegistration, Record, acl_record
 from .lifecycle import BrokerLifecycle, HeartbeatResult
 from .quorum import MetadataQuorum, QuorumState, VoterState
 from .raft import Role
@@ -37,6 +38,7 @@ from .records import (
     ClusterRecord,
     MetadataRecord,
     ProducerIdsRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     from_json,
     to_json,
@@ -86,6 +88,8 @@ class Controller:
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
             "describe_quorum": self._do_describe_quorum,
+            "create_acls": self._do_create_acls,
+            "delete_acls": self._do_delete_acls,
         }
         self.topics = TopicDecisions(config, self.image)
         self.lifecycle = BrokerLifecycle(config, self.image, self.quorum)
@@ -416,6 +420,65 @@ class Controller:
         if records and not args["validate_only"]:
             await self.quorum.propose(list(records))
 
+
+    # -- ACLs -----------------------------------------------------------------------------
+    async def create_acls(self, acls: list[AclBinding]) -> list[ControllerError | None]:
+        """Create ACLs (one already there is kept as it is); an error per ACL."""
+        answers = await self.quorum.call("create_acls", {
+            "acls": [_acl_fields(acl) for acl in acls]})
+        return [None if answer is None else ControllerError.from_wire(*answer)
+                for answer in answers]
+
+    async def _do_create_acls(self, args: dict[str, Any]) -> list[list[Any] | None]:
+        answers: list[list[Any] | None] = []
+        records = []
+        seen: set[AclBinding] = set()
+        for fields in args["acls"]:
+            try:
+                acl = new_acl(*fields)
+            except AclError as exc:
+                answers.append([int(ErrorCode.INVALID_REQUEST), str(exc)])
+                continue
+            answers.append(None)
+            if acl not in seen and self.image.acls.id_of(acl) is None:
+                seen.add(acl)
+                records.append(acl_record(str(uuid.uuid4()), acl))
+        if records:
+            await self.quorum.propose(list(records))
+        return answers
+
+    async def delete_acls(self, filters: list[AclFilter]
+                          ) -> list[list[AclBinding] | ControllerError]:
+        """Delete the ACLs each filter selects; per filter, the ACLs it deleted (an ACL two
+        filters select is reported by the first), or its error."""
+        answers = await self.quorum.call("delete_acls", {
+            "filters": [_acl_fields(f) for f in filters]})
+        return [ControllerError.from_wire(*answer["error"]) if answer["error"] is not None
+                else [new_acl(*fields) for fields in answer["acls"]] for answer in answers]
+
+    async def _do_delete_acls(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        answers: list[dict[str, Any]] = []
+        deleted: set[str] = set()
+        for fields in args["filters"]:
+            try:
+                acl_filter = new_filter(*fields)
+            except AclError as exc:
+                answers.append({"error": [int(ErrorCode.INVALID_REQUEST), str(exc)],
+                                "acls": []})
+                continue
+            matched = [(acl_id, acl) for acl_id, acl in self.image.acls.matching(acl_filter)
+                       if acl_id not in deleted]
+            deleted.update(acl_id for acl_id, _ in matched)
+            answers.append({"error": None, "acls": [_acl_fields(acl) for _, acl in matched]})
+        if deleted:
+            await self.quorum.propose([RemoveAccessControlEntryRecord(acl_id)
+                                       for acl_id in sorted(deleted)])
+        return answers
+
+
+def _acl_fields(acl: AclBinding | AclFilter) -> list[Any]:
+    return [int(acl.resource_type), acl.resource_name, int(acl.pattern_type), acl.principal,
+            acl.host, int(acl.operation), int(acl.permission)]
 
 
 def _tp_results(answer: list[list[Any]]) -> dict[TopicPartition, ControllerError | None]:

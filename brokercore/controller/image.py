@@ -10,7 +10,17 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from brokercore.security.acls import (
+    AclBinding,
+    AclIndex,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+
 from .records import (
+    AccessControlEntryRecord,
     BrokerRecord,
     ClusterRecord,
     ConfigRecord,
@@ -20,6 +30,7 @@ from .records import (
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
@@ -71,6 +82,8 @@ class MetadataImage:
         # Group configs (KIP-848) by group id.
         self.group_configs: dict[str, dict[str, str]] = {}
         self.producer_id_block_end = 0  # producer ids below this have been handed out
+        # ACLs by record id; the authorizer looks them up here (the same object throughout)
+        self.acls = AclIndex()
         self.offset = -1  # the offset of the last applied record
 
     def apply(self, record: MetadataRecord, offset: int) -> None:
@@ -103,6 +116,10 @@ class MetadataImage:
                 self.producer_id_block_end = block_end
             case ConfigRecord():
                 self._set_config(record)
+            case AccessControlEntryRecord():
+                self.acls.add(record.id, acl_of(record))
+            case RemoveAccessControlEntryRecord(id=acl_id):
+                self.acls.remove(acl_id)
         self.offset = offset
 
     def records(self) -> list[MetadataRecord]:
@@ -126,6 +143,7 @@ class MetadataImage:
                     for index, p in topic.partitions.items()]
             out += [ConfigRecord("topic", topic.name, key, value)
                     for key, value in topic.configs.items()]
+        out += [acl_record(acl_id, acl) for acl_id, acl in self.acls.by_id.items()]
         return out
 
     def load(self, records: list[MetadataRecord], offset: int) -> None:
@@ -138,6 +156,7 @@ class MetadataImage:
         self.broker_configs.clear()
         self.group_configs.clear()
         self.producer_id_block_end = 0
+        self.acls.clear()
         for record in records:
             self.apply(record, offset)
         self.offset = offset
@@ -174,3 +193,15 @@ class MetadataImage:
                 del self.group_configs[r.name]
         else:
             configs[r.key] = r.value
+
+
+def acl_of(r: AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(ResourceType(r.resource_type), r.resource_name, PatternType(r.pattern_type),
+                      r.principal, r.host, AclOperation(r.operation),
+                      AclPermissionType(r.permission_type))
+
+
+def acl_record(acl_id: str, acl: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        acl_id, int(acl.resource_type), acl.resource_name, int(acl.pattern_type),
+        acl.principal, acl.host, int(acl.operation), int(acl.permission))

@@ -122,15 +122,41 @@ class ConfigRecord:
     value: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """One ACL (KRaft's AccessControlEntryRecord); the enums are Kafka's wire codes
+    (`security/acls.py`) and `id` names it for its removal."""
+
+    TYPE: ClassVar[str] = "access_control_entry"
+    VERSION: ClassVar[int] = 0
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    TYPE: ClassVar[str] = "remove_access_control_entry"
+    VERSION: ClassVar[int] = 0
+    id: str
+
+
 MetadataRecord = (
     ClusterRecord | BrokerRecord | FenceBrokerRecord | TopicRecord | PartitionRecord
     | PartitionChangeRecord | RemoveTopicRecord | ProducerIdsRecord | ConfigRecord
+    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
 )
 
 RECORD_TYPES: dict[str, type[MetadataRecord]] = {
     cls.TYPE: cls for cls in (
         ClusterRecord, BrokerRecord, FenceBrokerRecord, TopicRecord, PartitionRecord,
         PartitionChangeRecord, RemoveTopicRecord, ProducerIdsRecord, ConfigRecord,
+        AccessControlEntryRecord, RemoveAccessControlEntryRecord,
     )
 }
 

@@ -25,7 +25,9 @@ from brokercore.config import (
     ConfigType,
 )
 from brokercore.controller.controller import ControllerError, validate_topic_name
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 if TYPE_CHECKING:
     from brokercore.handlers.parts import BrokerParts
@@ -207,12 +209,29 @@ def unsupported_resource(resource_type: int) -> ControllerError:
     return ControllerError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {label}")
 
 
+def check_authorized(broker: BrokerParts, ctx: RequestContext, resource_type: int, name: str,
+                     operation: AclOperation) -> None:
+    """Kafka's rule for the config APIs: `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on
+    the topic or the group, or on the cluster for a broker resource."""
+    authorizer = broker.authorizer
+    if resource_type == ResourceType.TOPIC:
+        if not authorizer.authorize_topic(ctx, operation, name):
+            raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    elif resource_type == ResourceType.GROUP:
+        if not authorizer.authorize_group(ctx, operation, name):
+            raise ControllerError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed.")
+    elif not authorizer.authorize_cluster(ctx, operation):
+        raise ControllerError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                              "Cluster authorization failed.")
+
+
 # Alter one resource: (broker, resource, validate_only); raises ControllerError to refuse it.
 AlterOne = Callable[["BrokerParts", Any, bool], Awaitable[None]]
 
 
 async def alter_each(
-    broker: BrokerParts, request: Any, response_class: Any, alter: AlterOne
+    broker: BrokerParts, ctx: RequestContext, request: Any, response_class: Any,
+    alter: AlterOne,
 ) -> Any:
     """The response of AlterConfigs or IncrementalAlterConfigs: every resource altered on
     its own, and a resource named twice in one request refused."""
@@ -223,6 +242,8 @@ async def alter_each(
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            check_authorized(broker, ctx, resource.resource_type, resource.resource_name,
+                             AclOperation.ALTER_CONFIGS)
             await alter(broker, resource, request.validate_only)
         except ControllerError as exc:
             code, message = exc.error_code, exc.message

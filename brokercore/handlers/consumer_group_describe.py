@@ -18,10 +18,10 @@ from brokercore.protocol.kip848_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from brokercore.security.acls import AclOperation, ResourceType
+from brokercore.security.authorizer import bitfield
 
 Described = ConsumerGroupDescribeResponse.DescribedGroup
-# Kafka's ACL operation codes a group can have: READ 3, DELETE 6, DESCRIBE 8 (no ACLs here).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 NOT_REQUESTED = -(2**31)
 CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # v1 (KIP-1099)
 
@@ -30,10 +30,22 @@ CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # v1 (KIP-1099)
 @serves(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
-    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
-        _describe(broker, group_id, operations) for group_id in request.group_ids
-    ])
+    authorizer = broker.authorizer
+    groups = []
+    for group_id in request.group_ids:
+        if not authorizer.authorize_group(ctx, AclOperation.DESCRIBE, group_id):
+            groups.append(Described(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                group_id=group_id, group_state=ConsumerGroupState.DEAD.value, group_epoch=-1,
+                assignment_epoch=-1, assignor_name="", members=[],
+                authorized_operations=NOT_REQUESTED))
+            continue
+        operations = NOT_REQUESTED
+        if request.include_authorized_operations:  # KIP-430's bitfield
+            operations = bitfield(authorizer.authorized_operations(
+                ctx, ResourceType.GROUP, group_id))
+        groups.append(_describe(broker, group_id, operations))
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=groups)
 
 
 def _describe(broker: BrokerParts, group_id: str, operations: int) -> Any:

@@ -25,6 +25,7 @@ from brokercore.handlers.registry import serves
 from brokercore.log.verification import SENTINEL, VerificationGuard
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 TopicResponse = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -34,6 +35,14 @@ PartitionResponse = TopicResponse.TxnOffsetCommitResponsePartition
 @serves(TxnOffsetCommitRequest, TxnOffsetCommitResponse, min_version=0, max_version=4)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     v3 = ctx.api_version >= 3
+    refusal = _refusal(broker, ctx, request)
+    if refusal is not None:
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+            TopicResponse(name=t.name, partitions=[
+                PartitionResponse(partition_index=p.partition_index,
+                                  error_code=refusal.get(t.name, refusal.get("")))
+                for p in t.partitions])
+            for t in request.topics])
     commits = {
         TopicPartition(t.name, p.partition_index): (
             p.committed_offset, p.committed_leader_epoch if ctx.api_version >= 2 else -1,
@@ -81,3 +90,21 @@ async def _verify(broker: BrokerParts, request: Any, producer: tuple[int, int]
     if code in UNVERIFIABLE:
         return guard, ErrorCode.COORDINATOR_NOT_AVAILABLE
     return guard, code
+
+
+def _refusal(broker: BrokerParts, ctx: RequestContext, request: Any
+             ) -> dict[str, ErrorCode] | None:
+    """Kafka's checks: WRITE on the transactional id, READ on the group (each failing every
+    partition, keyed ""), READ on each topic; None when all pass."""
+    authorizer = broker.authorizer
+    if not authorizer.authorize_transactional_id(ctx, AclOperation.WRITE,
+                                                 request.transactional_id):
+        return {"": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not authorizer.authorize_group(ctx, AclOperation.READ, request.group_id):
+        return {"": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    denied = {t.name for t in request.topics
+              if not authorizer.authorize_topic(ctx, AclOperation.READ, t.name)}
+    if not denied:
+        return None
+    return {t.name: ErrorCode.TOPIC_AUTHORIZATION_FAILED if t.name in denied
+            else ErrorCode.OPERATION_NOT_ATTEMPTED for t in request.topics}

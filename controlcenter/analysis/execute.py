@@ -14,6 +14,7 @@ Each change is pushed to browsers: the run's page (`analysis.<id>`) and the runs
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from typing import Any
@@ -132,8 +133,7 @@ def _cancel_requested(run_id: int) -> bool:
 
 
 def _progress(run: AnalysisRun, progress: runner.Progress) -> None:
-    fields = {"stages_done": progress.stages_done, "stages_total": progress.stages_total,
-              "tasks_done": progress.tasks_done, "tasks_total": progress.tasks_total}
+    fields = dataclasses.asdict(progress)
     AnalysisRun.objects.filter(pk=run.pk, status=AnalysisStatus.RUNNING).update(**fields)
     for name, value in fields.items():
         setattr(run, name, value)

@@ -34,8 +34,9 @@ class RunSerializer(serializers.ModelSerializer[AnalysisRun]):
     class Meta:
         model = AnalysisRun
         fields = ["id", "job", "parameters", "status", "cancel_requested", "stages_done",
-                  "stages_total", "tasks_done", "tasks_total", "master", "created_at",
-                  "started_at", "finished_at", "duration_seconds", "error", "requested_by"]
+                  "stages_total", "stages_skipped", "tasks_done", "tasks_total", "master",
+                  "created_at", "started_at", "finished_at", "duration_seconds", "error",
+                  "requested_by"]
 
 
 class RunPageSerializer(serializers.Serializer[Any]):

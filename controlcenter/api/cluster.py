@@ -165,6 +165,8 @@ class CreateTopicSerializer(serializers.Serializer[Any]):
     replication_factor = serializers.IntegerField(min_value=1, required=False,
                                                   allow_null=True)
     configs = serializers.DictField(child=serializers.CharField(), required=False)
+    # In the answer: what the caller should know, e.g. that acks=all writes will fail.
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True)
 
 
 class TopicList(Base):
@@ -195,11 +197,13 @@ class TopicList(Base):
             return error("INVALID_REQUEST", str(body.errors))
         data = body.validated_data
         try:
-            actions.create_topic(request.user, data["name"], data.get("partitions"),
-                                 data.get("replication_factor"), data.get("configs") or {})
+            shortfall = actions.create_topic(request.user, data["name"], data.get("partitions"),
+                                             data.get("replication_factor"),
+                                             data.get("configs") or {})
         except actions.ActionError as exc:
             return action_error(exc)
-        return Response(data, status=status.HTTP_201_CREATED)
+        warnings = [shortfall.message] if shortfall is not None else []
+        return Response({**data, "warnings": warnings}, status=status.HTTP_201_CREATED)
 
 
 class TopicDetail(Base):

@@ -9,6 +9,7 @@ import pytest
 from brokercore.controller.image import MetadataImage
 from brokercore.controller.records import (
     RECORD_TYPES,
+    AccessControlEntryRecord,
     BrokerRecord,
     ClusterRecord,
     ConfigRecord,
@@ -18,6 +19,7 @@ from brokercore.controller.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RecordError,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     from_json,
@@ -35,6 +37,8 @@ EXAMPLES: list[MetadataRecord] = [
     RemoveTopicRecord("tid", "t"),
     ProducerIdsRecord(2000),
     ConfigRecord("topic", "t", "retention.ms", None),
+    AccessControlEntryRecord("aid", 2, "t", 3, "User:alice", "*", 3, 3),
+    RemoveAccessControlEntryRecord("aid"),
 ]
 
 
