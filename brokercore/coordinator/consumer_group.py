@@ -99,9 +99,11 @@ class ConsumerMember:
     revocation_deadline: float | None = None
     # Set for a member of the classic protocol (JoinGroup, SyncGroup, Heartbeat).
     classic: ClassicMemberMetadata | None = None
-    # A classic member told to rejoin is removed if it has not by then (its rebalance
-    # timeout, Kafka's consumerGroupJoinTimeout).
+    # A classic member told to rejoin is removed if it has not by then, and one that joined
+    # if it has not synced by then (its rebalance timeout, Kafka's consumer group join and
+    # sync timeouts for classic members).
     rejoin_deadline: float | None = None
+    sync_deadline: float | None = None
 
     @property
     def session_timeout_ms(self) -> int | None:

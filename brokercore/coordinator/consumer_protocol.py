@@ -384,6 +384,8 @@ class ConsumerProtocol:
                 self.remove(group, member, "did not revoke its partitions in time", records)
             elif member.rejoin_deadline is not None and now >= member.rejoin_deadline:
                 self.remove(group, member, "did not rejoin in time", records)
+            elif member.sync_deadline is not None and now >= member.sync_deadline:
+                self.remove(group, member, "did not sync in time", records)
         if records and self.migrations is not None:
             self.migrations.downgrade(group, records, epoch)
         if records:

@@ -223,6 +223,8 @@ class Migration:
         except GroupError as exc:
             return JoinResult(exc.error_code, req.member_id)
         assert member.classic is not None
+        if member.rebalance_timeout_ms > 0:
+            member.sync_deadline = self.now + member.rebalance_timeout_ms / 1000
         return JoinResult(ErrorCode.NONE, member.member_id, after.member_epoch, PROTOCOL_TYPE,
                           member.classic.protocol_name, "", [])
 
@@ -273,6 +275,7 @@ class Migration:
         except GroupError as exc:
             return SyncResult(exc.error_code)
         member.session_deadline = self.now + member.classic.session_timeout_ms / 1000
+        member.sync_deadline = None
         return SyncResult(ErrorCode.NONE, PROTOCOL_TYPE, member.classic.protocol_name,
                           encode_assignment(self._by_name(member.assigned)))
 

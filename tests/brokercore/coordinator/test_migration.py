@@ -156,3 +156,18 @@ async def test_after_a_downgrade_a_member_still_commits_at_its_epoch_until_it_re
     tp = TopicPartition("t", 0)
     assert await h.coordinator.offsets.commit("g", epoch, classic_id, None,
                                               {tp: (3, -1, None)}) == {tp: OK}
+
+
+async def test_a_classic_member_that_joined_and_never_syncs_is_removed_in_time() -> None:
+    h = _harness()
+    classic_id = await _classic_owner_of_everything(h)
+    await h.coordinator.consumer.heartbeat(_modern_joins(h))
+    await h.join(classic_id)  # revokes what the new member gets
+    joined = await h.join(classic_id)  # caught up: nothing more to rejoin for
+    group = h.coordinator.groups.consumer["g"]
+    for _ in range(6):  # heartbeats keep its session, not its sync
+        assert classic_id in group.members
+        assert h.coordinator.membership.heartbeat(
+            "g", joined.generation_id, classic_id, None) == OK
+        h.advance(5)  # the last one reaches its rebalance timeout (30 s) since it joined
+    assert classic_id not in group.members
