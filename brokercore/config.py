@@ -44,6 +44,7 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
 
 
 class ConfigError(ValueError):
@@ -226,6 +227,9 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.consumer.assignors", T.LIST, "uniform,range",
            "KIP-848 groups: the server-side assignors; the first is the default."),
         _k("group.consumer.max.size", T.INT, "2147483647", "KIP-848 groups: most members."),
+        _k("group.consumer.migration.policy", T.STRING, "bidirectional",
+           "Online migration of groups with members between the classic and the consumer "
+           "protocol: bidirectional, upgrade, downgrade or disabled (case-insensitive)."),
         # Authorization (brokercore/security/authorizer.py)
         _k("authorizer.class.name", T.STRING, "",
            "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or "
@@ -358,6 +362,20 @@ def parse_listeners(value: str) -> list[Listener]:
 # broker's own. The metadata image owns this mapping (ConfigRecords replayed); a broker's
 # `BrokerConfig.dynamic` is a live view of it.
 DynamicConfigs = Mapping[str, Mapping[str, str]]
+
+# Group configs (KIP-848, Kafka's GroupConfig): a consumer group's own session timeout and
+# heartbeat interval, over the broker's defaults (the synonym), within the broker's bounds.
+GROUP_CONFIGS: dict[str, ConfigKey] = {
+    c.name: c
+    for c in [
+        _k("consumer.session.timeout.ms", T.INT, "45000",
+           "KIP-848 groups: this group's session timeout.",
+           synonyms=(("group.consumer.session.timeout.ms", 1),)),
+        _k("consumer.heartbeat.interval.ms", T.INT, "5000",
+           "KIP-848 groups: this group's heartbeat interval.",
+           synonyms=(("group.consumer.heartbeat.interval.ms", 1),)),
+    ]
+}
 
 # Broker keys that change without a restart: Kafka's DynamicLogConfig (the broker defaults
 # of topic configs) and its DynamicProducerStateManagerConfig (transaction verification and

@@ -25,7 +25,7 @@ from brokercore.protocol.errors import ErrorCode
 from brokercore.security.acls import AclBinding, AclError, AclFilter, new_acl, new_filter
 from brokercore.topic_partition import TopicPartition
 
-from .configs import broker_config_records, topic_config_records
+from .configs import broker_config_records, group_config_records, topic_config_records
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
 from .image import MetadataImage, PartitionRegistration, Record, acl_record
@@ -84,6 +84,7 @@ class Controller:
             "create_partitions": self._do_create_partitions,
             "alter_topic_configs": self._do_alter_topic_configs,
             "alter_broker_configs": self._do_alter_broker_configs,
+            "alter_group_configs": self._do_alter_group_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
             "describe_quorum": self._do_describe_quorum,
@@ -404,6 +405,18 @@ class Controller:
 
     async def _do_alter_broker_configs(self, args: dict[str, Any]) -> None:
         records = broker_config_records(args["name"], args["changes"])
+        if records and not args["validate_only"]:
+            await self.quorum.propose(list(records))
+
+    async def alter_group_configs(
+        self, name: str, changes: dict[str, str | None], *, validate_only: bool
+    ) -> None:
+        """Set (or with None, delete) a consumer group's configs (KIP-848)."""
+        await self.quorum.call("alter_group_configs", {
+            "name": name, "changes": changes, "validate_only": validate_only})
+
+    async def _do_alter_group_configs(self, args: dict[str, Any]) -> None:
+        records = group_config_records(args["name"], args["changes"])
         if records and not args["validate_only"]:
             await self.quorum.propose(list(records))
 

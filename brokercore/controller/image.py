@@ -79,6 +79,8 @@ class MetadataImage:
         self.topics_by_id: dict[str, TopicImage] = {}
         # Dynamic broker configs by resource name: "" the cluster default, "<id>" one broker.
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # Group configs (KIP-848) by group id.
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.producer_id_block_end = 0  # producer ids below this have been handed out
         # ACLs by record id; the authorizer looks them up here (the same object throughout)
         self.acls = AclIndex()
@@ -131,6 +133,8 @@ class MetadataImage:
             out.append(ProducerIdsRecord(self.producer_id_block_end))
         out += [ConfigRecord("broker", name, key, value)
                 for name, configs in self.broker_configs.items() for key, value in configs.items()]
+        out += [ConfigRecord("group", name, key, value)
+                for name, configs in self.group_configs.items() for key, value in configs.items()]
         for topic in self.topics.values():
             out.append(TopicRecord(topic.name, topic.topic_id))
             out += [PartitionRecord(topic.topic_id, index, tuple(p.replicas), tuple(p.isr),
@@ -150,6 +154,7 @@ class MetadataImage:
         self.topics.clear()
         self.topics_by_id.clear()
         self.broker_configs.clear()
+        self.group_configs.clear()
         self.producer_id_block_end = 0
         self.acls.clear()
         for record in records:
@@ -178,10 +183,14 @@ class MetadataImage:
     def _set_config(self, r: ConfigRecord) -> None:
         if r.resource == "topic":
             configs = self.topics[r.name].configs
+        elif r.resource == "group":
+            configs = self.group_configs.setdefault(r.name, {})
         else:
             configs = self.broker_configs.setdefault(r.name, {})
         if r.value is None:
             configs.pop(r.key, None)
+            if not configs and r.resource == "group":
+                del self.group_configs[r.name]
         else:
             configs[r.key] = r.value
 

@@ -110,9 +110,9 @@ class ProducerIdsRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConfigRecord:
-    """One config key of a topic (`resource` "topic", `name` the topic) or a dynamic broker
-    config ("broker", `name` "" for the cluster-wide default or a node id); a None value
-    removes the override."""
+    """One config key of a topic (`resource` "topic", `name` the topic), a dynamic broker
+    config ("broker", `name` "" for the cluster-wide default or a node id) or a group's
+    config ("group", `name` the group id); a None value removes the override."""
 
     TYPE: ClassVar[str] = "config"
     VERSION: ClassVar[int] = 0

@@ -23,10 +23,10 @@ from brokercore.security.authorizer import bitfield
 
 Described = ConsumerGroupDescribeResponse.DescribedGroup
 NOT_REQUESTED = -(2**31)
-CONSUMER_MEMBER_TYPE = 1  # v1 (KIP-1099): 0 classic, 1 consumer
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # v1 (KIP-1099)
 
 
-# v1 adds each member's type; every member here uses the consumer protocol.
+# v1 adds each member's type: classic members of a migrated group are 0.
 @serves(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
@@ -81,7 +81,8 @@ def _member(group: ConsumerGroup, member: ConsumerMember, names: dict[str, str])
              subscribed_topic_regex=member.subscribed_topic_regex,
              assignment=_assignment(member.assigned, names),
              target_assignment=_assignment(group.target.get(member.member_id, {}), names),
-             member_type=CONSUMER_MEMBER_TYPE)
+             member_type=CONSUMER_MEMBER_TYPE if member.classic is None
+             else CLASSIC_MEMBER_TYPE)
 
 
 def _assignment(assignment: Assignment, names: dict[str, str]) -> Any:

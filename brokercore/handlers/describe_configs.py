@@ -17,7 +17,9 @@ from brokercore.handlers.config_resources import (
     broker_entries,
     check_authorized,
     check_broker,
+    check_group,
     check_topic,
+    group_entries,
     topic_entries,
     unsupported_resource,
 )
@@ -69,6 +71,9 @@ def _entries(broker: BrokerParts, resource_type: int, name: str) -> list[ConfigE
     if resource_type == ResourceType.BROKER:
         check_broker(broker, name)
         return broker_entries(broker, name)
+    if resource_type == ResourceType.GROUP:
+        check_group(name)
+        return group_entries(broker, name)
     raise unsupported_resource(resource_type)
 
 

@@ -82,3 +82,14 @@ def test_a_partition_change_bumps_the_partition_epoch_and_keeps_the_rest() -> No
     image.apply(PartitionChangeRecord("tid", 0, isr=(1,)), 2)
     part = image.topics["t"].partitions[0]
     assert (part.isr, part.replicas, part.leader, part.partition_epoch) == ([1], [1, 2], 1, 1)
+
+
+def test_group_configs_are_applied_and_carried_by_a_snapshot() -> None:
+    image = MetadataImage()
+    image.apply(ConfigRecord("group", "g", "consumer.session.timeout.ms", "50000"), 0)
+    image.apply(ConfigRecord("group", "h", "consumer.heartbeat.interval.ms", "6000"), 1)
+    image.apply(ConfigRecord("group", "h", "consumer.heartbeat.interval.ms", None), 2)
+    assert image.group_configs == {"g": {"consumer.session.timeout.ms": "50000"}}
+    restored = MetadataImage()
+    restored.load(image.records(), 2)
+    assert restored.group_configs == image.group_configs

@@ -283,6 +283,14 @@ def test_configs_need_describe_and_alter_configs(broker: BrokerProcess, admin: W
     with pytest.raises(KafkaException) as refused:
         client.describe_configs([broker_resource])[broker_resource].result()
     assert error_code(refused.value) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    group = new_name("g")  # a group's configs (KIP-848) need the rights on the group
+    group_resource = ConfigResource(ConfigResource.Type.GROUP, group)
+    with pytest.raises(KafkaException) as refused:
+        client.describe_configs([group_resource])[group_resource].result()
+    assert error_code(refused.value) == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    grant(acl(GROUP, group, "DESCRIBE_CONFIGS"))
+    assert "consumer.session.timeout.ms" in \
+        client.describe_configs([group_resource])[group_resource].result()
 
 
 def test_consuming_needs_read_on_the_group_and_the_topic(
