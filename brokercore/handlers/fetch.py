@@ -78,6 +78,7 @@ class _Reader:
     replica_id: int
     isolation_level: int
     version: int
+    listener: str = "PLAINTEXT"  # the one the request came in on
 
     @property
     def follower(self) -> bool:
@@ -87,7 +88,8 @@ class _Reader:
 @serves(FetchRequest, FetchResponse, min_version=4, max_version=17)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version)
+    reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version,
+                     ctx.listener)
     uses_ids = version >= TOPIC_IDS_VERSION
     context = broker.fetch_sessions.context(
         request.session_id, request.session_epoch, privileged=reader.follower,
@@ -292,7 +294,8 @@ def _response(reader: _Reader, session_id: int, reads: list[_Read]) -> Any:
     return FetchResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
         responses=list(topics.values()),
-        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint),
+        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint,
+                                      reader.listener),
     )
 
 
