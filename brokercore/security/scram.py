@@ -101,8 +101,9 @@ Lookup = Callable[[str, str], ScramCredential | None]  # (user, mechanism) -> cr
 class ScramServer:
     """The server side of one exchange: `evaluate` each client message in turn."""
 
-    def __init__(self, mechanism: str, lookup: Lookup) -> None:
+    def __init__(self, mechanism: str, lookup: Lookup, nonce: str | None = None) -> None:
         self.mechanism = mechanism
+        self._server_nonce = nonce or base64.b64encode(os.urandom(18)).decode()
         self._hash = _HASHES[mechanism]
         self._lookup = lookup
         self._step = 0
@@ -147,7 +148,7 @@ class ScramServer:
             hashlib.sha256(self.username.encode()).digest(), b"", b"", MIN_ITERATIONS)
         self._gs2_header = f"{cbind},{authzid},"
         self._client_first_bare = bare
-        self._nonce = fields["r"] + base64.b64encode(os.urandom(18)).decode()
+        self._nonce = fields["r"] + self._server_nonce
         self._server_first = (f"r={self._nonce},s={_b64(credential.salt)},"
                               f"i={credential.iterations}")
         return self._server_first
@@ -159,7 +160,9 @@ class ScramServer:
         fields = _attributes(without_proof)
         if fields.get("c") != _b64(self._gs2_header.encode()):
             raise ScramError("Invalid SCRAM client final message: channel binding mismatch")
-        if fields.get("r") != self._nonce:
+        # Kafka checks that the nonce ends with the server's, not that it equals it:
+        # librdkafka before 2.1 sends the client's nonce twice, and Kafka accepts that.
+        if not fields.get("r", "").endswith(self._nonce):
             raise ScramError("Invalid SCRAM client final message: nonce mismatch")
         proof = _unb64(proof_text)
         credential = self._credential
@@ -179,11 +182,12 @@ class ScramServer:
 class ScramClient:
     """The client side: `first()`, then `final(server_first)`, then `verify(server_final)`."""
 
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
+    def __init__(self, mechanism: str, username: str, password: str,
+                 nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self._hash = _HASHES[mechanism]
         self._password = password
-        self._nonce = base64.b64encode(os.urandom(18)).decode()
+        self._nonce = nonce or base64.b64encode(os.urandom(18)).decode()
         self._first_bare = f"n={encode_username(username)},r={self._nonce}"
         self._auth_message = b""
         self._salted = b""
