@@ -128,8 +128,11 @@ class KafkaServer(TcpServer):
             await writer.start_tls(self.security.ssl_context,
                                    ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS)
         except (ssl.SSLError, OSError, TimeoutError) as exc:
-            log.warning("node %d: TLS handshake with %s on %s failed: %s", self.node_id,
-                        session.peer, self.listener, exc)
+            # A peer that connects and leaves without a word is a port probe, not an error.
+            quiet = isinstance(exc, ConnectionResetError | ssl.SSLEOFError) or not str(exc)
+            log.log(logging.DEBUG if quiet else logging.WARNING,
+                    "node %d: TLS handshake with %s on %s failed: %s", self.node_id,
+                    session.peer, self.listener, exc or type(exc).__name__)
             return False
         principal = certificate_principal(writer.get_extra_info("peercert"))
         if principal is not None:

@@ -19,7 +19,9 @@ from brokercore.controller.records import (
     ProducerIdsRecord,
     RecordError,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
     from_json,
     to_json,
 )
@@ -27,6 +29,7 @@ from brokercore.controller.records import (
 EXAMPLES: list[MetadataRecord] = [
     ClusterRecord("c1"),
     BrokerRecord(1, "h", 9092, "rack-a", fenced=True, epoch=3, incarnation="i"),
+    BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092), ("INTERNAL", "h", 9093))),
     FenceBrokerRecord(1, False),
     TopicRecord("t", "tid"),
     PartitionRecord("tid", 0, (1, 2), (1,), 1, 4, 2, (2,), ()),
@@ -35,6 +38,8 @@ EXAMPLES: list[MetadataRecord] = [
     RemoveTopicRecord("tid", "t"),
     ProducerIdsRecord(2000),
     ConfigRecord("topic", "t", "retention.ms", None),
+    UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+    RemoveUserScramCredentialRecord("alice", 1),
 ]
 
 
@@ -78,3 +83,19 @@ def test_a_partition_change_bumps_the_partition_epoch_and_keeps_the_rest() -> No
     image.apply(PartitionChangeRecord("tid", 0, isr=(1,)), 2)
     part = image.topics["t"].partitions[0]
     assert (part.isr, part.replicas, part.leader, part.partition_epoch) == ([1], [1, 2], 1, 1)
+
+
+def test_scram_credentials_and_endpoints_survive_a_snapshot() -> None:
+    image = MetadataImage()
+    for offset, record in enumerate([
+            BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092),)),
+            UserScramCredentialRecord("alice", 1, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+            UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 8192),
+            RemoveUserScramCredentialRecord("alice", 1)]):
+        image.apply(record, offset)
+    copy = MetadataImage()
+    copy.load([from_json(to_json(r)) for r in image.records()], 3)
+    assert copy.scram_credentials == image.scram_credentials
+    assert list(copy.scram_credentials["alice"]) == [2]
+    assert copy.brokers[2].endpoint("CLIENT") == ("h", 9092)
+    assert copy.brokers[2].endpoint("OTHER") is None
