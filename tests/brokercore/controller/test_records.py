@@ -87,11 +87,12 @@ def test_a_partition_change_bumps_the_partition_epoch_and_keeps_the_rest() -> No
 
 def test_scram_credentials_and_endpoints_survive_a_snapshot() -> None:
     image = MetadataImage()
-    for offset, record in enumerate([
+    records: list[MetadataRecord] = [
             BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092),)),
             UserScramCredentialRecord("alice", 1, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
             UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 8192),
-            RemoveUserScramCredentialRecord("alice", 1)]):
+            RemoveUserScramCredentialRecord("alice", 1)]
+    for offset, record in enumerate(records):
         image.apply(record, offset)
     copy = MetadataImage()
     copy.load([from_json(to_json(r)) for r in image.records()], 3)

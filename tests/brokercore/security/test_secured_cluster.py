@@ -105,8 +105,13 @@ def _produce(nodes: list[BrokerProcess], values: list[bytes]) -> None:
     producer = confluent_kafka.Producer({**_client(nodes), "acks": "all",
                                          "enable.idempotence": True})
     failed: list[object] = []
+
+    def delivered(error: object, message: object) -> None:
+        if error is not None:
+            failed.append(error)
+
     for value in values:
-        producer.produce(TOPIC, value, on_delivery=lambda err, msg: err and failed.append(err))
+        producer.produce(TOPIC, value, on_delivery=delivered)
     assert producer.flush(60) == 0 and not failed, failed
 
 
