@@ -94,8 +94,8 @@ def test_a_pkcs12_keystore_serves_tls(ca: TestCA) -> None:
 def test_unusable_keys_are_refused_by_name(ca: TestCA, keys: dict[str, str],
                                            words: str) -> None:
     pem = str(ca.keystore_pem(ca.issue("broker", "localhost")))
-    config = BrokerConfig({key: value.replace("{pem}", pem) for key, value in keys.items()})
     with pytest.raises(ConfigError, match=words):
+        config = BrokerConfig({key: value.replace("{pem}", pem) for key, value in keys.items()})
         server_context(config, "SSL")
 
 
