@@ -2,13 +2,14 @@
 SCRAM logins per second, side by side in one run.
 
 One broker process (`tests/securebroker.py`: PLAINTEXT, SASL_PLAINTEXT and SASL_SSL
-listeners, a test CA) and the same librdkafka client and 1 KiB values throughout. In
-interleaved rounds it produces (acks=1) and consumes a topic over each listener, and prints
-MB/s, the broker's CPU seconds per 100 MB (from /proc: where the cost goes) and the ratios
-to PLAINTEXT. SASL_PLAINTEXT separates the cost of SASL (paid once per connection) from
-the cost of TLS (paid per byte). Then it times SCRAM-SHA-256 and SCRAM-SHA-512 logins
-(connect, SaslHandshake, two SaslAuthenticate rounds; 4096 iterations, the client's
-PBKDF2 included) one after another, over SASL_PLAINTEXT and over SASL_SSL.
+listeners, a test CA) and the same librdkafka client and 1 KiB values throughout. First it
+times SCRAM-SHA-256 and SCRAM-SHA-512 logins (connect, SaslHandshake, two SaslAuthenticate
+rounds; 4096 iterations, the client's PBKDF2 included) one after another, over
+SASL_PLAINTEXT and over SASL_SSL. Then, in interleaved rounds, it produces (acks=1) and
+consumes a topic over each listener, and prints MB/s, the ratios to PLAINTEXT, and the CPU
+seconds per 100 MB of the broker (from /proc) and of the client (this process, librdkafka's
+threads): where the cost goes. SASL_PLAINTEXT separates the cost of SASL (once per
+connection) from the cost of TLS (per byte).
 
     .venv/bin/python bench/security_bench.py [--messages 50000] [--rounds 3] [--logins 200]
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -58,15 +60,23 @@ def one_round(broker: SecuredBroker, listener: str, topic: str, count: int,
     pid = broker.process.proc.pid  # type: ignore[union-attr]
     extra = client_config(broker, listener)
     mb = count * len(value) / 1e6
-    cpu = cpu_seconds(pid)
+    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
     produced = produce(broker.bootstrap(listener), topic, count, value, "1", 1, **extra)
-    produce_cpu = cpu_seconds(pid) - cpu
-    cpu = cpu_seconds(pid)
+    produce_cpu, produce_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
+    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
     read, consumed = consume(broker.bootstrap(listener), topic, **extra)
-    consume_cpu = cpu_seconds(pid) - cpu
+    consume_cpu, consume_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
     read_mb = read * len(value) / 1e6
     return {"produce": mb / produced, "consume": read_mb / consumed,
-            "produce_cpu": produce_cpu / mb * 100, "consume_cpu": consume_cpu / read_mb * 100}
+            "produce_cpu": produce_cpu / mb * 100, "consume_cpu": consume_cpu / read_mb * 100,
+            "produce_client": produce_client / mb * 100,
+            "consume_client": consume_client / read_mb * 100}
+
+
+def own_cpu_seconds() -> float:
+    """This process's CPU (librdkafka's threads included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 async def logins(broker: SecuredBroker, listener: str, mechanism: str, count: int) -> float:
@@ -101,34 +111,38 @@ def main() -> None:
             for future in admin.create_topics(
                     [NewTopic(t, 1, 1) for t in topics.values()]).values():
                 future.result(30)
+            print(f"SCRAM logins per second ({args.logins} one after another, connect and "
+                  "client PBKDF2 included, median of the rounds)")
+            for listener in ("SASL_PLAINTEXT", "SASL_SSL"):
+                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                    rate = statistics.median(
+                        asyncio.run(logins(broker, listener, mechanism, args.logins))
+                        for _ in range(args.rounds))
+                    print(f"  {listener:<15} {mechanism:<14} {rate:8.1f} /s")
             results: dict[str, list[dict[str, float]]] = {name: [] for name in LISTENERS}
             for _ in range(args.rounds):
                 for name in LISTENERS:
                     results[name].append(one_round(broker, name, topics[name],
                                                    args.messages, value))
             report(results, args)
-            print(f"\nSCRAM logins per second ({args.logins} one after another, "
-                  "client PBKDF2 included)")
-            for listener in ("SASL_PLAINTEXT", "SASL_SSL"):
-                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                    rate = asyncio.run(logins(broker, listener, mechanism, args.logins))
-                    print(f"  {listener:<15} {mechanism:<14} {rate:8.1f} /s")
         finally:
             broker.process.stop()
 
 
 def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
-    print(f"{args.messages} x {args.size} B, acks=1, {MECHANISM}, median of {args.rounds} "
-          "interleaved rounds")
+    print(f"\n{args.messages} x {args.size} B, acks=1, {MECHANISM}, median of {args.rounds} "
+          "interleaved rounds; CPU seconds per 100 MB of the broker and of the client")
     print(f"{'listener':<15} {'produce MB/s':>12} {'ratio':>6} {'consume MB/s':>12} "
-          f"{'ratio':>6} {'broker CPU s/100MB produce':>27} {'consume':>8}")
+          f"{'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
+          f"{'client CPU: produce':>20} {'consume':>8}")
     median = {name: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
               for name, rounds in results.items()}
     base = median["PLAINTEXT"]
     for name, m in median.items():
         print(f"{name:<15} {m['produce']:12.1f} {m['produce'] / base['produce']:6.2f} "
               f"{m['consume']:12.1f} {m['consume'] / base['consume']:6.2f} "
-              f"{m['produce_cpu']:27.2f} {m['consume_cpu']:8.2f}")
+              f"{m['produce_cpu']:20.2f} {m['consume_cpu']:8.2f} "
+              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f}")
 
 
 if __name__ == "__main__":
