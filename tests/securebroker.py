@@ -32,6 +32,7 @@ class SecuredBroker:
     ports: dict[str, int]
     client: Pair  # signed by the CA: CN=alice,O=Example
     stranger: Pair  # self-signed: the broker must refuse it
+    expired: Pair  # signed by the CA, but no longer valid
 
     def bootstrap(self, listener: str) -> str:
         return f"127.0.0.1:{self.ports[listener]}"
@@ -65,4 +66,5 @@ def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None
     })
     process.start()
     return SecuredBroker(process, ca, ports, ca.issue("alice", "alice"),
-                         ca.issue("stranger", "stranger", self_signed=True))
+                         ca.issue("stranger", "stranger", self_signed=True),
+                         ca.issue("expired", "alice", expired=True))

@@ -63,10 +63,12 @@ class TestCA:
         return self.pair.cert
 
     def issue(self, stem: str, common_name: str, organization: str = "Example",
-              self_signed: bool = False) -> Pair:
+              self_signed: bool = False, expired: bool = False) -> Pair:
         key = ec.generate_private_key(ec.SECP256R1())
         subject = _name(common_name, organization)
         now = datetime.datetime.now(datetime.UTC)
+        if expired:  # valid for two days that ended yesterday
+            now -= datetime.timedelta(days=3)
         builder = (
             x509.CertificateBuilder().subject_name(subject)
             .issuer_name(subject if self_signed else self.name)

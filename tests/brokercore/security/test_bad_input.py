@@ -187,12 +187,13 @@ def test_plaintext_kafka_on_a_tls_listener_is_closed(broker: SecuredBroker,
     _serves_on(broker)
 
 
-@pytest.mark.parametrize("certificate", ["self-signed", "none"])
-def test_mtls_refuses_a_client_without_a_certificate_the_ca_signed(
+@pytest.mark.parametrize("certificate", ["self-signed", "expired", "none"])
+def test_mtls_refuses_a_client_without_a_valid_certificate_the_ca_signed(
         broker: SecuredBroker, certificate: str) -> None:
     context = ssl.create_default_context(cafile=broker.ca_file)
-    if certificate == "self-signed":
-        context.load_cert_chain(broker.stranger.cert, broker.stranger.key)
+    if certificate != "none":
+        pair = broker.stranger if certificate == "self-signed" else broker.expired
+        context.load_cert_chain(pair.cert, pair.key)
     raw = socket.create_connection(("127.0.0.1", broker.ports["SSL"]), timeout=10)
     port = raw.getsockname()[1]
     with pytest.raises((ssl.SSLError, ConnectionError)):
