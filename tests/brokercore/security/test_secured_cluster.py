@@ -6,6 +6,9 @@ the authenticated listener, and the restarted broker catches up into the ISR aga
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import ssl
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,6 +20,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokercluster.ports import free_port
+from brokercore.controller.wire import FrameError, encode_frame, read_frame
+from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.security.certs import TestCA
 from tests.brokerproc import BrokerProcess
 
@@ -149,3 +154,47 @@ def test_it_replicates_and_fails_over_over_authenticated_listeners(
     for node in cluster:
         assert "refused our credentials" not in node.log()
         assert "SASL:" not in node.log()
+
+
+def _controller_port(node: BrokerProcess) -> int:
+    listener = node.overrides["listeners"].split(",")[-1]
+    assert listener.startswith("CONTROLLER://")
+    return int(listener.rsplit(":", 1)[1])
+
+
+async def _controller_session(node: BrokerProcess, frames: list[dict[str, object]]
+                              ) -> list[dict[str, object] | None]:
+    """Each frame's answer on one TLS connection to the node's controller listener; None
+    once the listener has closed it."""
+    context = ssl.create_default_context(
+        cafile=str(node.data_dir.parent / "certs" / "ca.crt"))
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", _controller_port(node), ssl=context, server_hostname="localhost")
+    answers: list[dict[str, object] | None] = []
+    try:
+        for frame in frames:
+            try:
+                writer.write(encode_frame(frame))
+                await writer.drain()
+                answers.append(await asyncio.wait_for(read_frame(reader), 10))
+            except (ConnectionError, FrameError):
+                answers.append(None)
+    finally:
+        writer.close()
+    return answers
+
+
+def test_the_controller_listener_wants_a_login_first(cluster: list[BrokerProcess]) -> None:
+    node = cluster[0]
+    raft = {"raft": {"type": "vote_request"}, "from": 2}
+    answers = asyncio.run(_controller_session(node, [raft, raft]))
+    assert answers[0] is not None and answers[0]["error_code"] == ErrorCode.ILLEGAL_SASL_STATE
+    assert answers[1] is None
+    wrong = base64.b64encode(b"\0controller\0wrong").decode()
+    answers = asyncio.run(_controller_session(node, [
+        {"sasl_handshake": "PLAIN"}, {"sasl_authenticate": wrong}, raft]))
+    assert answers[0] == {"error_code": 0, "mechanisms": ["PLAIN"]}
+    assert answers[1] is not None
+    assert answers[1]["error_code"] == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert answers[2] is None
+    assert "controller listener: closing a connection: SASL" in node.log()
