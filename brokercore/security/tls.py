@@ -133,6 +133,10 @@ def _set_protocols(context: ssl.SSLContext, config: BrokerConfig, listener: str 
 
 def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     """The TLS context of a listener; ConfigError (or OSError for files) when unusable."""
+    rules = (_get(config, listener, "ssl.principal.mapping.rules") or "DEFAULT").strip()
+    if rules != "DEFAULT":  # a silently different principal would be worse than a refusal
+        raise ConfigError(f"ssl.principal.mapping.rules {rules!r}: only DEFAULT (the whole "
+                          "RFC 2253 DN) is supported")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _set_protocols(context, config, listener)
     try:

@@ -90,6 +90,8 @@ def test_a_pkcs12_keystore_serves_tls(ca: TestCA) -> None:
       "ssl.enabled.protocols": "TLSv1.1"}, "TLSv1.1 is not supported"),
     ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "{pem}",
       "ssl.client.auth": "maybe"}, "ssl.client.auth"),
+    ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "{pem}",
+      "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/,DEFAULT"}, "only DEFAULT"),
 ])
 def test_unusable_keys_are_refused_by_name(ca: TestCA, keys: dict[str, str],
                                            words: str) -> None:
