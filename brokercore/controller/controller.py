@@ -43,6 +43,7 @@ from .records import (
     from_json,
     to_json,
 )
+from .scram import UserResult, read_bootstrap, scram_credential_records
 from .topics import INTERNAL_TOPICS as INTERNAL_TOPICS  # handlers import these from here
 from .topics import NewTopic as NewTopic
 from .topics import TopicDecisions
@@ -87,6 +88,7 @@ class Controller:
             "alter_group_configs": self._do_alter_group_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
+            "alter_scram_credentials": self._do_alter_scram_credentials,
             "describe_quorum": self._do_describe_quorum,
             "create_acls": self._do_create_acls,
             "delete_acls": self._do_delete_acls,
@@ -181,8 +183,14 @@ class Controller:
         return result, self.quorum.applied_offset
 
     async def _do_write_cluster_id(self, args: dict[str, Any]) -> None:
+        """A new cluster's first records: its id, then the bootstrap records (the first
+        SCRAM users) of this node's metadata log dir, never again once the id exists."""
         if self.image.cluster_id is None:
-            await self.quorum.propose([ClusterRecord(args["cluster_id"])])
+            bootstrap = read_bootstrap(self.config.metadata_log_dir)
+            if bootstrap:
+                log.info("node %d: writing %d bootstrap record(s)", self.node_id,
+                         len(bootstrap))
+            await self.quorum.propose([ClusterRecord(args["cluster_id"]), *bootstrap])
 
     # -- the quorum -----------------------------------------------------------------------
     async def describe_quorum(self) -> QuorumState:
@@ -204,11 +212,14 @@ class Controller:
 
     # -- brokers --------------------------------------------------------------------------
     async def register_broker(self, node_id: int, host: str, port: int,
-                              rack: str | None = None, incarnation: str | None = None) -> int:
-        """Register (or re-register) a broker, unfenced; its new broker epoch."""
+                              rack: str | None = None, incarnation: str | None = None,
+                              endpoints: Iterable[tuple[str, str, int]] = ()) -> int:
+        """Register (or re-register) a broker, unfenced; its new broker epoch. host and port
+        are its inter-broker listener's, `endpoints` every advertised listener's."""
         epoch: int = await self.quorum.call("register_broker", {
             "node_id": node_id, "host": host, "port": port, "rack": rack,
-            "incarnation": incarnation or str(uuid.uuid4())})
+            "incarnation": incarnation or str(uuid.uuid4()),
+            "endpoints": [list(e) for e in endpoints]})
         return epoch
 
     async def heartbeat(self, node_id: int, broker_epoch: int, *, want_shutdown: bool = False,
@@ -420,7 +431,6 @@ class Controller:
         if records and not args["validate_only"]:
             await self.quorum.propose(list(records))
 
-
     # -- ACLs -----------------------------------------------------------------------------
     async def create_acls(self, acls: list[AclBinding]) -> list[ControllerError | None]:
         """Create ACLs (one already there is kept as it is); an error per ACL."""
@@ -474,6 +484,24 @@ class Controller:
             await self.quorum.propose([RemoveAccessControlEntryRecord(acl_id)
                                        for acl_id in sorted(deleted)])
         return answers
+
+
+    # -- SCRAM credentials ----------------------------------------------------------------
+    async def alter_scram_credentials(
+        self, deletions: list[tuple[str, int]], upsertions: list[dict[str, Any]]
+    ) -> list[UserResult]:
+        """Remove (user, mechanism) credentials and add or replace others (the fields of a
+        UserScramCredentialRecord); each user's (name, error code, message)."""
+        answer = await self.quorum.call("alter_scram_credentials", {
+            "deletions": [list(d) for d in deletions], "upsertions": upsertions})
+        return [(name, code, message) for name, code, message in answer]
+
+    async def _do_alter_scram_credentials(self, args: dict[str, Any]) -> list[UserResult]:
+        records, results = scram_credential_records(self.image, args["deletions"],
+                                                    args["upsertions"])
+        if records:
+            await self.quorum.propose(records)
+        return results
 
 
 def _acl_fields(acl: AclBinding | AclFilter) -> list[Any]:

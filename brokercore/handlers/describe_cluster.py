@@ -33,9 +33,10 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         endpoint_type=BROKERS_ENDPOINT, cluster_id=image.cluster_id or "",
         controller_id=broker.controller.active_controller_id,
         brokers=[
-            Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack,
+            Broker(broker_id=b.node_id, host=endpoint[0], port=endpoint[1], rack=b.rack,
                    is_fenced=b.fenced)
             for b in sorted(image.brokers.values(), key=lambda b: b.node_id)
-            if with_fenced or not b.fenced
+            if (with_fenced or not b.fenced)
+            and (endpoint := b.endpoint(ctx.listener)) is not None
         ],
     )

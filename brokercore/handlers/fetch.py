@@ -306,7 +306,8 @@ def _response(reader: _Reader, session_id: int, reads: list[_Read]) -> Any:
     return FetchResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
         responses=list(topics.values()),
-        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint),
+        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint,
+                                      reader.ctx.listener),
     )
 
 

@@ -60,9 +60,10 @@ async def _find(broker: BrokerParts, ctx: RequestContext, key: str, key_type: in
         return _error(key, exc.error_code, str(exc))
     leader = coordinator.store.leader(coordinator.partition_of(key))
     node = broker.image.brokers.get(leader)
-    if node is None or node.fenced:
+    endpoint = node.endpoint(ctx.listener) if node is not None and not node.fenced else None
+    if node is None or endpoint is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available")
-    return Coordinator(key=key, node_id=node.node_id, host=node.host, port=node.port,
+    return Coordinator(key=key, node_id=node.node_id, host=endpoint[0], port=endpoint[1],
                        error_code=ErrorCode.NONE, error_message=None)
 
 

@@ -48,10 +48,10 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         brokers=[
             MetadataResponse.MetadataResponseBroker(
-                node_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                node_id=b.node_id, host=endpoint[0], port=endpoint[1], rack=b.rack
             )
             for b in sorted(image.brokers.values(), key=lambda b: b.node_id)
-            if not b.fenced
+            if not b.fenced and (endpoint := b.endpoint(ctx.listener)) is not None
         ],
         cluster_id=image.cluster_id,
         controller_id=broker.controller.active_controller_id,

@@ -84,7 +84,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
                if p.current_leader is not None and p.current_leader.leader_id >= 0]
     return ProduceResponse(
         responses=responses, throttle_time_ms=0,
-        node_endpoints=node_endpoints(broker.image, leaders, ProduceResponse.NodeEndpoint),
+        node_endpoints=node_endpoints(broker.image, leaders, ProduceResponse.NodeEndpoint,
+                                      ctx.listener),
     )
 
 

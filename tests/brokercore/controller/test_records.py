@@ -21,7 +21,9 @@ from brokercore.controller.records import (
     RecordError,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
     from_json,
     to_json,
 )
@@ -29,6 +31,7 @@ from brokercore.controller.records import (
 EXAMPLES: list[MetadataRecord] = [
     ClusterRecord("c1"),
     BrokerRecord(1, "h", 9092, "rack-a", fenced=True, epoch=3, incarnation="i"),
+    BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092), ("INTERNAL", "h", 9093))),
     FenceBrokerRecord(1, False),
     TopicRecord("t", "tid"),
     PartitionRecord("tid", 0, (1, 2), (1,), 1, 4, 2, (2,), ()),
@@ -39,6 +42,8 @@ EXAMPLES: list[MetadataRecord] = [
     ConfigRecord("topic", "t", "retention.ms", None),
     AccessControlEntryRecord("aid", 2, "t", 3, "User:alice", "*", 3, 3),
     RemoveAccessControlEntryRecord("aid"),
+    UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+    RemoveUserScramCredentialRecord("alice", 1),
 ]
 
 
@@ -93,3 +98,20 @@ def test_group_configs_are_applied_and_carried_by_a_snapshot() -> None:
     restored = MetadataImage()
     restored.load(image.records(), 2)
     assert restored.group_configs == image.group_configs
+
+
+def test_scram_credentials_and_endpoints_survive_a_snapshot() -> None:
+    image = MetadataImage()
+    records: list[MetadataRecord] = [
+            BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092),)),
+            UserScramCredentialRecord("alice", 1, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+            UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 8192),
+            RemoveUserScramCredentialRecord("alice", 1)]
+    for offset, record in enumerate(records):
+        image.apply(record, offset)
+    copy = MetadataImage()
+    copy.load([from_json(to_json(r)) for r in image.records()], 3)
+    assert copy.scram_credentials == image.scram_credentials
+    assert list(copy.scram_credentials["alice"]) == [2]
+    assert copy.brokers[2].endpoint("CLIENT") == ("h", 9092)
+    assert copy.brokers[2].endpoint("OTHER") is None

@@ -37,6 +37,9 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 from kafka.protocol.admin import (
     CreateAclsRequest,
@@ -450,3 +453,22 @@ def test_broker_requests_need_cluster_action(broker: BrokerProcess, admin: WireC
     assert follower_epoch_end() == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     grant(acl(CLUSTER, "kafka-cluster", "CLUSTER_ACTION", host="127.0.0.1"))
     assert follower_epoch_end() == ErrorCode.NONE
+
+
+def test_scram_credentials_need_describe_and_alter_on_the_cluster(
+        broker: BrokerProcess, grant: Callable[..., None]) -> None:
+    client = admin_client(broker)
+    user = new_name("u")
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"secret-pw")
+    with pytest.raises(KafkaException) as refused:
+        client.alter_user_scram_credentials([upsert])[user].result()
+    assert error_code(refused.value) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with pytest.raises(KafkaException) as refused:
+        client.describe_user_scram_credentials([user])[user].result()
+    assert error_code(refused.value) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    grant(acl(CLUSTER, "kafka-cluster", "ALTER"))  # implies DESCRIBE
+    client.alter_user_scram_credentials([upsert])[user].result()
+    described = client.describe_user_scram_credentials([user])[user].result()
+    assert [i.mechanism for i in described.scram_credential_infos] == [
+        ScramMechanism.SCRAM_SHA_256]
