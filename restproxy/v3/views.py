@@ -106,7 +106,11 @@ class TopicListView(ClusterView):
                 partitions_count=partitions, configs=self.links.related("topics", name, "configs"),
                 partitions=self.links.related("topics", name, "partitions"),
                 authorized_operations=[]), status=201)
-        return Response(resources.topic(self.links, client.topic(name)), status=201)
+        body = resources.topic(self.links, client.topic(name))
+        shortfall = client.acks_all_shortfall(name)
+        if shortfall is not None:  # accepted, as Kafka does; but say what writers will meet
+            body["warnings"] = [shortfall.message]
+        return Response(body, status=201)
 
 
 class TopicDetailView(ClusterView):
