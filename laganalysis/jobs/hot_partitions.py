@@ -71,7 +71,7 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
 def _read(spark: SparkSession, params: Mapping[str, Any], topics: list[str]) -> DataFrame:
     if not params.get("bootstrap"):
         raise ParamError("give bootstrap, the cluster holding the topics")
-    reader = kafka_reader(spark, str(params["bootstrap"])).option("subscribe", ",".join(topics))
+    reader = kafka_reader(spark, params).option("subscribe", ",".join(topics))
     since, until = window_bounds(params)
     if since is not None:
         # A partition with nothing newer than `since` contributes nothing, not an error.
