@@ -158,6 +158,7 @@ def _write_ca(directory: Path) -> None:
             .sign(key, hashes.SHA256()))
     _write_private(directory / "ca.key", _key_pem(key).decode())
     (directory / "ca.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "ca.crt").chmod(0o644)  # public: clients read it (ssl.ca.location)
     (directory / "broker.pem").unlink(missing_ok=True)  # a new CA: a new broker cert
 
 
