@@ -333,3 +333,4 @@ class StatusStore:
             self.log.producer.produce(self.log.topic, value=None,
                                       key=f"status-topic-{topic}:connector-{connector}".encode())
         self.log.producer.flush(10)
+        self.log.read_to_end()
