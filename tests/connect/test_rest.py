@@ -49,8 +49,10 @@ def _status(worker: WorkerProcess, name: str, connector: str, tasks: str | None 
         ok = body["connector"]["state"] == connector and (
             tasks is None or (states and all(s == tasks for s in states)))
         return body if ok else None
-    return wait_for(reached, 30, f"{name} never reached {connector}/{tasks}: "
-                    f"{worker.get(f'/connectors/{name}/status').text}\n{worker.log()}")
+    found: dict[str, Any] = wait_for(
+        reached, 30, f"{name} never reached {connector}/{tasks}: "
+        f"{worker.get(f'/connectors/{name}/status').text}\n{worker.log()}")
+    return found
 
 
 def _error(answer: Any, status: int) -> str:
@@ -151,8 +153,8 @@ def test_bad_input_gets_connects_errors(worker: WorkerProcess, tmp_path: Path) -
     _error(worker.request("DELETE", "/connectors"), 405)
     bad_json = worker.request("POST", "/connectors", None)
     _error(bad_json, 400)
-    _error(worker.request("PUT", f"/connectors/{name}/config", {"connector.class": "FileStreamSink"}),
-           400)
+    no_topics = {"connector.class": "FileStreamSink"}
+    _error(worker.request("PUT", f"/connectors/{name}/config", no_topics), 400)
 
 
 def test_config_put_creates_then_updates_and_patch_merges(worker: WorkerProcess,
