@@ -111,7 +111,7 @@ class WorkerConfig:
 
 def _listener(listeners: str) -> tuple[str, int]:
     first = listeners.split(",")[0].strip()
-    match = re.fullmatch(r"(?:https?://)?([^:/]*):(\d+)/?", first)
+    match = re.fullmatch(r"(?:https?://)?([^:/]*):(\d+)/?", first, re.IGNORECASE)
     if not match:
         raise ConfigException(f"Invalid value {listeners} for configuration listeners")
     return match.group(1), int(match.group(2))
