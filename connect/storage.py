@@ -99,7 +99,7 @@ class TopicLog:
     def _run(self) -> None:
         assert self._consumer is not None
         while not self._stopping:
-            batch = self._consumer.consume(500, 0.1)
+            batch = self._consumer.consume(500, 1.0)
             for msg in batch:
                 if msg.error() is None:
                     self.apply(msg.key() or b"", msg.value())

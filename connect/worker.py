@@ -116,7 +116,8 @@ class SourceTaskRunner(TaskRunner):
 
     def _producer(self) -> Producer:
         settings: dict[str, Any] = {**self.setup.client_settings, "acks": "all",
-                                    "enable.idempotence": True, "linger.ms": 5}
+                                    "enable.idempotence": True, "linger.ms": 5,
+                                    "delivery.report.only.error": True}
         if self.setup.exactly_once:
             settings["transactional.id"] = (
                 f"{self.setup.group_id}-{self.setup.connector}-{self.setup.task_id}")
@@ -132,7 +133,7 @@ class SourceTaskRunner(TaskRunner):
         task.initialize(SourceTaskContext(OffsetStorageReader(
             self.offsets.of(self.setup.connector)), self.setup.config))
         task.start(self.setup.config)
-        self.setup.report("RUNNING", None)
+        self.setup.report("PAUSED" if self.paused else "RUNNING", None)
         last_flush = time.monotonic()
         try:
             while not self.stopping.is_set():
@@ -168,8 +169,11 @@ class SourceTaskRunner(TaskRunner):
                 failures.append(err)
         if self.setup.exactly_once:
             producer.begin_transaction()
+        last: dict[int, SourceRecord] = {}  # by partition object: most tasks reuse one
         for record in records:
             self._produce(producer, record, delivered)
+            last[id(record.source_partition)] = record
+        for record in last.values():
             self.pending[partition_key(record.source_partition)] = (
                 dict(record.source_partition), dict(record.source_offset))
         if self.setup.exactly_once:
@@ -197,11 +201,11 @@ class SourceTaskRunner(TaskRunner):
             extra["partition"] = record.partition
         if record.timestamp is not None:
             extra["timestamp"] = record.timestamp
+        if record.headers:
+            extra["headers"] = list(record.headers)
         while True:
             try:
-                producer.produce(record.topic, value=value, key=key,
-                                 headers=list(record.headers) or None, on_delivery=delivered,
-                                 **extra)
+                producer.produce(record.topic, value, key, on_delivery=delivered, **extra)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -233,6 +237,7 @@ class SinkTaskRunner(TaskRunner):
         self.dlq_topic = config.get("errors.deadletterqueue.topic.name", "").strip()
         self.dlq_headers = config.get("errors.deadletterqueue.context.headers.enable") == "true"
         self.dlq: Producer | None = None
+        self.paused_partitions = False
 
     def _consumer(self) -> Consumer:
         overrides = {k[len("consumer.override."):]: v
@@ -256,7 +261,7 @@ class SinkTaskRunner(TaskRunner):
         if self.dlq_topic:
             self._ensure_dlq()
         self.consumer = self._consumer()
-        self.setup.report("RUNNING", None)
+        self.setup.report("PAUSED" if self.paused else "RUNNING", None)
         last_commit = time.monotonic()
         try:
             while not self.stopping.is_set():
@@ -276,32 +281,38 @@ class SinkTaskRunner(TaskRunner):
     def _consume_unless_paused(self) -> list[Any]:
         """A batch, or nothing while paused (the consumer keeps polling, so it stays in its
         group, but its partitions are paused)."""
-        assignment = self.consumer.assignment()
-        if self.paused:
-            self.consumer.pause(assignment)
-        elif assignment:
-            self.consumer.resume(assignment)
+        if self.paused or self.paused_partitions:
+            assignment = self.consumer.assignment()
+            if self.paused:
+                # again each time: a rebalance may have assigned partitions since
+                self.consumer.pause(assignment)
+                self.paused_partitions = True
+            else:  # only once after pausing: a resume restarts the partition's fetcher
+                self.consumer.resume(assignment)
+                self.paused_partitions = False
         return list(self.consumer.consume(1000, 0.5))
 
     def _convert(self, batch: list[Any]) -> list[SinkRecord]:
         records = []
+        key_converter = self.setup.key_converter.to_connect_data
+        value_converter = self.setup.value_converter.to_connect_data
         for msg in batch:
             if msg.error() is not None:
                 if msg.error().fatal():
                     raise KafkaException(msg.error())
                 log.info("sink %s: %s", self.setup.connector, msg.error())  # e.g. no topic yet
                 continue
-            self.consumed[(msg.topic(), msg.partition())] = msg.offset() + 1
+            topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            self.consumed[(topic, partition)] = offset + 1
             try:
-                key_schema, key = self.setup.key_converter.to_connect_data(msg.topic(), msg.key())
-                schema, value = self.setup.value_converter.to_connect_data(msg.topic(),
-                                                                           msg.value())
+                key_schema, key = key_converter(topic, msg.key())
+                schema, value = value_converter(topic, msg.value())
             except DataException as exc:
                 self._to_dlq(msg, exc)
                 continue
-            records.append(SinkRecord(msg.topic(), msg.partition(), msg.offset(), key,
-                                      key_schema, value, schema, msg.timestamp()[1],
-                                      tuple(msg.headers() or ())))
+            headers = msg.headers()
+            records.append(SinkRecord(topic, partition, offset, key, key_schema, value, schema,
+                                      msg.timestamp()[1], tuple(headers) if headers else ()))
         return records
 
     def _to_dlq(self, msg: Any, exc: DataException) -> None:

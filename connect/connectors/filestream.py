@@ -110,14 +110,18 @@ class FileStreamSourceTask(SourceTask):
             time.sleep(0.2)
             return None
         self.buffer += chunk
+        *lines, rest = self.buffer.split(b"\n")
+        if len(lines) > self.batch_size:  # the rest waits for the next poll
+            rest = b"\n".join([*lines[self.batch_size:], rest])
+            lines = lines[:self.batch_size]
+        self.buffer = rest
+        partition = {"filename": self.filename}
         records: list[SourceRecord] = []
-        while b"\n" in self.buffer and len(records) < self.batch_size:
-            line, self.buffer = self.buffer.split(b"\n", 1)
+        for line in lines:
             self.position += len(line) + 1
             text = line.rstrip(b"\r").decode("utf-8", errors="replace")
-            records.append(SourceRecord(
-                {"filename": self.filename}, {"position": self.position}, self.topic, text,
-                STRING_SCHEMA))
+            records.append(SourceRecord(partition, {"position": self.position}, self.topic,
+                                        text, STRING_SCHEMA))
         return records or None
 
     def _check_still_there(self) -> None:
@@ -151,6 +155,14 @@ class FileStreamSinkConnector(SinkConnector):
         return [dict(self.props) for _ in range(max_tasks)]
 
 
+def _line(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return json.dumps(value, default=str)
+
+
 class FileStreamSinkTask(SinkTask):
     def start(self, props: Mapping[str, str]) -> None:
         self.filename = props.get("file") or None
@@ -158,13 +170,8 @@ class FileStreamSinkTask(SinkTask):
                              if self.filename else sys.stdout)
 
     def put(self, records: list[SinkRecord]) -> None:
-        for record in records:
-            value = record.value
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", errors="replace")
-            elif not isinstance(value, str):
-                value = json.dumps(value, default=str)
-            self.out.write(f"{value}\n")
+        if records:
+            self.out.write("\n".join(_line(r.value) for r in records) + "\n")
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         self.out.flush()
