@@ -146,8 +146,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         broker = BrokerProcess(root / "broker").start()
-        # Kafka's default offset flush interval, as a deployed worker runs
-        extra = {"offset.flush.interval.ms": "60000"}
+        # Kafka's defaults for the offset flush and the group session, as a deployed worker
+        # runs (the tests' shorter session lets a loaded machine's stall cost a rebalance)
+        extra = {"offset.flush.interval.ms": "60000", "session.timeout.ms": "10000",
+                 "heartbeat.interval.ms": "3000"}
         if args.eos:
             extra["exactly.once.source.support"] = "enabled"
         worker = WorkerProcess(root, broker.bootstrap, "bench", extra).start()

@@ -24,7 +24,7 @@ from connect.configdef import ConfigException
 
 log = logging.getLogger(__name__)
 
-BUILT_IN = ("connect.connectors.filestream",)
+BUILT_IN = ("connect.connectors.filestream", "connect.connectors.datagen")
 ENTRY_POINT_GROUP = "millrace.connect"
 
 

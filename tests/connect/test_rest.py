@@ -243,4 +243,20 @@ def test_records_that_fail_conversion_go_to_the_dead_letter_queue(
         "errors.deadletterqueue.context.headers.enable": "true"})
     wait_for(lambda: (tmp_path / "o").exists() and (tmp_path / "o").read_text() == "good\n", 30)
     assert read_topic(kafka_bootstrap, f"{topic}-dlq", 2) == [b"not json", b'{"x":1}']
-    assert json.loads(b'{"schema":null,"payload":"good"}')["payload"] == "good"
+
+
+def test_datagen_quickstart_writes_users_with_their_schema(
+        worker: WorkerProcess, kafka_bootstrap: str) -> None:
+    name, topic = _name(), f"users-{uuid.uuid4().hex[:6]}"
+    _create(worker, name, {
+        "connector.class": "io.confluent.kafka.connect.datagen.DatagenConnector",
+        "kafka.topic": topic, "quickstart": "users", "iterations": "20", "max.interval": "0",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter"})
+    records = read_topic(kafka_bootstrap, topic, 20)
+    assert len(records) == 20
+    first = json.loads(records[0])
+    assert first["schema"]["type"] == "struct" and first["schema"]["name"] == "ksql.users"
+    assert set(first["payload"]) == {"registertime", "userid", "regionid", "gender"}
+    wrong = worker.request("POST", "/connectors", {"name": _name(), "config": {
+        "connector.class": "DatagenConnector", "kafka.topic": "t", "quickstart": "nope"}})
+    assert "quickstart" in _error(wrong, 400)

@@ -105,7 +105,8 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 30) -
     """Every committed record of `topic` (waiting until at least `expected` arrived)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
-    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    parts = wait_for(lambda: consumer.list_topics(topic, timeout=10).topics[topic].partitions,
+                     timeout, f"topic {topic} never appeared")
     consumer.assign([TopicPartition(topic, p, 0) for p in parts])
     values: list[bytes] = []
     deadline, quiet = time.monotonic() + timeout, 0
