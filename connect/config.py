@@ -59,6 +59,8 @@ class WorkerConfig:
     rebalance_timeout_ms: int
     offset_flush_interval_ms: int
     plugin_path: tuple[str, ...]
+    connect_protocol: str
+    scheduled_rebalance_max_delay_ms: int
 
     @classmethod
     def from_file(cls, path: str | Path) -> WorkerConfig:
@@ -74,6 +76,10 @@ class WorkerConfig:
         host, port = _listener(props.get("listeners", "http://:8083"))
         advertised_host = props.get("rest.advertised.host.name") or host or "127.0.0.1"
         advertised_port = _int(props, "rest.advertised.port", port)
+        group_protocol = props.get("connect.protocol", "compatible").lower()
+        if group_protocol not in ("eager", "compatible", "sessioned"):
+            raise ConfigException(f"Invalid value {group_protocol} for configuration "
+                                  "connect.protocol")
         eos = props.get("exactly.once.source.support", "disabled").lower()
         if eos not in ("disabled", "preparing", "enabled"):
             raise ConfigException(f"Invalid value {eos} for configuration "
@@ -97,6 +103,9 @@ class WorkerConfig:
             heartbeat_interval_ms=_int(props, "heartbeat.interval.ms", 3_000),
             rebalance_timeout_ms=_int(props, "rebalance.timeout.ms", 60_000),
             offset_flush_interval_ms=_int(props, "offset.flush.interval.ms", 60_000),
+            connect_protocol="eager" if group_protocol == "eager" else "compatible",
+            scheduled_rebalance_max_delay_ms=_int(props, "scheduled.rebalance.max.delay.ms",
+                                                  300_000),
             plugin_path=tuple(p.strip() for p in props.get("plugin.path", "").split(",")
                               if p.strip()),
         )

@@ -3,8 +3,10 @@ the config topic, and the connectors and tasks running here (Kafka's Distributed
 
 Everything that changes that state runs on the herder thread: REST requests arrive as jobs
 (`call()`), config-topic records as events from the reader thread; between jobs the thread
-heartbeats. A rebalance is eager (Connect protocol `default`): every connector and task here
-stops, the worker joins, and starts what the leader assigned.
+heartbeats. With `connect.protocol=compatible` (the default here) rebalances are incremental
+and cooperative: a worker keeps running what it keeps, stops only what is revoked, and joins
+again at once when something was. With `eager` (Connect protocol `default`) every connector
+and task stops before each join.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import httpx
@@ -23,8 +26,9 @@ from confluent_kafka.admin import AdminClient
 
 from connect import protocol
 from connect.api import Connector, SourceConnector
+from connect.assignor import IncrementalAssignor, assign_eager
 from connect.config import WorkerConfig
-from connect.membership import GroupMember
+from connect.membership import ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GroupMember
 from connect.plugins import Plugins
 from connect.storage import ConfigState, ConfigStore, OffsetStore, Status, StatusStore
 from connect.worker import SinkTaskRunner, SourceTaskRunner, TaskRunner, TaskSetup
@@ -54,7 +58,10 @@ class Herder:
         self.leader_url: str | None = None
         self.is_leader = False
         self.rejoin = True
+        self.rejoin_at: float | None = None
+        self.protocol: str | None = None
         self.assignment: protocol.Assignment | None = None
+        self.assignor = IncrementalAssignor(config.scheduled_rebalance_max_delay_ms)
         self.snapshot = ConfigState()
         self.connectors: dict[str, Connector] = {}
         self.tasks: dict[TaskId, TaskRunner] = {}
@@ -100,20 +107,32 @@ class Herder:
         next_beat = 0.0
         while not self.stopping.is_set():
             try:
+                if self.rejoin_at is not None and time.monotonic() >= self.rejoin_at:
+                    self.rejoin, self.rejoin_at = True, None
                 if self.rejoin:
                     self._rebalance()
                     next_beat = time.monotonic() + interval
                 self._run_jobs(next_beat)
                 if time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + interval
-                    if self.member.heartbeat() != 0:
-                        self.rejoin = True
+                    self._heartbeat()
             except Exception:  # the herder loop must outlive any one failure; it rejoins
                 log.exception("herder: unexpected error; rejoining the group")
                 self.rejoin = True
                 time.sleep(1)
         self._stop_all()
         self.member.leave()
+
+    def _heartbeat(self) -> None:
+        error = self.member.heartbeat()
+        if error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            # out of the group: what this worker ran may already run elsewhere
+            log.warning("worker %s fell out of its group (error %d): stopping everything",
+                        self.worker_id, error)
+            self._stop_all()
+            self.assignment = None
+        if error != 0:
+            self.rejoin = True
 
     def _run_jobs(self, until: float) -> None:
         while not self.rejoin and not self.stopping.is_set():
@@ -127,15 +146,23 @@ class Herder:
             job()
 
     # --- the group -------------------------------------------------------------------
+    def _protocols(self) -> list[tuple[str, bytes]]:
+        url, offset = self.config.advertised_url, self.configs.snapshot().offset
+        eager = (protocol.EAGER, protocol.encode_metadata(protocol.WorkerState(url, offset)))
+        if self.config.connect_protocol == "eager":
+            return [eager]
+        state = protocol.WorkerState(url, offset, self.assignment)
+        return [(protocol.COOPERATIVE, protocol.encode_metadata(state, 1)), eager]
+
     def _rebalance(self) -> None:
-        self._stop_all()
-        self.leader_url, self.is_leader, self.assignment = None, False, None
+        if self.config.connect_protocol == "eager" or self.protocol == protocol.EAGER:
+            self._stop_all()
+            self.assignment = None
+        self.leader_url, self.is_leader = None, False
         self.configs.log.read_to_end()
-        state = protocol.WorkerState(self.config.advertised_url,
-                                     self.configs.snapshot().offset)
-        joined = self.member.join(protocol.encode_metadata(state), self._assign)
+        joined = self.member.join(self._protocols(), self._assign)
         assignment = protocol.decode_assignment(joined.assignment)
-        self.generation = joined.generation
+        self.generation, self.protocol = joined.generation, joined.protocol
         self.rejoin = False
         if assignment.failed():
             log.info("group %s: the leader's config is ahead of ours; reading and rejoining",
@@ -146,30 +173,55 @@ class Herder:
         if self.configs.snapshot().offset < assignment.config_offset:
             self.configs.log.read_to_end()
         self.is_leader = joined.leader_id == joined.member_id
-        self.leader_url, self.assignment = assignment.leader_url, assignment
+        self.leader_url = assignment.leader_url
         self.snapshot = self.configs.snapshot()
-        log.info("worker %s joined generation %d (leader %s): connectors %s, tasks %s",
-                 self.worker_id, self.generation, self.leader_url, assignment.connectors,
-                 assignment.tasks)
-        for name in assignment.connectors:
-            self._start_connector(name)
-        for name, index in assignment.tasks:
-            self._start_task(name, index)
+        previous, self.assignment = self.assignment, assignment
+        log.info("worker %s joined generation %d (%s, leader %s): connectors %s, tasks %s, "
+                 "revoked %s %s, delay %d ms", self.worker_id, self.generation, self.protocol,
+                 self.leader_url, assignment.connectors, assignment.tasks,
+                 assignment.revoked_connectors, assignment.revoked_tasks, assignment.delay_ms)
+        self._apply_assignment(previous, assignment)
 
-    def _assign(self, members: dict[str, bytes]) -> dict[str, bytes]:
+    def _apply_assignment(self, previous: protocol.Assignment | None,
+                          assignment: protocol.Assignment) -> None:
+        """Stop what was revoked (or is no longer ours), start what is new; with revocations
+        join again at once, with a delay when it has passed."""
+        had = set(previous.connectors) if previous else set()
+        for name in had - set(assignment.connectors):
+            self._stop_connector(name)
+        for task in set(self.tasks) - set(assignment.tasks):
+            self.tasks.pop(task).stop()
+        for name in assignment.connectors:
+            if name not in had:
+                self._start_connector(name)
+        for task in assignment.tasks:
+            if task not in self.tasks:
+                self._start_task(*task)
+        if assignment.revoked_connectors or assignment.revoked_tasks:
+            self.rejoin = True
+        if assignment.delay_ms > 0:
+            self.rejoin_at = time.monotonic() + assignment.delay_ms / 1000
+
+    def _assign(self, chosen: str, members: dict[str, bytes]) -> dict[str, bytes]:
         states = {m: protocol.decode_metadata(data) for m, data in members.items()}
         self.configs.log.read_to_end()
         snap = self.configs.snapshot()
         newest = max(s.config_offset for s in states.values())
-        url = self.config.advertised_url
+        url, version = self.config.advertised_url, protocol.VERSIONS.get(chosen, 0)
         if snap.offset < newest:
             failed = protocol.Assignment(protocol.CONFIG_MISMATCH, self.member.member_id, url,
                                          snap.offset)
-            return {m: protocol.encode_assignment(failed) for m in states}
-        plan = protocol.assign(states, list(snap.connectors), snap.all_tasks())
+            return {m: protocol.encode_assignment(failed, version) for m in states}
+        if chosen == protocol.COOPERATIVE:
+            plans = self.assignor.assign(states, list(snap.connectors), snap.all_tasks(),
+                                         time.monotonic() * 1000)
+        else:
+            plans = assign_eager(states, list(snap.connectors), snap.all_tasks())
         return {m: protocol.encode_assignment(protocol.Assignment(
-            protocol.NO_ERROR, self.member.member_id, url, snap.offset, tuple(cs), tuple(ts)))
-            for m, (cs, ts) in plan.items()}
+            protocol.NO_ERROR, self.member.member_id, url, snap.offset,
+            tuple(sorted(p.connectors)), tuple(sorted(p.tasks)),
+            tuple(sorted(p.revoked_connectors)), tuple(sorted(p.revoked_tasks)), p.delay_ms),
+            version) for m, p in plans.items()}
 
     def _stop_all(self) -> None:
         for runner in self.tasks.values():
@@ -191,20 +243,53 @@ class Herder:
 
     def _config_changed(self, name: str) -> None:
         new, old = self.configs.snapshot(), self.snapshot
-        if set(new.connectors) != set(old.connectors) or new.tasks != old.tasks:
+        counts = {n: len(t) for n, t in new.tasks.items()}
+        structural = (set(new.connectors) != set(old.connectors)
+                      or counts != {n: len(t) for n, t in old.tasks.items()})
+        if self.protocol != protocol.COOPERATIVE and (structural or new.tasks != old.tasks):
             self.rejoin = True  # eager: the next assignment restarts everything
             return
         self.snapshot = new
-        if name not in self.connectors and name not in (self.assignment.connectors
-                                                         if self.assignment else ()):
-            self._apply_target_to_tasks(name)
-            return
-        if new.connectors.get(name) != old.connectors.get(name):
-            self._stop_connector(name)
-            self._start_connector(name)
-        elif new.target_states.get(name) != old.target_states.get(name):
-            self._apply_target(name)
+        self._drop_deleted()
+        self._restart_reconfigured_tasks(old)
+        if self.assignment is not None and name in self.assignment.connectors:
+            if new.connectors.get(name) != old.connectors.get(name):
+                self._stop_connector(name)
+                self._start_connector(name)
+            elif new.target_states.get(name) != old.target_states.get(name):
+                self._apply_target(name)
         self._apply_target_to_tasks(name)
+        if structural:
+            self.rejoin = True  # the leader hands out what is new, and revokes what is gone
+
+    def _drop_deleted(self) -> None:
+        """Stop at once what belongs to deleted connectors, and forget it."""
+        if self.assignment is None:
+            return
+        alive = self.snapshot.connectors
+        for name in [n for n in self.assignment.connectors if n not in alive]:
+            self._stop_connector(name)
+        for task in [t for t in self.tasks if t[0] not in alive]:
+            self.tasks.pop(task).stop()
+        self.assignment = replace(
+            self.assignment, connectors=tuple(n for n in self.assignment.connectors
+                                              if n in alive),
+            tasks=tuple(t for t in self.assignment.tasks if t[0] in alive))
+
+    def _restart_reconfigured_tasks(self, old: ConfigState) -> None:
+        """Tasks kept here whose config changed restart with it; assigned tasks whose config
+        has just arrived start."""
+        if self.assignment is None:
+            return
+        for task in self.assignment.tasks:
+            now = self.snapshot.tasks.get(task[0], [])
+            before = old.tasks.get(task[0], [])
+            if task[1] >= len(now):
+                continue
+            if task not in self.tasks:
+                self._start_task(*task)
+            elif task[1] >= len(before) or before[task[1]] != now[task[1]]:
+                self.restart_task(task)
 
     def _apply_target(self, name: str) -> None:
         target = self.snapshot.target_states.get(name, "STARTED")

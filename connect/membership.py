@@ -25,7 +25,7 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorRequest
 
-from connect.protocol import EAGER, PROTOCOL_TYPE
+from connect.protocol import PROTOCOL_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 COORDINATOR_ERRORS = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 
-Assignor = Callable[[dict[str, bytes]], dict[str, bytes]]
+# The leader's assignment: (chosen protocol, every member's metadata) -> member's assignment
+Assignor = Callable[[str, dict[str, bytes]], dict[str, bytes]]
+Protocols = list[tuple[str, bytes]]  # (name, metadata), most preferred first
 
 
 class GroupError(Exception):
@@ -51,6 +53,7 @@ class Joined:
     generation: int
     member_id: str
     leader_id: str
+    protocol: str
     assignment: bytes
 
 
@@ -134,13 +137,15 @@ class GroupMember:
             raise
 
     # --- membership --------------------------------------------------------------------
-    def join(self, metadata: bytes, assignor: Assignor, deadline_s: float = 120) -> Joined:
+    def join(self, protocols: Protocols, assignor: Assignor,
+             deadline_s: float = 120) -> Joined:
         """JoinGroup then SyncGroup until a generation is joined; the leader's `assignor`
-        maps every member's metadata to its assignment."""
+        maps every member's metadata (for the protocol the coordinator chose) to its
+        assignment."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             try:
-                joined = self._join_once(metadata, assignor)
+                joined = self._join_once(protocols, assignor)
             except OSError as exc:
                 log.warning("group %s: %s; finding the coordinator again", self.group_id, exc)
                 time.sleep(0.5)
@@ -149,27 +154,30 @@ class GroupMember:
                 return joined
         raise GroupError(f"group {self.group_id}: could not join in {deadline_s}s")
 
-    def _join_once(self, metadata: bytes, assignor: Assignor) -> Joined | None:
+    def _join_once(self, protocols: Protocols, assignor: Assignor) -> Joined | None:
         resp = self._call(JoinGroupRequest(
             group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms, member_id=self.member_id,
             group_instance_id=None, protocol_type=PROTOCOL_TYPE,
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=EAGER,
-                                                                 metadata=metadata)]), 5)
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m)
+                       for n, m in protocols]), 5)
         if not self._retry_join(resp.error_code, resp.member_id):
             return None
         self.member_id, self.generation = resp.member_id, resp.generation_id
         assignments: dict[str, bytes] = {}
         if resp.leader == resp.member_id:
-            assignments = assignor({m.member_id: bytes(m.metadata) for m in resp.members})
+            assignments = assignor(resp.protocol_name,
+                                   {m.member_id: bytes(m.metadata) for m in resp.members})
         sync = self._call(SyncGroupRequest(
             group_id=self.group_id, generation_id=self.generation, member_id=self.member_id,
-            group_instance_id=None, protocol_type=PROTOCOL_TYPE, protocol_name=EAGER,
+            group_instance_id=None, protocol_type=PROTOCOL_TYPE,
+            protocol_name=resp.protocol_name,
             assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
                          for m, a in assignments.items()]), 5)
         if not self._retry_join(sync.error_code, self.member_id):
             return None
-        return Joined(self.generation, self.member_id, resp.leader, bytes(sync.assignment))
+        return Joined(self.generation, self.member_id, resp.leader, resp.protocol_name,
+                      bytes(sync.assignment))
 
     def _retry_join(self, error: int, member_id: str) -> bool:
         """True when the step succeeded; False to join again; raises what cannot be retried."""

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from connect import protocol
 from connect.api import STRING_SCHEMA, DataException, Schema
+from connect.assignor import IncrementalAssignor, assign_eager
 from connect.config import WorkerConfig, read_properties
 from connect.configdef import ConfigException
 from connect.converters import build_converter, converter_class
@@ -35,8 +36,65 @@ def test_assignments_round_trip(connectors: list[str], tasks: list[tuple[str, in
 
 def test_the_eager_assignment_spreads_connectors_and_tasks_round_robin() -> None:
     members = {m: protocol.WorkerState(f"http://{m}", 0) for m in ("w2", "w1")}
-    plan = protocol.assign(members, ["b", "a"], [("a", 0), ("a", 1), ("b", 0)])
-    assert plan == {"w1": (["a"], [("a", 0), ("b", 0)]), "w2": (["b"], [("a", 1)])}
+    plan = assign_eager(members, ["b", "a"], [("a", 0), ("a", 1), ("b", 0)])
+    assert (plan["w1"].connectors, plan["w1"].tasks) == ({"a"}, {("a", 0), ("b", 0)})
+    assert (plan["w2"].connectors, plan["w2"].tasks) == ({"b"}, {("a", 1)})
+
+
+@given(st.builds(protocol.Assignment, st.integers(0, 1), names, names, st.integers(0, 2**40),
+                 st.lists(names, unique=True, max_size=3).map(tuple),
+                 st.lists(st.tuples(names, st.integers(0, 9)), unique=True, max_size=4).map(tuple),
+                 st.lists(names, unique=True, max_size=3).map(tuple),
+                 st.lists(st.tuples(names, st.integers(0, 9)), unique=True, max_size=4).map(tuple),
+                 st.integers(0, 2**31 - 1)))
+def test_cooperative_assignments_and_metadata_round_trip(assignment: protocol.Assignment) -> None:
+    decoded = protocol.decode_assignment(protocol.encode_assignment(assignment, 1))
+    assert (set(decoded.connectors), set(decoded.tasks), set(decoded.revoked_connectors),
+            set(decoded.revoked_tasks), decoded.delay_ms) == (
+        set(assignment.connectors), set(assignment.tasks), set(assignment.revoked_connectors),
+        set(assignment.revoked_tasks), assignment.delay_ms)
+    state = protocol.WorkerState("http://w:8083", 7, decoded)
+    assert protocol.decode_metadata(protocol.encode_metadata(state, 1)) == state
+
+
+def _member(connectors: set[str], tasks: set[tuple[str, int]]) -> protocol.WorkerState:
+    return protocol.WorkerState("http://w", 0, protocol.Assignment(
+        0, "l", "http://l", 0, tuple(sorted(connectors)), tuple(sorted(tasks))))
+
+
+def test_a_joining_worker_gets_tasks_without_the_others_stopping_what_they_keep() -> None:
+    assignor = IncrementalAssignor(max_delay_ms=0)
+    tasks = [("a", i) for i in range(4)]
+    first = assignor.assign({"w1": protocol.WorkerState("http://w", 0)}, ["a"], tasks, 0)
+    assert first["w1"].tasks == set(tasks) and not first["w1"].revoked_tasks
+    members = {"w1": _member({"a"}, set(tasks)), "w2": protocol.WorkerState("http://w", 0)}
+    second = assignor.assign(members, ["a"], tasks, 1)
+    assert second["w1"].revoked_tasks == {("a", 2), ("a", 3)}
+    assert second["w1"].tasks == {("a", 0), ("a", 1)} and second["w2"].tasks == set()
+    members = {"w1": _member({"a"}, {("a", 0), ("a", 1)}), "w2": protocol.WorkerState("u", 0)}
+    third = assignor.assign(members, ["a"], tasks, 2)
+    assert third["w2"].tasks == {("a", 2), ("a", 3)} and not third["w1"].revoked_tasks
+
+
+def test_what_a_departed_worker_ran_waits_for_the_delay_then_moves() -> None:
+    assignor = IncrementalAssignor(max_delay_ms=1000)
+    tasks = [("a", 0), ("a", 1)]
+    members = {"w1": _member({"a"}, {("a", 0)}), "w2": _member(set(), {("a", 1)})}
+    assignor.assign(members, ["a"], tasks, 0)
+    alone = {"w1": _member({"a"}, {("a", 0)})}
+    waiting = assignor.assign(alone, ["a"], tasks, 100)
+    assert waiting["w1"].tasks == {("a", 0)} and waiting["w1"].delay_ms == 1000
+    still = assignor.assign(alone, ["a"], tasks, 600)
+    assert still["w1"].tasks == {("a", 0)} and still["w1"].delay_ms == 500
+    moved = assignor.assign(alone, ["a"], tasks, 1200)
+    assert moved["w1"].tasks == set(tasks) and moved["w1"].delay_ms == 0
+
+
+def test_deleted_connectors_are_revoked() -> None:
+    assignor = IncrementalAssignor(max_delay_ms=0)
+    plan = assignor.assign({"w1": _member({"a", "b"}, {("a", 0), ("b", 0)})}, ["a"],
+                           [("a", 0)], 0)
+    assert plan["w1"].revoked_connectors == {"b"} and plan["w1"].revoked_tasks == {("b", 0)}
 
 
 def test_json_converter_writes_kafkas_envelope_and_reads_it_back() -> None:

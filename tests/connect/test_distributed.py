@@ -1,6 +1,7 @@
-"""Two workers in one Connect group, as real processes: requests to a follower reach the
-leader, tasks spread over both, and when the worker running the file source is killed with
-SIGKILL mid-file, the survivor takes its tasks and resumes from the offsets topic: every line
+"""Two workers in one Connect group, as real processes. A second worker joining takes over
+one task while the other keeps running; requests to a follower reach the leader; and when
+the worker running the file source is killed with SIGKILL mid-file, the survivor takes its
+tasks (after scheduled.rebalance.max.delay.ms) and resumes from the offsets topic: every line
 lands in the topic exactly once (exactly-once source, KIP-618) and in the sink file."""
 
 from __future__ import annotations
@@ -31,28 +32,33 @@ def _write_slowly(path: Path, stop: threading.Event) -> None:
                 stop.wait(0.05)
 
 
-def test_killing_a_worker_moves_its_tasks_and_loses_or_doubles_nothing(
+def test_a_joining_worker_takes_tasks_and_a_killed_ones_move_back_losing_nothing(
         kafka_bootstrap: str, tmp_path: Path) -> None:
     group, topic = f"connect-dist-{uuid.uuid4().hex[:8]}", f"lines-{uuid.uuid4().hex[:6]}"
-    extra = {"exactly.once.source.support": "enabled"}
+    extra = {"exactly.once.source.support": "enabled",
+             "scheduled.rebalance.max.delay.ms": "2000"}
     first = WorkerProcess(tmp_path, kafka_bootstrap, group, extra).start()
-    second = WorkerProcess(tmp_path, kafka_bootstrap, group, extra).start()
-    workers = {f"127.0.0.1:{w.port}": w for w in (first, second)}
+    workers = {f"127.0.0.1:{first.port}": first}
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("")
+    sink = {"connector.class": "FileStreamSink", "file": str(sink_file), "topics": topic}
     try:
-        # Both workers take writes: the follower forwards them to the leader.
-        for worker, body in ((second, {"name": "b-source", "config": {
+        for body in ({"name": "b-source", "config": {
                 "connector.class": "FileStreamSource", "file": str(source_file),
-                "topic": topic}}), (first, {"name": "a-sink", "config": {
-                "connector.class": "FileStreamSink", "file": str(sink_file),
-                "topics": topic}})):
-            answer = worker.request("POST", "/connectors", body)
+                "topic": topic}}, {"name": "a-sink", "config": sink}):
+            answer = first.request("POST", "/connectors", body)
             assert answer.status_code == 201, answer.text
+        wait_for(lambda: _owner(first, "b-source") and _owner(first, "a-sink"), 40)
+        second = WorkerProcess(tmp_path, kafka_bootstrap, group, extra).start()
+        workers[f"127.0.0.1:{second.port}"] = second
+        # The newcomer is given one of the two tasks; the other keeps running where it was.
         owners = wait_for(lambda: (_owner(first, "b-source"), _owner(first, "a-sink"))
-                          if all((_owner(first, "b-source"), _owner(first, "a-sink")))
-                          else None, 40)
-        assert owners[0] != owners[1], "eager round robin puts the two tasks apart"
+                          if {_owner(first, "b-source"), _owner(first, "a-sink")} == set(workers)
+                          else None, 40, f"no task moved:\n{second.log()}")
+        # Either worker takes writes: the follower forwards them to the leader.
+        for worker in workers.values():
+            answer = worker.request("PUT", "/connectors/a-sink/config", sink)
+            assert answer.status_code == 200, answer.text
         stop = threading.Event()
         writer = threading.Thread(target=_write_slowly, args=(source_file, stop))
         writer.start()
