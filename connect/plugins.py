@@ -24,7 +24,9 @@ from connect.configdef import ConfigException
 
 log = logging.getLogger(__name__)
 
-BUILT_IN = ("connect.connectors.filestream", "connect.connectors.datagen")
+BUILT_IN = (
+    "connect.connectors.filestream", "connect.connectors.datagen", "connect.connectors.jdbc",
+)
 ENTRY_POINT_GROUP = "millrace.connect"
 
 

@@ -238,6 +238,7 @@ class SinkTaskRunner(TaskRunner):
         self.dlq_headers = config.get("errors.deadletterqueue.context.headers.enable") == "true"
         self.dlq: Producer | None = None
         self.paused_partitions = False
+        self.failing = False
 
     def _consumer(self) -> Consumer:
         overrides = {k[len("consumer.override."):]: v
@@ -273,9 +274,12 @@ class SinkTaskRunner(TaskRunner):
                     self._commit(task)
                     last_commit = time.monotonic()
             self._commit(task)
+        except BaseException:
+            self.failing = True  # nothing of the failed batch is flushed or committed
+            raise
         finally:
+            self.consumer.close()  # runs _on_revoke, which commits unless failing
             task.stop()
-            self.consumer.close()
         self.setup.report("UNASSIGNED", None)
 
     def _consume_unless_paused(self) -> list[Any]:
@@ -290,6 +294,7 @@ class SinkTaskRunner(TaskRunner):
             else:  # only once after pausing: a resume restarts the partition's fetcher
                 self.consumer.resume(assignment)
                 self.paused_partitions = False
+        self.failing = False
         return list(self.consumer.consume(1000, 0.5))
 
     def _convert(self, batch: list[Any]) -> list[SinkRecord]:
@@ -363,7 +368,8 @@ class SinkTaskRunner(TaskRunner):
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         task = self.task
         assert isinstance(task, SinkTask)
-        self._commit(task, [(p.topic, p.partition) for p in partitions])
+        if not self.failing:
+            self._commit(task, [(p.topic, p.partition) for p in partitions])
 
 
 def setup_converters(props: Mapping[str, str], worker_props: Mapping[str, str]
