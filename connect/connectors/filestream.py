@@ -172,6 +172,7 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: list[SinkRecord]) -> None:
         if records:
             self.out.write("\n".join(_line(r.value) for r in records) + "\n")
+            self.out.flush()  # whoever tails the file sees each batch; fsync waits for flush()
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         self.out.flush()
