@@ -247,7 +247,10 @@ class SinkTaskRunner(TaskRunner):
         consumer = Consumer({
             **self.setup.client_settings, "group.id": f"connect-{self.setup.connector}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed", **overrides})
+            "isolation.level": "read_committed",
+            # librdkafka's 1,000 ms: once its prefetch queue is full a partition's next fetch
+            # waits a second, which a task slower than the fetcher hits on every refill
+            "fetch.queue.backoff.ms": 20, **overrides})
         config = self.setup.connector_config
         topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
         regex = config.get("topics.regex", "").strip()
