@@ -105,8 +105,11 @@ class FileStreamSourceTask(SourceTask):
             return None
         assert self.stream is not None
         self._check_still_there()
-        chunk = self.stream.read(1 << 16) if self.filename else self.stream.readline()
-        if not chunk:
+        # a batch's worth when the file has it (with exactly-once sources a batch is one
+        # transaction, whose commit costs as much as many records)
+        chunk = (self.stream.read(max(1 << 16, 200 * self.batch_size - len(self.buffer)))
+                 if self.filename else self.stream.readline())
+        if not chunk and b"\n" not in self.buffer:
             time.sleep(0.2)
             return None
         self.buffer += chunk
