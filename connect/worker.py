@@ -254,7 +254,8 @@ class SinkTaskRunner(TaskRunner):
         config = self.setup.connector_config
         topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
         regex = config.get("topics.regex", "").strip()
-        consumer.subscribe(topics or ["^" + regex.lstrip("^")], on_revoke=self._on_revoke)
+        consumer.subscribe(topics or ["^" + regex.lstrip("^")], on_assign=self._on_assign,
+                           on_revoke=self._on_revoke)
         return consumer
 
     def run(self) -> None:
@@ -367,6 +368,12 @@ class SinkTaskRunner(TaskRunner):
             log.warning("sink %s: commit failed: %s", self.setup.connector, exc)
         for tp in offsets:
             self.consumed.pop(tp, None)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)  # done here, so that the pause below holds
+        if self.paused:  # assigned while paused: not one record until resumed
+            consumer.pause(partitions)
+            self.paused_partitions = True
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         task = self.task

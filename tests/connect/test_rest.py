@@ -260,3 +260,17 @@ def test_datagen_quickstart_writes_users_with_their_schema(
     wrong = worker.request("POST", "/connectors", {"name": _name(), "config": {
         "connector.class": "DatagenConnector", "kafka.topic": "t", "quickstart": "nope"}})
     assert "quickstart" in _error(wrong, 400)
+
+
+def test_a_connector_created_stopped_or_paused_starts_so(worker: WorkerProcess,
+                                                         tmp_path: Path) -> None:
+    stopped, paused = _name(), _name()
+    sink = {"connector.class": "FileStreamSink", "topics": "t", "file": str(tmp_path / "o")}
+    _create(worker, stopped, sink, initial_state="STOPPED")
+    _create(worker, paused, sink, initial_state="PAUSED")
+    _status(worker, stopped, "STOPPED")
+    assert worker.get(f"/connectors/{stopped}/tasks").json() == []
+    _status(worker, paused, "PAUSED", "PAUSED")
+    bad = worker.request("POST", "/connectors", {"name": _name(), "config": sink,
+                                                 "initial_state": "SLEEPING"})
+    _error(bad, 400)
