@@ -4,12 +4,14 @@ a database that refuses fails the task with the error in /status."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.connect.workers import WorkerProcess, wait_for
@@ -23,6 +25,29 @@ def worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
     proc.start()
     yield proc
     proc.stop()
+
+
+POSTGRES_URL = os.environ.get("MILLRACE_TEST_POSTGRES_URL",
+                              "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database of this test's own, dropped afterwards."""
+    name = f"test_connect_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+    yield POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
+        server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_rows(url: str, sql: str) -> list[Any]:
+    with psycopg.connect(url) as db:
+        try:
+            return db.execute(sql).fetchall()
+        except psycopg.errors.UndefinedTable:
+            return []
 
 
 def _rows(path: Path, sql: str) -> list[Any]:
@@ -92,3 +117,32 @@ def test_a_database_that_refuses_fails_the_task_and_bad_configs_are_refused(
         "topics": "t", "insert.mode": "upsert"}})
     assert upsert_without_key.status_code == 400
     assert "upsert needs pk.mode" in upsert_without_key.json()["message"]
+
+
+def test_postgresql_takes_upserts_and_is_polled_by_its_incrementing_column(
+        worker: WorkerProcess, tmp_path: Path, postgres_url: str) -> None:
+    source_db = tmp_path / "source.db"
+    with sqlite3.connect(source_db) as db:
+        db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
+        db.executemany("INSERT INTO items VALUES (?, ?)", [(i, f"n{i}") for i in range(1, 4)])
+    prefix = f"pg-{uuid.uuid4().hex[:6]}-"
+    json = {"value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    _post(worker, f"src-{prefix}", {
+        "connector.class": "JdbcSourceConnector", "connection.url": f"jdbc:sqlite:{source_db}",
+        "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": "items",
+        "topic.prefix": prefix, "poll.interval.ms": "200", **json})
+    _post(worker, f"pg-sink-{prefix}", {
+        "connector.class": "JdbcSinkConnector", "connection.url": f"jdbc:{postgres_url}",
+        "topics": f"{prefix}items", "table.name.format": "items_copy", "insert.mode": "upsert",
+        "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true", **json})
+    copied = "SELECT id, name FROM items_copy ORDER BY id"
+    wait_for(lambda: _pg_rows(postgres_url, copied) == [(1, "n1"), (2, "n2"), (3, "n3")], 40,
+             "the rows never reached PostgreSQL")
+    _post(worker, f"pg-src-{prefix}", {
+        "connector.class": "JdbcSourceConnector", "connection.url": f"jdbc:{postgres_url}",
+        "mode": "incrementing", "incrementing.column.name": "id",
+        "table.whitelist": "items_copy", "topic.prefix": prefix, "poll.interval.ms": "200",
+        **json})
+    committed = [{"partition": {"table": "items_copy"}, "offset": {"incrementing": 3}}]
+    wait_for(lambda: worker.get(f"/connectors/pg-src-{prefix}/offsets").json()["offsets"]
+             == committed, 40, "PostgreSQL's rows were never read")
