@@ -16,13 +16,43 @@ from tests.connect.workers import WorkerProcess, read_topic, wait_for
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+# The connector README.md shows (stopping at 5), as a user drops it into plugin.path.
+COUNTER_PLUGIN = """
+from connect.api import SourceConnector, SourceTask, SourceRecord, STRING_SCHEMA
+from connect.configdef import ConfigDef, Importance, NO_DEFAULT, Type
+
+class CounterSourceConnector(SourceConnector):
+    def config(self) -> ConfigDef:
+        return ConfigDef().define("topic", Type.STRING, NO_DEFAULT, Importance.HIGH,
+                                  "Where the counts go")
+    def start(self, props): self.props = dict(props)
+    def task_class(self): return CounterTask
+    def task_configs(self, max_tasks): return [self.props]
+    def exactly_once_support(self, props): return True
+
+class CounterTask(SourceTask):
+    def start(self, props):
+        self.topic = props["topic"]
+        stored = self.context.offset_storage_reader.offset({"counter": "main"})
+        self.n = stored["n"] if stored else 0
+    def poll(self):
+        if self.n >= 5:
+            return None
+        self.n += 1
+        return [SourceRecord({"counter": "main"}, {"n": self.n}, self.topic, str(self.n),
+                             STRING_SCHEMA)]
+    def stop(self): pass
+"""
 
 
 @pytest.fixture(scope="module")
 def worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[WorkerProcess]:
     group = f"connect-rest-{uuid.uuid4().hex[:8]}"
-    proc = WorkerProcess(tmp_path_factory.mktemp("connect-rest"), kafka_bootstrap, group)
+    plugins = tmp_path_factory.mktemp("plugins")
+    (plugins / "counter.py").write_text(COUNTER_PLUGIN)
+    proc = WorkerProcess(tmp_path_factory.mktemp("connect-rest"), kafka_bootstrap, group,
+                         {"plugin.path": str(plugins)})
     proc.start()
     yield proc
     proc.stop()
@@ -274,3 +304,12 @@ def test_a_connector_created_stopped_or_paused_starts_so(worker: WorkerProcess,
     bad = worker.request("POST", "/connectors", {"name": _name(), "config": sink,
                                                  "initial_state": "SLEEPING"})
     _error(bad, 400)
+
+
+def test_a_connector_dropped_into_plugin_path_is_listed_and_runs(
+        worker: WorkerProcess, kafka_bootstrap: str) -> None:
+    listed = [p["class"] for p in worker.get("/connector-plugins").json()]
+    assert "connect_plugin_counter.CounterSourceConnector" in listed
+    name, topic = _name(), f"counts-{uuid.uuid4().hex[:6]}"
+    _create(worker, name, {"connector.class": "CounterSource", "topic": topic})
+    assert read_topic(kafka_bootstrap, topic, 5) == [b"1", b"2", b"3", b"4", b"5"]
