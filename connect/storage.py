@@ -99,7 +99,9 @@ class TopicLog:
     def _run(self) -> None:
         assert self._consumer is not None
         while not self._stopping:
-            batch = self._consumer.consume(500, 1.0)
+            # consume() waits for all 500 or the timeout: the timeout bounds how late a
+            # write is seen (read_to_end, config changes)
+            batch = self._consumer.consume(500, 0.05)
             for msg in batch:
                 if msg.error() is None:
                     self.apply(msg.key() or b"", msg.value())
