@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from connect import __version__, offsets_api
+from connect import loggers as log_levels
 from connect.api import SinkConnector
 from connect.configdef import ConfigException
 from connect.connector_config import errors_of, validate
@@ -406,3 +407,20 @@ async def validate_config(req: Request) -> Response:
     config = {str(k): _text(v) for k, v in body.items() if v is not None}
     config.setdefault("connector.class", req.params["plugin"])
     return Response(200, validate(req.herder.plugins, config))
+
+
+@router.add("GET", "/admin/loggers")
+async def loggers(req: Request) -> Response:
+    return Response(200, log_levels.list_levels())
+
+
+@router.add("GET", "/admin/loggers/{logger}")
+async def logger_level(req: Request) -> Response:
+    return Response(200, log_levels.level_of(req.params["logger"]))
+
+
+@router.add("PUT", "/admin/loggers/{logger}")
+async def set_logger_level(req: Request) -> Response:
+    if req.query.get("scope", "worker").lower() == "cluster":
+        raise BadRequest("scope=cluster is not supported by this worker; use scope=worker")
+    return Response(200, log_levels.set_level(req.params["logger"], req.json()))

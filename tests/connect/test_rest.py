@@ -313,3 +313,16 @@ def test_a_connector_dropped_into_plugin_path_is_listed_and_runs(
     name, topic = _name(), f"counts-{uuid.uuid4().hex[:6]}"
     _create(worker, name, {"connector.class": "CounterSource", "topic": topic})
     assert read_topic(kafka_bootstrap, topic, 5) == [b"1", b"2", b"3", b"4", b"5"]
+
+
+def test_log_levels_are_read_and_set_as_kip_495_does(worker: WorkerProcess) -> None:
+    levels = worker.get("/admin/loggers").json()
+    assert levels["root"]["level"] == "INFO"
+    changed = worker.request("PUT", "/admin/loggers/connect", {"level": "DEBUG"})
+    assert changed.status_code == 200 and "connect.herder" in changed.json()
+    herder = worker.get("/admin/loggers/connect.herder").json()
+    assert herder["level"] == "DEBUG" and herder["last_modified"] > 0
+    worker.request("PUT", "/admin/loggers/connect", {"level": "INFO"})
+    _error(worker.request("PUT", "/admin/loggers/connect", {"level": "LOUD"}), 400)
+    _error(worker.request("PUT", "/admin/loggers/connect", {}), 400)
+    _error(worker.get("/admin/loggers/no.such.logger"), 404)
