@@ -7,6 +7,7 @@ import logging
 import sys
 
 import uvicorn
+from confluent_kafka import KafkaException
 
 from connect.config import WorkerConfig
 from connect.configdef import ConfigException
@@ -32,7 +33,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"connect: {exc}", file=sys.stderr)
         return 2
     herder = Herder(config, Plugins(config.plugin_path))
-    herder.start()
+    try:
+        herder.start()
+    except (KafkaException, TimeoutError) as exc:
+        # e.g. a replication factor the cluster cannot give, or no cluster at all
+        print(f"connect: could not set up the worker's internal topics: {exc}",
+              file=sys.stderr)
+        return 1
     server = uvicorn.Server(uvicorn.Config(
         ConnectApp(herder, router), host=config.rest_host or "0.0.0.0", port=config.rest_port,
         log_level="warning", lifespan="on"))

@@ -326,3 +326,15 @@ def test_log_levels_are_read_and_set_as_kip_495_does(worker: WorkerProcess) -> N
     _error(worker.request("PUT", "/admin/loggers/connect", {"level": "LOUD"}), 400)
     _error(worker.request("PUT", "/admin/loggers/connect", {}), 400)
     _error(worker.get("/admin/loggers/no.such.logger"), 404)
+
+
+def test_a_worker_that_cannot_make_its_topics_says_why_and_exits(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    # Kafka's default replication factor (3) on a single broker
+    proc = WorkerProcess(tmp_path, kafka_bootstrap, f"connect-rf-{uuid.uuid4().hex[:6]}",
+                         {"config.storage.replication.factor": "3"})
+    with pytest.raises(RuntimeError, match="the worker exited"):
+        proc.start()
+    assert proc.proc is not None and proc.proc.returncode == 1
+    assert "could not set up the worker's internal topics" in proc.log()
+    assert "INVALID_REPLICATION_FACTOR" in proc.log()
