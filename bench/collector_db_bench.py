@@ -45,7 +45,7 @@ def child(bootstrap: str) -> None:
     import pstats
 
     sys.path.insert(0, str(REPO))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
     import django
 
     django.setup()
@@ -53,7 +53,7 @@ def child(bootstrap: str) -> None:
     from django.db import connection
     from django.test import override_settings
 
-    from controlcenter.management.collector.loop import Collector, CollectorConfig
+    from controlcenter.collector.loop import Collector, CollectorConfig
 
     call_command("migrate", verbosity=0)
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):

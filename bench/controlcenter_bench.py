@@ -34,7 +34,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MILLRACE_DATA_DIR", tempfile.mkdtemp(prefix="ccbench-"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
 
 import django  # noqa: E402
 
@@ -160,7 +160,7 @@ def traffic(bootstrap: str, scale: Scale, round_: int) -> None:
 
 
 def measure_cycles(bootstrap: str, scale: Scale, cycles: int, figures: Figures) -> None:
-    from controlcenter.management.collector.loop import Collector, CollectorConfig
+    from controlcenter.collector.loop import Collector, CollectorConfig
 
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
         collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, interval=5.0,
@@ -207,7 +207,7 @@ async def fan_out(layers: dict[str, object], sockets: int, rounds: int) -> list[
     """Seconds from one publish (in another process) until every socket has the message."""
     from channels.testing import WebsocketCommunicator
 
-    from controlcenter.asgi import application
+    from millrace.asgi import application
 
     with override_settings(CHANNEL_LAYERS=layers):
         pages = []
@@ -264,7 +264,7 @@ def redis_answers(url: str) -> bool:
 
 def measure_fan_out(sockets: int, rounds: int) -> None:
     layers: dict[str, dict[str, object]] = {
-        "hub": {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
+        "hub": {"default": {"BACKEND": "millrace.channelhub.HubChannelLayer",
                             "CONFIG": {"data_dir": os.environ["MILLRACE_DATA_DIR"],
                                        "name": "bench"}}}}
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -11,7 +11,7 @@ In one run, against one built-in broker (`python -m brokercore`, a fresh log dir
 partition of `--records` 100-byte records, a consumer reading as the proxy does, with a
 new group from the beginning each round, for `--seconds`:
   (a) librdkafka's default backoff (what the proxy's instances had),
-  (b) `fetch.queue.backoff.ms` as restproxy/consumers.py sets it,
+  (b) `fetch.queue.backoff.ms` as restproxy/instances/instance.py sets it,
 in interleaved rounds. It prints requests/s and records/s, p50/p99/max request time, and
 the ratios (b)/(a). Compare ratios, not absolute times: the machine is noisy.
 
@@ -34,12 +34,12 @@ from pathlib import Path
 from confluent_kafka import Consumer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
 import django
 
 django.setup()  # the proxy's consumer settings are read from the restproxy package
 from bench.http_bench import fill_topic  # noqa: E402
-from restproxy.consumers import IDLE_BUFFER_LIMIT, InstanceConfig  # noqa: E402
+from restproxy.instances.instance import IDLE_BUFFER_LIMIT, InstanceConfig  # noqa: E402
 from tests.brokerproc import BrokerProcess  # noqa: E402
 
 TOPIC = "drained"

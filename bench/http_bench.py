@@ -63,7 +63,7 @@ def free_port() -> int:
 def default_server() -> tuple[str, int]:
     """The platform's server and worker count (Daphne, one process, before issue 13)."""
     try:
-        from controlcenter import webserver
+        from millrace import webserver
     except ImportError:
         return "daphne", 1
     return "platform", webserver.default_workers()
@@ -72,7 +72,7 @@ def default_server() -> tuple[str, int]:
 def server_command(server: str, app: str, port: int, workers: int) -> list[str]:
     py, host = sys.executable, "127.0.0.1"
     commands = {
-        "platform": [py, "-m", "controlcenter.webserver", "--app", app,
+        "platform": [py, "-m", "millrace.webserver", "--app", app,
                      "--bind", f"{host}:{port}", "--workers", str(workers)],
         "daphne": [py, "-m", "daphne", "-b", host, "-p", str(port), app],
         "uvicorn": [py, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers",
@@ -122,7 +122,7 @@ class Platform:
 
 
 def web_workers(root_pid: int) -> list[int]:
-    """The platform's web worker processes (`controlcenter.webserver --serve-fds`)."""
+    """The platform's web worker processes (`millrace.webserver --serve-fds`)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with suppress(OSError):

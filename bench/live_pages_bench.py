@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("MILLRACE_DATA_DIR", tempfile.mkdtemp(prefix="livebench-"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
 
 import django  # noqa: E402
 

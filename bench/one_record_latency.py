@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=500, help="per setting and round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    sys.setswitchinterval(0.0005)  # as a web worker (controlcenter/webserver.py)
+    sys.setswitchinterval(0.0005)  # as a web worker (millrace/webserver.py)
     base = free_base_port()
     bootstrap = f"127.0.0.1:{base}"
     with tempfile.TemporaryDirectory() as data_dir:

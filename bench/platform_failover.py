@@ -1,6 +1,6 @@
 """What a user of `make run` sees after `cluster kill N`: the pause in acknowledgements, and
 how long after `cluster start N` preferred leadership is back, with Kafka's broker defaults
-and with the platform's settings (controlcenter/platform_cluster.py), side by side in one run.
+and with the platform's settings (millrace/platform_cluster.py), side by side in one run.
 
 A producer like `manage.py failover_demo` (idempotent, acks=all, 200 msg/s over 3 partitions
 of an RF=3, min.insync.replicas=2 topic) runs throughout. For each kill the pause is the
@@ -26,7 +26,7 @@ from pathlib import Path
 import confluent_kafka
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from controlcenter.platform_cluster import broker_config
+from millrace.platform_cluster import broker_config
 from tests.brokerproc import ClusterProcess
 from tests.cluster.faults import ClusterView
 from tests.cluster.workload import create_topic

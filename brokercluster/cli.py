@@ -20,6 +20,7 @@ from brokercluster.control import ACTIONS, NoSupervisor, request
 from brokercluster.layout import SOCKET_NAME, ClusterLayout, LayoutError
 from brokercluster.supervisor import Supervisor
 from brokercore.config import BrokerConfig, ConfigError
+from brokercore.security.scram import parse_add_scram
 
 DESCRIPTION = """\
 Without ACTION: run a cluster of broker processes in the foreground until Ctrl-C.
@@ -43,14 +44,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "BASE+100+i-1, metrics on BASE+200+i-1 (default 9092)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a broker config for every broker (Kafka's names), repeatable")
+    parser.add_argument("--add-scram", action="append", default=[],
+                        metavar="MECHANISM=[name=..,password=..]",
+                        help="a SCRAM user for the new cluster (kafka-storage format "
+                             "--add-scram), repeatable")
     parser.add_argument("--json", action="store_true", help="machine-readable answer")
     args = parser.parse_args(argv)
     if args.action is None:
         if args.id is not None or args.json:
             parser.error("a broker id and --json go with an ACTION")
     else:
-        if args.brokers is not None or args.base_port is not None or args.override:
-            parser.error("--brokers, --base-port and --override are for starting the cluster")
+        if (args.brokers is not None or args.base_port is not None or args.override
+                or args.add_scram):
+            parser.error("--brokers, --base-port, --override and --add-scram are for starting "
+                         "the cluster")
         if (args.action == "status") != (args.id is None):
             parser.error("status takes no broker id" if args.action == "status"
                          else f"{args.action} needs a broker id")
@@ -61,7 +68,8 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     data_dir: Path = args.data_dir.resolve()
     if args.action is None:
-        return run(data_dir, args.brokers or 3, args.base_port or 9092, args.override)
+        return run(data_dir, args.brokers or 3, args.base_port or 9092, args.override,
+                   args.add_scram)
     message: dict[str, Any] = {"action": args.action}
     if args.id is not None:
         message["id"] = args.id
@@ -82,17 +90,20 @@ def main(argv: list[str]) -> int:
     return 0 if answer.get("ok") else 1
 
 
-def run(data_dir: Path, brokers: int, base_port: int, overrides: list[str]) -> int:
+def run(data_dir: Path, brokers: int, base_port: int, overrides: list[str],
+        add_scram: list[str] | None = None) -> int:
     try:
         layout = ClusterLayout(brokers, base_port, data_dir)
         # Checked once here, so that a typo fails now rather than in N brokers' logs.
         BrokerConfig.load(None, overrides)
-    except (LayoutError, ConfigError) as exc:
+        for user in add_scram or []:
+            parse_add_scram(user)
+    except (LayoutError, ConfigError, ValueError) as exc:
         print(f"brokercluster: {exc}", file=sys.stderr)
         return 2
     extra = dict(item.split("=", 1) for item in overrides)
     try:
-        return asyncio.run(Supervisor(layout, extra).run())
+        return asyncio.run(Supervisor(layout, extra, add_scram=add_scram).run())
     except NoSupervisor as exc:
         print(f"brokercluster: {exc}", file=sys.stderr)
         return 1

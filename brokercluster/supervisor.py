@@ -33,8 +33,10 @@ log = logging.getLogger(__name__)
 
 class Supervisor:
     def __init__(self, layout: ClusterLayout, overrides: dict[str, str],
-                 start_timeout: float = 60.0, stop_timeout: float = 15.0) -> None:
+                 start_timeout: float = 60.0, stop_timeout: float = 15.0,
+                 add_scram: list[str] | None = None) -> None:
         self.layout = layout
+        self.add_scram = add_scram or []  # every node's, for whichever leads first
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.children = {
@@ -43,7 +45,8 @@ class Supervisor:
         self.stopping = False
 
     def _args(self, node: NodeLayout, overrides: dict[str, str]) -> list[str]:
-        args = [sys.executable, "-m", "brokercore"]
+        args = [sys.executable, "-m", "brokercore",
+                *(f"--add-scram={user}" for user in self.add_scram)]
         for key, value in self.layout.overrides(node.node_id, overrides).items():
             args += ["--override", f"{key}={value}"]
         return args

@@ -10,10 +10,14 @@ import asyncio
 import logging
 import signal
 import sys
+from base64 import b64encode
 from pathlib import Path
 
 from brokercore.broker import Broker
 from brokercore.config import BrokerConfig, ConfigError
+from brokercore.controller.records import UserScramCredentialRecord
+from brokercore.controller.scram import write_bootstrap
+from brokercore.security.scram import MECHANISM_IDS, new_credential, parse_add_scram
 from brokercore.shutdown import close_loop
 
 
@@ -26,8 +30,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--override", action="append", default=[], metavar="KEY=VALUE",
         help="set a config key (Kafka's names), repeatable; wins over --config",
     )
+    parser.add_argument(
+        "--add-scram", action="append", default=[], metavar="MECHANISM=[name=..,password=..]",
+        help="a SCRAM user for a new cluster, as kafka-storage format --add-scram takes it "
+             "(repeatable); written to the metadata log dir, used once when the cluster "
+             "first forms",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser.parse_args(argv)
+
+
+def add_scram_users(config: BrokerConfig, specs: list[str]) -> None:
+    """Write the bootstrap credentials (never the passwords) for a cluster not yet formed."""
+    records = []
+    for spec in specs:
+        mechanism, name, password, iterations = parse_add_scram(spec)
+        credential = new_credential(mechanism, password, iterations)
+        records.append(UserScramCredentialRecord(
+            name, MECHANISM_IDS[mechanism], b64encode(credential.salt).decode(),
+            b64encode(credential.stored_key).decode(),
+            b64encode(credential.server_key).decode(), iterations))
+    if records:
+        write_bootstrap(config.metadata_log_dir, records)
 
 
 async def serve(config: BrokerConfig) -> int:
@@ -58,12 +82,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         config = BrokerConfig.load(args.config, args.override)
-    except (ConfigError, OSError) as exc:
+        add_scram_users(config, args.add_scram)
+    except (ConfigError, OSError, ValueError) as exc:
         print(f"brokercore: {exc}", file=sys.stderr)
         return 2
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(serve(config))
+    except (ConfigError, OSError) as exc:  # a listener's keys or JAAS line, read at start
+        print(f"brokercore: {exc}", file=sys.stderr)
+        return 2
     finally:
         close_loop(loop)  # asyncio.run would wait without limit for tasks left running
 

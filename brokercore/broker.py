@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import brokercore.handlers  # noqa: F401  (registers every API handler)
 from brokercore.clock import Clock, SystemClock
-from brokercore.config import BrokerConfig, ConfigError, Listener, parse_listeners
+from brokercore.config import BrokerConfig, Listener
 from brokercore.controller.controller import Controller, ControllerError
 from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import broker_group_coordinator
@@ -20,6 +20,15 @@ from brokercore.metrics import MetricsServer, start_metrics_server
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.log_dirs import LogDir, open_log_dirs
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.security.authorizer import Authorizer
+from brokercore.security.connection import ListenerSecurity
+from brokercore.security.listeners import (
+    ListenerSpec,
+    advertised_listeners,
+    client_listener_specs,
+    inter_broker_listener_name,
+)
+from brokercore.security.scram import MECHANISM_IDS, ScramCredential
 from brokercore.server import KafkaServer
 from brokercore.shutdown import STEP_SECONDS, bounded
 from brokercore.txn import broker_transaction_coordinator, broker_transaction_verifier
@@ -52,15 +61,22 @@ class Broker:
         self.transaction_verifier = broker_transaction_verifier(
             config, self.transaction_coordinator, self.controller)
         self.metrics: MetricsServer | None = None  # brokercore.metrics, when configured
-        listener = self.kafka_listener = _kafka_listener(config)
+        self.listener_specs = client_listener_specs(config)
+        self.inter_broker_listener = inter_broker_listener_name(config)
         sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots"), self.clock)
         self.parts = BrokerParts(self.node_id, config, self.replica_manager,
                                  self.controller, self.group_coordinator,
                                  self.transaction_coordinator, self.transaction_verifier,
-                                 sessions)
-        self.server = KafkaServer(self.parts, listener.host, listener.port)
-        self.advertised: Listener = listener
+                                 sessions, Authorizer(config, self.controller.image.acls))
+        self.servers = {spec.name: KafkaServer(
+            self.parts, spec.host, spec.port,
+            ListenerSecurity.build(config, spec, self._scram_credential))
+            for spec in self.listener_specs}
+        first = self.listener_specs[0]
+        self.server = self.servers[first.name]  # the first client listener
+        self.advertised = Listener(first.name, first.host, first.port)
+        self.endpoints: dict[str, Listener] = {}
         self.incarnation = str(uuid.uuid4())  # tells this process start from earlier ones
         self.broker_epoch = -1
         self._heartbeats: asyncio.Task[None] | None = None
@@ -87,8 +103,10 @@ class Broker:
         """Join the metadata quorum, catch up, serve Kafka, then register."""
         await self.controller.start()
         await self.replica_manager.load()
-        port = await self.server.start()
-        self.advertised = self._advertised_listener(port)
+        for spec in self.listener_specs:
+            port = await self.servers[spec.name].start()
+            self.endpoints[spec.name] = self._advertised_listener(spec, port)
+        self.advertised = self.endpoints[self.listener_specs[0].name]
         await self._register()
         if self.replica_manager.offline_replicas():  # a dir is still failed: say so at once
             self._heartbeat_now.set()
@@ -98,12 +116,23 @@ class Broker:
         self.transaction_coordinator.start()
         self.metrics = await start_metrics_server(
             self.config, self.replica_manager, self.controller, self.parts.fetch_sessions)
-        log.info("node %d: serving Kafka on %s:%d", self.node_id, self.server.host or "*", port)
+        for spec in self.listener_specs:
+            log.info("node %d: serving Kafka on %s://%s:%d (%s)", self.node_id, spec.name,
+                     spec.host or "*", self.servers[spec.name].port, spec.protocol.value)
+
+    def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """A user's SCRAM credential, read from the live metadata image at each login."""
+        found = self.image.scram_credentials.get(user, {}).get(MECHANISM_IDS[mechanism])
+        if found is None:
+            return None
+        return ScramCredential(found.salt, found.stored_key, found.server_key, found.iterations)
 
     async def _register(self) -> None:
+        inter_broker = self.endpoints[self.inter_broker_listener]
         self.broker_epoch = await self.controller.register_broker(
-            self.node_id, self.advertised.host, self.advertised.port,
+            self.node_id, inter_broker.host, inter_broker.port,
             self.config.get("broker.rack"), self.incarnation,
+            [(e.name, e.host, e.port) for e in self.endpoints.values()],
         )
 
     async def _heartbeat_loop(self) -> None:
@@ -198,11 +227,11 @@ class Broker:
         log.warning("node %d: controlled shutdown did not complete; stopping anyway",
                     self.node_id)
 
-    def _advertised_listener(self, bound_port: int) -> Listener:
-        raw = self.config.get("advertised.listeners")
-        bound = self.kafka_listener
-        if raw:
-            advertised = parse_listeners(raw)[0]
+    def _advertised_listener(self, bound: ListenerSpec, bound_port: int) -> Listener:
+        """The listener as clients are told of it: `advertised.listeners`' entry of the
+        same name, else where it is bound (a wildcard host advertised as localhost)."""
+        advertised = advertised_listeners(self.config).get(bound.name)
+        if advertised is not None:
             port = bound_port if advertised.port == 0 else advertised.port
             return Listener(advertised.name, advertised.host, port)
         host = bound.host if bound.host not in ("", "0.0.0.0", "::") else "localhost"
@@ -222,7 +251,7 @@ class Broker:
                           budget)
         steps: list[tuple[str, Callable[[], Awaitable[None]] | None]] = [
             ("metrics", self.metrics.stop if self.metrics is not None else None),
-            ("Kafka listener", self.server.stop),
+            ("Kafka listeners", self._stop_servers),
             ("group coordinator", self.group_coordinator.stop),
             ("transaction verifier", self.transaction_verifier.stop),
             ("transaction coordinator", self.transaction_coordinator.stop),
@@ -234,12 +263,6 @@ class Broker:
                 await bounded(self.node_id, what, step(), STEP_SECONDS)
         log.info("node %d: stopped", self.node_id)
 
-
-def _kafka_listener(config: BrokerConfig) -> Listener:
-    """The first listener that is not a controller listener (Kafka's rule)."""
-    controller_names = {n.strip() for n in (config.get("controller.listener.names") or "")
-                        .split(",")}
-    for listener in config.listeners:
-        if listener.name not in controller_names:
-            return listener
-    raise ConfigError("listeners names no listener for clients, only controller listeners")
+    async def _stop_servers(self) -> None:
+        for server in self.servers.values():
+            await server.stop()

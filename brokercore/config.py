@@ -44,6 +44,7 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
 
 
 class ConfigError(ValueError):
@@ -226,6 +227,60 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("group.consumer.assignors", T.LIST, "uniform,range",
            "KIP-848 groups: the server-side assignors; the first is the default."),
         _k("group.consumer.max.size", T.INT, "2147483647", "KIP-848 groups: most members."),
+        _k("group.consumer.migration.policy", T.STRING, "bidirectional",
+           "Online migration of groups with members between the classic and the consumer "
+           "protocol: bidirectional, upgrade, downgrade or disabled (case-insensitive)."),
+        # Authorization (brokercore/security/authorizer.py)
+        _k("authorizer.class.name", T.STRING, "",
+           "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or "
+           "StandardAuthorizer) for ACLs; empty: none, everything is allowed.", read_only=True),
+        _k("super.users", T.STRING, "",
+           "Principals allowed everything, separated by semicolons (User:admin;User:broker).",
+           read_only=True),
+        _k("allow.everyone.if.no.acl.found", T.BOOLEAN, "false",
+           "Allow everyone on a resource that has no ACL at all.", read_only=True),
+        # Security (brokercore/security/); each may also be set per listener as
+        # listener.name.<listener>.<key>.
+        _k("listener.security.protocol.map", T.STRING,
+           "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+           "Listener name to security protocol.", read_only=True),
+        _k("inter.broker.listener.name", T.STRING, None,
+           "The listener brokers use among themselves; unset: the first client listener.",
+           read_only=True),
+        _k("sasl.enabled.mechanisms", T.LIST, "GSSAPI",
+           "SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+           "are served).", read_only=True),
+        _k("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI",
+           "The SASL mechanism of this broker's own connections to the others.",
+           read_only=True),
+        _k("sasl.mechanism.controller.protocol", T.STRING, "GSSAPI",
+           "The SASL mechanism of connections to the controller listener.", read_only=True),
+        _k("sasl.jaas.config", T.PASSWORD, None,
+           "JAAS login module and options (PLAIN users as user_<name>).", read_only=True),
+        _k("connections.max.reauth.ms", T.LONG, "0",
+           "SASL session lifetime before re-authentication; 0: none.", read_only=True),
+        _k("ssl.client.auth", T.STRING, "none", "none, requested or required.",
+           read_only=True, choices=("none", "requested", "required")),
+        _k("ssl.enabled.protocols", T.LIST, "TLSv1.2,TLSv1.3", "TLS versions served.",
+           read_only=True),
+        _k("ssl.keystore.type", T.STRING, "JKS", "PEM or PKCS12 (JKS is not read).",
+           read_only=True),
+        _k("ssl.keystore.location", T.STRING, None, "The keystore file.", read_only=True),
+        _k("ssl.keystore.password", T.PASSWORD, None, "The keystore's password.",
+           read_only=True),
+        _k("ssl.key.password", T.PASSWORD, None, "The private key's password.",
+           read_only=True),
+        _k("ssl.keystore.certificate.chain", T.PASSWORD, None,
+           "The certificate chain, inline PEM.", read_only=True),
+        _k("ssl.keystore.key", T.PASSWORD, None, "The private key, inline PEM.",
+           read_only=True),
+        _k("ssl.truststore.type", T.STRING, "JKS", "PEM (JKS is not read).", read_only=True),
+        _k("ssl.truststore.location", T.STRING, None, "The truststore file.", read_only=True),
+        _k("ssl.truststore.certificates", T.PASSWORD, None,
+           "Trusted certificates, inline PEM.", read_only=True),
+        _k("ssl.endpoint.identification.algorithm", T.STRING, "https",
+           "Host name checking of peers this broker connects to; empty: none.",
+           read_only=True),
     ]
 }
 
@@ -349,6 +404,20 @@ def parse_listeners(value: str) -> list[Listener]:
 # broker's own. The metadata image owns this mapping (ConfigRecords replayed); a broker's
 # `BrokerConfig.dynamic` is a live view of it.
 DynamicConfigs = Mapping[str, Mapping[str, str]]
+
+# Group configs (KIP-848, Kafka's GroupConfig): a consumer group's own session timeout and
+# heartbeat interval, over the broker's defaults (the synonym), within the broker's bounds.
+GROUP_CONFIGS: dict[str, ConfigKey] = {
+    c.name: c
+    for c in [
+        _k("consumer.session.timeout.ms", T.INT, "45000",
+           "KIP-848 groups: this group's session timeout.",
+           synonyms=(("group.consumer.session.timeout.ms", 1),)),
+        _k("consumer.heartbeat.interval.ms", T.INT, "5000",
+           "KIP-848 groups: this group's heartbeat interval.",
+           synonyms=(("group.consumer.heartbeat.interval.ms", 1),)),
+    ]
+}
 
 # Broker keys that change without a restart: Kafka's DynamicLogConfig (the broker defaults
 # of topic configs) and its DynamicProducerStateManagerConfig (transaction verification and

@@ -11,6 +11,14 @@ so it sees the connection's requests one at a time as before. At most `MAX_IN_FL
 pending per connection; beyond that the reader stops reading. A framing error, an unknown
 API key or an unsupported version closes only that connection, once the responses to the
 requests before it are written; everyone else is served on.
+
+A listener's security protocol (`brokercore/security/`) adds two steps: on SSL and SASL_SSL
+the TLS handshake comes first (a failed one is logged once and closes the connection), and
+on SASL_PLAINTEXT and SASL_SSL the connection's `SaslAuthenticator` gates every request
+until it is authenticated: only ApiVersions and the SASL APIs are served before, one at a
+time, and anything else, a failed authentication or an expired session closes it, as in
+Kafka. The connection's principal (SASL user, else the TLS client certificate's DN, else
+User:ANONYMOUS) goes into each request's context.
 """
 
 from __future__ import annotations
@@ -18,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import REGISTRY, Api, api_versions_entries
-from brokercore.protocol.context import NO_RESPONSE, AppendOrder, RequestContext
+from brokercore.protocol.context import ANONYMOUS, NO_RESPONSE, AppendOrder, RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.protocol.framing import (
     FramingError,
@@ -33,6 +42,15 @@ from brokercore.protocol.framing import (
     parse_header,
     skip_tagged_fields,
 )
+from brokercore.security.connection import ListenerSecurity
+from brokercore.security.sasl import (
+    SASL_AUTHENTICATE_KEY,
+    SASL_HANDSHAKE_KEY,
+    SaslAuthenticator,
+    SaslFailure,
+    SaslState,
+)
+from brokercore.security.tls import certificate_principal
 from brokercore.tcp_server import TcpServer
 
 log = logging.getLogger(__name__)
@@ -41,6 +59,8 @@ _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 PRODUCE_KEY = 0
 MAX_IN_FLIGHT = 16
+TLS_HANDSHAKE_SECONDS = 10
+_TLS_RECORD_START = (0x16, 0x03)  # a TLS handshake record: what a TLS client sends first
 
 
 @dataclass
@@ -49,35 +69,86 @@ class _InFlight:
     produce: bool
 
 
+class ConnectionClosed(Exception):
+    """The connection's security says: close it (after the responses written so far)."""
+
+
+@dataclass
+class _Session:
+    """One connection's identity: its SASL state, if the listener uses SASL."""
+
+    peer: str
+    principal: str = ANONYMOUS
+    sasl: SaslAuthenticator | None = None
+    appends: AppendOrder | None = None
+
+    @property
+    def current_principal(self) -> str:
+        if self.sasl is not None and self.sasl.principal is not None:
+            return self.sasl.principal
+        return self.principal
+
+
 class KafkaServer(TcpServer):
-    def __init__(self, parts: BrokerParts, host: str, port: int) -> None:
+    def __init__(self, parts: BrokerParts, host: str, port: int,
+                 security: ListenerSecurity | None = None) -> None:
         super().__init__(host, port, limit=2**20, backlog=1024)
         self.parts = parts
+        self.security = security or ListenerSecurity.plaintext(host, port)
+        self.listener: str = self.security.spec.name
         self.node_id = parts.node_id
         self.max_request_bytes = parts.config.get_int("socket.request.max.bytes")
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
+        session = _Session(peer)
+        if self.security.ssl_context is not None and not await self._start_tls(writer, session):
+            return
+        if self.security.sasl is not None:
+            session.sasl = SaslAuthenticator(self.security.sasl)
         try:
-            await self._serve_requests(reader, writer, peer)
+            await self._serve_requests(reader, writer, session)
         except FramingError as exc:
-            log.warning("node %d: closing connection from %s: %s", self.node_id, peer, exc)
+            log.warning("node %d: closing connection from %s on %s: %s", self.node_id, peer,
+                        self.listener, exc)
+        except ConnectionClosed as exc:
+            log.warning("node %d: closing connection from %s on %s: %s", self.node_id, peer,
+                        self.listener, exc)
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             raise
         except Exception:
             log.exception("node %d: error serving %s; closing its connection",
                           self.node_id, peer)
 
+    async def _start_tls(self, writer: asyncio.StreamWriter, session: _Session) -> bool:
+        """The TLS handshake; False (logged once) when it fails."""
+        assert self.security.ssl_context is not None
+        try:
+            await writer.start_tls(self.security.ssl_context,
+                                   ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS)
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
+            # A peer that connects and leaves without a word is a port probe, not an error.
+            quiet = isinstance(exc, ConnectionResetError | ssl.SSLEOFError) or not str(exc)
+            log.log(logging.DEBUG if quiet else logging.WARNING,
+                    "node %d: TLS handshake with %s on %s failed: %s", self.node_id,
+                    session.peer, self.listener, exc or type(exc).__name__)
+            return False
+        principal = certificate_principal(writer.get_extra_info("peercert"))
+        if principal is not None:
+            session.principal = principal
+        return True
+
     async def _serve_requests(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: _Session
     ) -> None:
         pending: asyncio.Queue[_InFlight | None] = asyncio.Queue(MAX_IN_FLIGHT)
         reading = asyncio.current_task()
         assert reading is not None
+        peer = session.peer
         writing = asyncio.create_task(self._write_responses(pending, writer, reading, peer))
         try:
-            await self._read_requests(reader, pending, peer)
+            await self._read_requests(reader, pending, session)
         except asyncio.CancelledError:
             raise
         except BaseException:
@@ -95,19 +166,24 @@ class KafkaServer(TcpServer):
                     item.task.cancel()
 
     async def _read_requests(
-        self, reader: asyncio.StreamReader, pending: asyncio.Queue[_InFlight | None], peer: str
+        self, reader: asyncio.StreamReader, pending: asyncio.Queue[_InFlight | None],
+        session: _Session,
     ) -> None:
         running: list[_InFlight] = []
-        appends = AppendOrder()
+        session.appends = AppendOrder()
+        sasl = session.sasl
         while True:
-            (size,) = _SIZE.unpack(await reader.readexactly(4))
-            if size < 0 or size > self.max_request_bytes:
-                raise FramingError(
-                    f"request size {size} is outside 0..{self.max_request_bytes} "
-                    "(socket.request.max.bytes)"
-                )
-            frame = memoryview(await reader.readexactly(size))
-            prepared = self._prepare(frame, peer, appends)
+            frame = await self._read_frame(reader)
+            if sasl is not None and sasl.state is SaslState.RAW_TOKEN:
+                raw = _InFlight(asyncio.create_task(self._raw_token(sasl, frame)), False)
+                await pending.put(raw)
+                await asyncio.wait([raw.task])
+                if sasl.closing:
+                    raise ConnectionClosed(f"SASL: {sasl.failure}")
+                continue
+            prepared = self._prepare(frame, session)
+            if sasl is not None and not isinstance(prepared, bytes):
+                self._check_sasl(sasl, prepared[0])
             produce = not isinstance(prepared, bytes) and prepared[0].key == PRODUCE_KEY
             running = [r for r in running if not r.task.done()]
             if running and not (produce and all(r.produce for r in running)):
@@ -115,6 +191,41 @@ class KafkaServer(TcpServer):
             item = _InFlight(asyncio.create_task(self._respond(prepared)), produce)
             running.append(item)
             await pending.put(item)
+            if sasl is not None and (not sasl.authenticated or _is_sasl(prepared)):
+                # The SASL state decides how the next frame is read: let this one finish.
+                await asyncio.wait([item.task])
+                if sasl.closing:
+                    raise ConnectionClosed(f"SASL: {sasl.failure}")
+
+    async def _read_frame(self, reader: asyncio.StreamReader) -> memoryview:
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
+        if size < 0 or size > self.max_request_bytes:
+            if (size >> 24, (size >> 16) & 0xFF) == _TLS_RECORD_START:
+                raise FramingError(f"a TLS handshake on a {self.security.spec.protocol.value} "
+                                   "listener")
+            raise FramingError(
+                f"request size {size} is outside 0..{self.max_request_bytes} "
+                "(socket.request.max.bytes)"
+            )
+        return memoryview(await reader.readexactly(size))
+
+    def _check_sasl(self, sasl: SaslAuthenticator, api: Api) -> None:
+        """Kafka's gate: before authentication only ApiVersions and the SASL APIs; after
+        the session expired (connections.max.reauth.ms) only a re-authentication."""
+        if not sasl.permits(api.key):
+            raise ConnectionClosed(f"{api.name} request during SASL {sasl.state.value}")
+        if (sasl.authenticated and api.key != SASL_HANDSHAKE_KEY
+                and sasl.session_expired()):
+            raise ConnectionClosed(f"the SASL session of {sasl.principal} expired "
+                                   "(connections.max.reauth.ms) without re-authentication")
+
+    async def _raw_token(self, sasl: SaslAuthenticator, frame: memoryview) -> bytes:
+        """Handshake v0: a bare token in, a bare token out; a failure closes unanswered."""
+        try:
+            answer = sasl.raw_token(bytes(frame))
+        except SaslFailure:
+            return b""  # the reader sees `closing` and closes the connection
+        return _SIZE.pack(len(answer)) + answer
 
     async def _write_responses(
         self, pending: asyncio.Queue[_InFlight | None], writer: asyncio.StreamWriter,
@@ -133,8 +244,8 @@ class KafkaServer(TcpServer):
                 if writer.transport.get_write_buffer_size() > 2**20:
                     await writer.drain()
 
-    def _prepare(self, frame: memoryview, peer: str,
-                 appends: AppendOrder) -> bytes | tuple[Api, RequestContext, Any]:
+    def _prepare(self, frame: memoryview,
+                 session: _Session) -> bytes | tuple[Api, RequestContext, Any]:
         """The parsed request, or the finished answer to an unsupported ApiVersions."""
         header, pos = parse_header(frame)
         api = REGISTRY.get(header.api_key)
@@ -150,7 +261,10 @@ class KafkaServer(TcpServer):
         if api.flexible(header.api_version):
             pos = skip_tagged_fields(frame, pos)
         request = self._decode(api, frame[pos:], header)
-        return api, RequestContext(header, peer, appends), request
+        assert session.appends is not None
+        context = RequestContext(header, session.peer, session.appends,
+                                 session.current_principal, self.listener, session.sasl)
+        return api, context, request
 
     async def _respond(self, prepared: bytes | tuple[Api, RequestContext, Any]) -> bytes | None:
         if isinstance(prepared, bytes):
@@ -174,6 +288,11 @@ class KafkaServer(TcpServer):
             raise FramingError(
                 f"cannot decode {api.name} v{header.api_version} from {header.client_id}: {exc!r}"
             ) from exc
+
+
+def _is_sasl(prepared: bytes | tuple[Api, RequestContext, Any]) -> bool:
+    return not isinstance(prepared, bytes) and prepared[0].key in (SASL_HANDSHAKE_KEY,
+                                                                   SASL_AUTHENTICATE_KEY)
 
 
 def unsupported_api_versions_response(correlation_id: int) -> bytes:

@@ -4,7 +4,14 @@ See README.md.
 """
 
 from .client import ClusterClient
-from .configs import ConfigChange, ConfigEntry, ConfigOperation, ConfigSynonym, ResourceKind
+from .configs import (
+    AcksAllShortfall,
+    ConfigChange,
+    ConfigEntry,
+    ConfigOperation,
+    ConfigSynonym,
+    ResourceKind,
+)
 from .errors import ClusterRequestError, ClusterUnavailable
 from .groups import (
     ConsumerGroup,
@@ -33,7 +40,8 @@ from .offsets import (
 )
 
 __all__ = [
-    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "Broker", "ClusterClient", "ClusterMetadata",
+    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "AcksAllShortfall", "Broker", "ClusterClient",
+    "ClusterMetadata",
     "ClusterRequestError", "ClusterUnavailable", "ConfigChange", "ConfigEntry",
     "ConfigOperation", "ConfigSynonym", "ConsumerGroup", "GroupLag", "GroupListing",
     "GroupMember", "GroupOffsets", "GroupState", "GroupType", "ListOffsetsResult",

@@ -24,7 +24,13 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigEntry as KafkaConfigEntry
 
-from .configs import ConfigChange, ConfigEntry, ResourceKind, entry_from_confluent
+from .configs import (
+    AcksAllShortfall,
+    ConfigChange,
+    ConfigEntry,
+    ResourceKind,
+    entry_from_confluent,
+)
 from .errors import ClusterRequestError, error_value, result, translate
 from .groups import (
     ConsumerGroup,
@@ -132,6 +138,18 @@ class ClusterClient:
                                            operation_timeout=self.timeout, **self._kw())
         self._wait(futures[name], name)
         self.invalidate_metadata()
+
+    def acks_all_shortfall(self, topic: str) -> AcksAllShortfall | None:
+        """When `topic` has fewer replicas than its effective min.insync.replicas, which no
+        broker can ever make good: every acks=all write to it fails NOT_ENOUGH_REPLICAS
+        (Kafka accepts such a topic; tools warn). None when writes can succeed."""
+        replicas = min((len(p.replicas) for p in self.topic(topic).partitions), default=0)
+        entry = next((e for e in self.topic_configs(topic) if e.name == "min.insync.replicas"),
+                     None)
+        if entry is None or entry.value is None or not entry.value.isdigit():
+            return None
+        min_isr = int(entry.value)
+        return AcksAllShortfall(topic, replicas, min_isr) if 0 < replicas < min_isr else None
 
     def delete_topic(self, name: str) -> None:
         futures = self.admin.delete_topics([name], operation_timeout=self.timeout,

@@ -61,3 +61,21 @@ def entry_from_confluent(entry: Any) -> ConfigEntry:
     return ConfigEntry(entry.name, entry.value, source_name(entry.source),
                        bool(entry.is_default), bool(entry.is_read_only),
                        bool(entry.is_sensitive), synonyms)
+
+
+@dataclass(frozen=True)
+class AcksAllShortfall:
+    """A topic with fewer replicas than its min.insync.replicas: acks=all writes all fail."""
+
+    topic: str
+    replication_factor: int
+    min_insync_replicas: int
+
+    @property
+    def message(self) -> str:
+        return (f"Topic {self.topic} has replication factor {self.replication_factor}, below "
+                f"its min.insync.replicas ({self.min_insync_replicas}): every write with "
+                "acks=all (the default of confluent-kafka and of the REST proxy) will fail "
+                "with NOT_ENOUGH_REPLICAS. Recreate it with a replication factor of at least "
+                f"{self.min_insync_replicas}, or set its min.insync.replicas to "
+                f"{self.replication_factor}.")

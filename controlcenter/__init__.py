@@ -1,5 +1,2 @@
-"""The Millrace control center: the Django project and its dashboards."""
-
-from .celery import app as celery_app
-
-__all__ = ("celery_app",)
+"""The Millrace control center: the live dashboards app (pages, live pushes, actions, the
+collector, lag analytics, its JSON API)."""

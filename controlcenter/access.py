@@ -30,7 +30,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 # Views of these packages are APIs with their own conventions, never pages.
 API_MODULES = (
-    "registry.", "restproxy.", "drf_spectacular.", "rest_framework.", "controlcenter.openapi",
+    "registry.", "restproxy.", "drf_spectacular.", "rest_framework.", "millrace.openapi",
 )
 # Pages that must answer without a session: the platform's readiness probe.
 PUBLIC_URL_NAMES = frozenset({"healthz"})

@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from brokercluster.client import ActionRefused, BrokerProcess, NoSupervisor
 from clusterclient import (
+    AcksAllShortfall,
+    ClusterClient,
     ClusterRequestError,
     ClusterUnavailable,
     ConfigChange,
@@ -89,15 +91,30 @@ def _notify(groups: Sequence[tuple[str, str | None]], text: str) -> None:
 
 def create_topic(actor: Actor, name: str, partitions: int | None = None,
                  replication_factor: int | None = None,
-                 configs: Mapping[str, str] | None = None) -> None:
-    """Create a topic; None takes the broker's num.partitions / default.replication.factor."""
+                 configs: Mapping[str, str] | None = None) -> AcksAllShortfall | None:
+    """Create a topic; None takes the broker's num.partitions / default.replication.factor.
+    Returns the topic's acks=all shortfall (replicas below its min.insync.replicas), which
+    Kafka accepts but every acks=all writer then meets, for the caller to warn about."""
     parameters = {"partitions": partitions, "replication_factor": replication_factor,
                   "configs": dict(configs or {})}
     with audited(actor, "topic.create", f"topic {name}", parameters) as note, _system_words():
-        connection.cluster().create_topic(name, partitions or -1, replication_factor or -1,
-                                           configs)
+        cluster = connection.cluster()
+        cluster.create_topic(name, partitions or -1, replication_factor or -1, configs)
         note.message = "created"
+        shortfall = _acks_all_shortfall(cluster, name)
+        if shortfall is not None:
+            note.message += f"; warned: {shortfall.message}"
     _notify([("topics", None), ("overview", None)], f"Topic {name} was created.")
+    return shortfall
+
+
+def _acks_all_shortfall(cluster: ClusterClient, topic: str) -> AcksAllShortfall | None:
+    try:
+        return cluster.acks_all_shortfall(topic)
+    except (ClusterRequestError, ClusterUnavailable) as exc:  # the topic exists: say so
+        logger.warning("topic %s created, but its min.insync.replicas could not be read: %s",
+                       topic, exc)
+        return None
 
 
 def delete_topic(actor: Actor, name: str) -> None:

@@ -38,7 +38,11 @@ def _register_cluster_pages() -> None:
                       overview.groups_in_trouble_context)
     register_fragment("overview", "busiest-topics", FRAGMENT + "busiest_topics.html",
                       overview.busiest_topics_context)
+    register_fragment("brokers", "broker-controls", FRAGMENT + "broker_controls.html",
+                      brokers.brokers_controls_context)
     register_fragment("broker", "broker-summary", FRAGMENT + "broker_summary.html",
+                      brokers.broker_context)
+    register_fragment("broker", "broker-process", FRAGMENT + "broker_process.html",
                       brokers.broker_context)
     for element_id, template in (("topic-summary", "topic_summary.html"),
                                  ("topic-map", "topic_map.html"),

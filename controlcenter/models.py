@@ -350,6 +350,7 @@ class AnalysisRun(models.Model):
     cancel_requested = models.BooleanField(default=False)
     stages_done = models.IntegerField(default=0)
     stages_total = models.IntegerField(default=0)
+    stages_skipped = models.IntegerField(default=0)  # Spark reused their output
     tasks_done = models.IntegerField(default=0)
     tasks_total = models.IntegerField(default=0)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,

@@ -1,9 +1,10 @@
-from django.conf import settings
-from django.contrib import admin
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+"""The control center's routes: its pages and its JSON API (/api/v1/). The project's URLconf
+(millrace/urls.py) mounts them at the root, beside the admin, the OpenAPI pages and the
+registry's and the REST proxy's prefixes."""
 
-from . import openapi
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
 from .pages import (
     analytics,
     audit,
@@ -66,11 +67,4 @@ urlpatterns = [
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
     path("audit/", audit.audit_log, name="audit-log"),
-    path("admin/", admin.site.urls),
-    # One maintained OpenAPI document for the registry and the REST proxy (openapi.py).
-    path("api/schema/", openapi.schema_view, name="openapi-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="swagger"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="openapi-schema"), name="redoc"),
-    path(settings.REGISTRY_PREFIX, include("registry.urls")),
-    path(settings.RESTPROXY_PREFIX, include("restproxy.urls")),
 ]

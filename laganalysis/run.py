@@ -4,7 +4,8 @@
         [--master local[*]|spark://host:7077]
 
 stdout carries JSON lines: ``{"event": "progress", "stages_done", "stages_total",
-"tasks_done", "tasks_total"}`` about twice a second, then ``{"event": "done", "out": ...}``,
+"stages_skipped", "tasks_done", "tasks_total"}`` about twice a second while they change (the
+last with the final counts), then ``{"event": "done", "out": ...}``,
 ``{"event": "cancelled"}`` (exit 130) or ``{"event": "error", "error": ..., "message": ...}``
 (exit 1; 2 for bad parameters). The job's Spark jobs carry a tag and a job group named by
 ``--tag``; SIGTERM or SIGINT interrupts them. The result file is written to a temporary name
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     reporter.start()
     try:
         result = JOBS[args.job](spark, params)
+        stop_progress.set()
+        reporter.join(timeout=5)  # its final counts come before the ending
         if cancelled.is_set():
             return _emit({"event": "cancelled"}, EXIT_CANCELLED)
         _write_atomically(Path(args.out), {**result.to_json(), "params": params})
@@ -97,25 +100,40 @@ def readable_error(exc: BaseException) -> str:
 
 
 def _report(spark: Any, tag: str, stop: threading.Event) -> None:
+    """Emits the run's progress when it changes, and its final counts once stopped."""
     tracker = spark.sparkContext.statusTracker()
     last = None
-    while not stop.wait(0.5):
-        stages_done = stages_total = tasks_done = tasks_total = 0
-        for job_id in tracker.getJobIdsForGroup(tag):
-            job = tracker.getJobInfo(job_id)
-            for stage_id in job.stageIds if job else []:
-                stage = tracker.getStageInfo(stage_id)
-                if stage is None:
-                    continue  # skipped or forgotten
-                stages_total += 1
-                tasks_total += stage.numTasks
-                tasks_done += stage.numCompletedTasks
-                stages_done += stage.numCompletedTasks == stage.numTasks
-        now = (stages_done, stages_total, tasks_done, tasks_total)
+    while True:
+        stopping = stop.wait(0.5)
+        now = _progress(tracker, tag)
         if now != last:
             last = now
-            keys = ("stages_done", "stages_total", "tasks_done", "tasks_total")
-            _emit({"event": "progress", **dict(zip(keys, now, strict=True))}, 0)
+            _emit({"event": "progress", **now}, 0)
+        if stopping:
+            return
+
+
+def _progress(tracker: Any, tag: str) -> dict[str, int]:
+    """Stages and tasks of the run's Spark jobs. A stage of a job that has succeeded
+    without running it is skipped (Spark reused its shuffle output): it counts apart, so
+    a finished run reads "4 of 4 stages, 5 skipped", not "4 of 9"."""
+    counts = dict.fromkeys(("stages_done", "stages_total", "stages_skipped",
+                            "tasks_done", "tasks_total"), 0)
+    for job_id in tracker.getJobIdsForGroup(tag):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else []:
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:
+                continue  # forgotten
+            complete = stage.numCompletedTasks >= stage.numTasks
+            if not complete and str(job.status) == "SUCCEEDED":
+                counts["stages_skipped"] += 1
+                continue
+            counts["stages_total"] += 1
+            counts["stages_done"] += complete
+            counts["tasks_total"] += stage.numTasks
+            counts["tasks_done"] += stage.numCompletedTasks
+    return counts
 
 
 def _write_atomically(path: Path, payload: dict[str, Any]) -> None:

@@ -20,9 +20,10 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
-from . import avro, errors, lookups
-from .cache import reader_cache
-from .compatibility import Level, check_level
+from . import errors, formats, lookups
+from .cache import need_database, reader_cache
+from .compatibility import Level
+from .formats import ParsedSchema
 from .lookups import IMPORT, READONLY, READONLY_OVERRIDE, READWRITE
 from .models import GLOBAL, Config, Mode, Reference, Schema, Subject, SubjectVersion
 from .params import DEFAULT_CONTEXT, LATEST, context_of
@@ -36,7 +37,7 @@ class SchemaRequest:
     """The body of a register, lookup or compatibility request; other keys are ignored."""
 
     schema: str
-    schema_type: str = "AVRO"
+    schema_type: str = formats.AVRO
     references: list[dict[str, Any]] = field(default_factory=list)
     id: int | None = None
     version: int | None = None
@@ -45,14 +46,13 @@ class SchemaRequest:
     def from_body(cls, body: Any) -> SchemaRequest:
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise errors.invalid_schema("the request has no schema string")
-        schema_type = body.get("schemaType") or "AVRO"
-        if str(schema_type).upper() != "AVRO":
-            raise errors.invalid_schema_type(str(schema_type))
+        schema_type = formats.get(str(body.get("schemaType") or formats.AVRO)).name
         references = body.get("references") or []
         if not isinstance(references, list):
             raise errors.invalid_schema("references must be a list")
         return cls(
             schema=body["schema"],
+            schema_type=schema_type,
             references=[
                 {"name": r.get("name"), "subject": r.get("subject"), "version": r.get("version")}
                 for r in references
@@ -62,7 +62,7 @@ class SchemaRequest:
             version=_optional_int(body.get("version")),
         )
 
-    def parse(self, normalize: bool) -> tuple[avro.AvroSchema, str]:
+    def parse(self, normalize: bool) -> tuple[ParsedSchema, str]:
         """The parsed schema and its fingerprint.
 
         Without references the answer depends on the text alone, so it is kept: clients
@@ -70,7 +70,7 @@ class SchemaRequest:
         """
         if self.references:
             return self._parse(normalize)
-        key = (self.schema, normalize)
+        key = (self.schema_type, self.schema, normalize)
         found = _parsed_requests.get(key)
         if found is None:
             found = self._parse(normalize)
@@ -79,13 +79,17 @@ class SchemaRequest:
             _parsed_requests[key] = found
         return found
 
-    def _parse(self, normalize: bool) -> tuple[avro.AvroSchema, str]:
-        parsed = avro.parse(self.schema, lookups.resolve_references(self.references), normalize)
-        return parsed, lookups.fingerprint("AVRO", parsed.text, self.references)
+    def _parse(self, normalize: bool) -> tuple[ParsedSchema, str]:
+        if self.schema_type != formats.AVRO:
+            need_database()  # parsed on a thread: protoc and metaschemas take a while
+        schema_format = formats.get(self.schema_type)
+        references = lookups.resolve_references(self.references)
+        parsed = schema_format.parse(self.schema, references, normalize)
+        return parsed, lookups.fingerprint(self.schema_type, parsed.text, self.references)
 
 
 MAX_PARSED_REQUESTS = 4096
-_parsed_requests: dict[tuple[str, bool], tuple[avro.AvroSchema, str]] = {}
+_parsed_requests: dict[tuple[str, str, bool], tuple[ParsedSchema, str]] = {}
 
 
 def _optional_int(value: Any) -> int | None:
@@ -112,11 +116,12 @@ def register_schema(subject: str, request: SchemaRequest, normalize: bool) -> in
         for row in rows:
             if not row.deleted and row.schema.fingerprint == fingerprint:
                 return row.schema_id
-        live = [(r.version, lookups.parsed_schema(r.schema)) for r in rows if not r.deleted]
-        messages = check_level(lookups.compatibility_level(subject), parsed, live)
+        live = [r for r in rows if not r.deleted]
+        level = lookups.compatibility_level(subject)
+        messages = lookups.level_messages(level, request.schema_type, parsed, live)
         if messages:
             raise errors.incompatible_schema(subject, messages)
-        schema = _schema_for(parsed, fingerprint, request.references, None)
+        schema = _schema_for(request, parsed, fingerprint, None)
         number = max((r.version for r in rows), default=0) + 1
         SubjectVersion.objects.create(
             subject_id=_subject_id(subject), version=number, schema=schema
@@ -129,14 +134,14 @@ def register_schema(subject: str, request: SchemaRequest, normalize: bool) -> in
 def _import(
     subject: str,
     request: SchemaRequest,
-    parsed: avro.AvroSchema,
+    parsed: ParsedSchema,
     fingerprint: str,
     rows: list[SubjectVersion],
 ) -> int:
     existing = Schema.objects.filter(fingerprint=fingerprint).first()
     if existing is not None and request.id is not None and existing.id != request.id:
         raise errors.imported_id_mismatch()
-    schema = _schema_for(parsed, fingerprint, request.references, request.id)
+    schema = _schema_for(request, parsed, fingerprint, request.id)
     number = request.version or max((r.version for r in rows), default=0) + 1
     same_version = next((r for r in rows if r.version == number), None)
     if same_version is not None:
@@ -175,9 +180,10 @@ def _subject_id(subject: str) -> int:
 
 
 def _schema_for(
-    parsed: avro.AvroSchema, fingerprint: str, references: list[dict[str, Any]], wanted: int | None
+    request: SchemaRequest, parsed: ParsedSchema, fingerprint: str, wanted: int | None
 ) -> Schema:
     """The schema row for `fingerprint`, created under a new id (or `wanted`) if needed."""
+    references = request.references
     for _ in range(ID_ATTEMPTS):
         existing = Schema.objects.filter(fingerprint=fingerprint).first()
         if existing is not None:
@@ -188,7 +194,8 @@ def _schema_for(
         try:
             with transaction.atomic():
                 schema = Schema.objects.create(
-                    id=new_id, fingerprint=fingerprint, text=parsed.text, references=references
+                    id=new_id, fingerprint=fingerprint, schema_type=request.schema_type,
+                    text=parsed.text, references=references,
                 )
                 Reference.objects.bulk_create(_reference_rows(schema, references))
                 return schema

@@ -53,7 +53,7 @@ def parse(text: str, references: Sequence[AvroSchema] = (), normalize: bool = Fa
     """Parse schema text that may use named types from `references`; 42201 if invalid."""
     try:
         raw = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except (json.JSONDecodeError, TypeError, RecursionError) as exc:
         raise invalid_schema(f"not valid JSON: {exc}") from exc
     named: dict[str, Any] = {}
     for reference in references:

@@ -23,7 +23,7 @@ being checked, as the reference checkers do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -275,20 +275,30 @@ def _decimal_mismatch(reader: Any, writer: Any, location: str) -> list[Incompati
     ]
 
 
+Rules = Callable[[Any, Any], list[Incompatibility]]
+
+
 def check_level(
-    level: Level, new: AvroSchema, previous: Sequence[tuple[int, AvroSchema]]
+    level: Level, new: Any, previous: Sequence[tuple[int, Any]],
+    rules: Rules | None = None,
 ) -> list[str]:
-    """Messages for each live version `new` conflicts with under `level` (oldest first)."""
+    """Messages for each live version `new` conflicts with under `level` (oldest first).
+
+    `rules(reader, writer)` is the format's reader check, Avro's by default; the levels
+    are the same for every format: backward reads the previous version's data with the new
+    schema, forward the other way round.
+    """
     if level is Level.NONE or not previous:
         return []
+    check: Rules = rules or reader_incompatibilities
     against = previous if level.transitive else previous[-1:]
     messages: list[str] = []
     for version, old in reversed(against):
         problems: list[Incompatibility] = []
         if level.backward:
-            problems += reader_incompatibilities(new, old)
+            problems += check(new, old)
         if level.forward:
-            problems += reader_incompatibilities(old, new)
+            problems += check(old, new)
         if problems:
             messages += [p.message() for p in problems]
             messages += [

@@ -1,4 +1,5 @@
-"""The registry's one error type and the DRF exception handler that renders it.
+"""The registry's one error type, an `apierrors.ApiError`, and its translation of other
+exceptions for the platform's one exception handler (`apierrors.exception_handler`).
 
 Every failure leaves the registry as the Confluent body `{"error_code": N, "message": "..."}`
 with Confluent's codes and messages, including DRF's own 404/405/406/415 and bodies that
@@ -8,26 +9,22 @@ are not JSON. Constructors are named for the Confluent condition they report.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.http import Http404
 from rest_framework import exceptions
-from rest_framework.response import Response
+
+from apierrors import ApiError
 
 from .cache import NotInMemory
 
 logger = logging.getLogger(__name__)
 
 
-class RegistryError(Exception):
-    def __init__(self, status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error_code = error_code
-        self.message = message
+class RegistryError(ApiError):
+    error_code: int  # Confluent's numbers
 
-    def body(self) -> dict[str, Any]:
-        return {"error_code": self.error_code, "message": self.message}
+    def __init__(self, status: int, error_code: int, message: str) -> None:
+        super().__init__(status, error_code, message)
 
 
 def subject_not_found(subject: str) -> RegistryError:
@@ -101,7 +98,7 @@ def invalid_schema(reason: str) -> RegistryError:
 
 
 def invalid_schema_type(schema_type: str) -> RegistryError:
-    return RegistryError(422, 42201, f"Invalid schema type {schema_type}: only AVRO is supported")
+    return RegistryError(422, 42201, f"Invalid schema type {schema_type}")
 
 
 def invalid_version(version: str) -> RegistryError:
@@ -177,8 +174,8 @@ def as_registry_error(exc: Exception) -> RegistryError:
     return store_error(f"Error in the backend data store: {type(exc).__name__}")
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def api_error(exc: Exception) -> RegistryError | None:
+    """The registry views' `api_error`, which `apierrors.exception_handler` renders."""
     if isinstance(exc, NotInMemory):
         return None  # not an error: the view is run again with the database
-    error = as_registry_error(exc)
-    return Response(error.body(), status=error.status)
+    return as_registry_error(exc)

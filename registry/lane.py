@@ -1,6 +1,6 @@
 """The registry's fast lane: hot reads answered on the event loop, without Django's handler.
 
-`controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them. Each
+`millrace/asgi.py` (`FastLane`) sends these routes here before Django sees them. Each
 runs the same view method Django would run, in the same `cache.memory_only()` mode as
 `views.served`'s first attempt, with what DRF's dispatch would have given it: the Accept
 header negotiated by `RegistryNegotiation` (remembered per header), the body parsed as
@@ -10,7 +10,8 @@ sends.
 
 Anything else declines (returns None) and Django's handler serves the request as before: a
 miss in the reader cache (`NotInMemory`: the database is needed), a write (registering a
-schema the subject does not have yet), `?format=`, a media type with parameters, a body
+schema the subject does not have yet), a `?format=` other than Protobuf's `serialized`
+(whose text is cached like the schema's), a media type with parameters, a body
 that is not a JSON object, a path that is not plain.
 """
 
@@ -32,8 +33,8 @@ from . import errors, params, views
 from .cache import memory_only
 from .negotiation import JSON, OCTET_STREAM, V1, VND, RegistryNegotiation
 
-LaneHandler = Any  # see controlcenter.asgi.LaneHandler
-LaneBody = Any  # see controlcenter.asgi.LaneBody
+LaneHandler = Any  # see millrace.asgi.LaneHandler
+LaneBody = Any  # see millrace.asgi.LaneBody
 S = r"(?P<subject>[^/]+)"
 V = r"(?P<version>[0-9]+|latest|-1)"
 PARSED_TYPES = frozenset({"", V1, VND, JSON, OCTET_STREAM})
@@ -156,7 +157,7 @@ def _query(scope: dict[str, Any]) -> QueryDict | None:
     if not raw:
         return EMPTY_QUERY
     query = QueryDict(raw)
-    return None if "format" in query else query
+    return None if query.get("format", "serialized") != "serialized" else query
 
 
 _DECLINE = object()

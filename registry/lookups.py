@@ -11,9 +11,10 @@ import hashlib
 import json
 from typing import Any
 
-from . import avro, errors
-from .cache import reader_cache
-from .compatibility import DEFAULT_LEVEL, Level, check_level
+from . import errors, formats
+from .cache import need_database, reader_cache
+from .compatibility import DEFAULT_LEVEL, Incompatibility, Level, check_level
+from .formats import ParsedSchema, Resolved
 from .models import GLOBAL, Config, Mode, Reference, Schema, SubjectVersion
 from .params import LATEST
 
@@ -63,30 +64,45 @@ def version_body(row: SubjectVersion) -> dict[str, Any]:
         "subject": row.subject.name,
         "version": row.version,
         "id": row.schema_id,
-        "schemaType": row.schema.schema_type,
     }
+    if row.schema.schema_type != formats.AVRO:  # Confluent leaves AVRO's out
+        body["schemaType"] = row.schema.schema_type
     if row.schema.references:
         body["references"] = row.schema.references
     body["schema"] = row.schema.text
     return body
 
 
-def schema_body(schema_id: int) -> dict[str, Any]:
-    """What `/schemas/ids/{id}` returns, through the reader cache; 40403 if not served."""
-    body = reader_cache.get(("id", schema_id), lambda: _load_schema_body(schema_id))
+def schema_body(schema_id: int, fmt: str | None = None) -> dict[str, Any]:
+    """What `/schemas/ids/{id}` returns (with `?format=fmt`), through the reader cache;
+    40403 if not served. Formatted texts are cached too: Protobuf readers ask for
+    `serialized` every time."""
+    key = ("id", schema_id) if not fmt else ("id", schema_id, fmt)
+    body = reader_cache.get(key, lambda: _load_schema_body(schema_id, fmt))
     if body is None:
         raise errors.schema_not_found(schema_id)
     return dict(body)
 
 
-def _load_schema_body(schema_id: int) -> dict[str, Any] | None:
+def _load_schema_body(schema_id: int, fmt: str | None) -> dict[str, Any] | None:
     schema = Schema.objects.filter(id=schema_id, versions__isnull=False).first()
     if schema is None:
         return None
-    body: dict[str, Any] = {"schemaType": schema.schema_type, "schema": schema.text}
+    body: dict[str, Any] = {}
+    if schema.schema_type != formats.AVRO:
+        body["schemaType"] = schema.schema_type
+    body["schema"] = formatted_text(schema, fmt) if fmt else schema.text
     if schema.references:
         body["references"] = schema.references
     return body
+
+
+def formatted_text(schema: Schema, fmt: str) -> str:
+    """The schema's text in `fmt` (`?format=`); its own text when the format has no such
+    rendering, as Confluent ignores a format a schema type does not know."""
+    schema_format = formats.get(schema.schema_type)
+    found = schema_format.formatted(parsed_schema(schema), fmt)
+    return schema.text if found is None else found
 
 
 def referenced_by(subject: str, version: int) -> list[int]:
@@ -104,7 +120,8 @@ def compatibility_level(subject: str | None) -> Level:
 
 
 def compatibility_messages(
-    subject: str, parsed: avro.AvroSchema, version: int | None = None
+    subject: str, parsed: ParsedSchema, version: int | None = None,
+    schema_type: str = formats.AVRO,
 ) -> list[str]:
     """Why `parsed` may not join `subject` under its level ([] = compatible): against one
     version (its level without _TRANSITIVE, as Confluent does) or the live versions."""
@@ -114,7 +131,24 @@ def compatibility_messages(
     else:
         rows = [subject_version(subject, version)]
         level = Level(level.removesuffix("_TRANSITIVE"))
-    return check_level(level, parsed, [(row.version, parsed_schema(row.schema)) for row in rows])
+    return level_messages(level, schema_type, parsed, rows)
+
+
+def level_messages(
+    level: Level, schema_type: str, parsed: ParsedSchema, rows: list[SubjectVersion]
+) -> list[str]:
+    """Why `parsed` (of `schema_type`) conflicts with `rows` under `level`; a version of
+    another type conflicts whatever the level but NONE, as Confluent's does."""
+    schema_format = formats.get(schema_type)
+
+    def rules(reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
+        if type(reader) is not type(writer):
+            return [Incompatibility("TYPE_MISMATCH", "/", "Incompatible schema type",
+                                    f"the schema types differ, new: {schema_type}")]
+        return schema_format.reader_incompatibilities(reader, writer)
+
+    previous = [(row.version, parsed_schema(row.schema)) for row in rows]
+    return check_level(level, parsed, previous, rules)
 
 
 def normalize_configured(subject: str | None) -> bool:
@@ -146,22 +180,22 @@ def mode(subject: str | None) -> str:
     return found
 
 
-def resolve_references(references: list[dict[str, Any]], depth: int = 0) -> list[avro.AvroSchema]:
+def resolve_references(references: list[dict[str, Any]], depth: int = 0) -> list[Resolved]:
     """The parsed schemas that `references` name; 42201 if one does not exist."""
-    return [schema for _, schema in _resolve(references, depth)]
+    return [resolved for _, resolved in _resolve(references, depth)]
 
 
-def parsed_schema(schema: Schema) -> avro.AvroSchema:
+def parsed_schema(schema: Schema) -> ParsedSchema:
     return _parsed(schema, 0)[1]
 
 
 ParseKey = tuple[str, tuple[Any, ...]]
-_parse_cache: dict[ParseKey, avro.AvroSchema] = {}
+_parse_cache: dict[ParseKey, ParsedSchema] = {}
 
 
 def _resolve(
     references: list[dict[str, Any]], depth: int
-) -> list[tuple[ParseKey, avro.AvroSchema]]:
+) -> list[tuple[ParseKey, Resolved]]:
     if depth > MAX_REFERENCE_DEPTH:
         raise errors.invalid_schema("references nest too deeply or form a cycle")
     resolved = []
@@ -171,17 +205,22 @@ def _resolve(
             row = subject_version(subject, number)
         except (KeyError, TypeError, ValueError, errors.RegistryError) as exc:
             raise errors.invalid_schema(f"Invalid reference {json.dumps(reference)}") from exc
-        resolved.append(_parsed(row.schema, depth + 1))
+        key, parsed = _parsed(row.schema, depth + 1)
+        name = str(reference.get("name") or "")
+        resolved.append((key, Resolved(name, parsed, row.schema.schema_type)))
     return resolved
 
 
-def _parsed(schema: Schema, depth: int) -> tuple[ParseKey, avro.AvroSchema]:
+def _parsed(schema: Schema, depth: int) -> tuple[ParseKey, ParsedSchema]:
     references = _resolve(schema.references, depth) if schema.references else []
-    key: ParseKey = (schema.fingerprint, tuple(k for k, _ in references))
+    key: ParseKey = (schema.fingerprint, tuple((k, r.name) for k, r in references))
     parsed = _parse_cache.get(key)
     if parsed is None:
+        if schema.schema_type != formats.AVRO:
+            need_database()  # not on the event loop: protoc and metaschemas take a while
         if len(_parse_cache) > 4096:
             _parse_cache.clear()
-        parsed = avro.parse(schema.text, [ref for _, ref in references])
+        schema_format = formats.get(schema.schema_type)
+        parsed = schema_format.parse(schema.text, [r for _, r in references], False)
         _parse_cache[key] = parsed
     return key, parsed

@@ -9,6 +9,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 V1 = "application/vnd.schemaregistry.v1+json"
 VND = "application/vnd.schemaregistry+json"
@@ -45,12 +46,24 @@ RENDERERS = [V1Renderer, VendorRenderer, JsonRenderer]
 PARSERS = [V1Parser, VendorParser, JSONParser, OctetStreamParser]
 
 
+class _Settings:
+    """DRF's settings without its `?format=` override: `format` is Confluent's parameter
+    (`serialized` for Protobuf), not a choice of renderer."""
+
+    URL_FORMAT_OVERRIDE = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(api_settings, name)
+
+
 class RegistryNegotiation(DefaultContentNegotiation):
     """A body without a Content-Type is read as JSON, as Confluent's server reads it.
 
     The renderer chosen for an Accept header is remembered: clients send the same few
     headers, and DRF's parsing of them is a good part of a cached read's cost.
     """
+
+    settings = _Settings()  # type: ignore[assignment]  # duck-typed like DRF's
 
     def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> Any:
         if not request.content_type:
@@ -61,7 +74,6 @@ class RegistryNegotiation(DefaultContentNegotiation):
                         format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
         renderers = list(renderers)
         key = (request.META.get("HTTP_ACCEPT", ""), format_suffix,
-               request.query_params.get(self.settings.URL_FORMAT_OVERRIDE or "format"),
                tuple(type(r) for r in renderers))
         chosen = _chosen_renderers.get(key)
         if chosen is None:

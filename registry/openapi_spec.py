@@ -2,7 +2,7 @@
 
 It does not come from introspecting the views, so it stays true however they are written
 (DRF, plain async views); `tests/restproxy/test_openapi.py` keeps it honest: every route
-is here, and every operation answers its own example. `controlcenter/openapi.py` merges it
+is here, and every operation answers its own example. `millrace/openapi.py` merges it
 with the REST proxy's under the mount prefix and serves one document at `/api/schema/`.
 """
 
@@ -41,7 +41,8 @@ COMPONENTS: dict[str, Any] = {
     "RegisterSchemaRequest": {
         "type": "object", "required": ["schema"],
         "properties": {"schema": {"type": "string", "description": "The schema as JSON text"},
-                       "schemaType": {"type": "string", "enum": ["AVRO"], "default": "AVRO"},
+                       "schemaType": {"type": "string", "enum": ["AVRO", "JSON", "PROTOBUF"],
+                                      "default": "AVRO"},
                        "references": array(ref("SchemaReference"))},
         "example": {"schema": SCHEMA}},
     "SchemaId": {"type": "object", "required": ["id"],

@@ -1,7 +1,7 @@
 """The Confluent Schema Registry REST API over DRF views.
 
 Views parse the request, call a lookup or an action and shape Confluent's JSON; every
-error is a `RegistryError` (or a DRF error) rendered by `errors.exception_handler`.
+error is a `RegistryError` (or a DRF error) rendered by `apierrors.exception_handler`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import actions, errors, index, lookups, params
+from . import actions, errors, formats, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
 from .models import Config, Mode, Subject, SubjectVersion
@@ -37,8 +37,7 @@ class RegistryView(APIView):
     authentication_classes: list[Any] = []
     permission_classes: list[Any] = []
 
-    def get_exception_handler(self) -> Any:
-        return errors.exception_handler
+    api_error = staticmethod(errors.api_error)  # for apierrors.exception_handler
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -71,9 +70,7 @@ class RootView(RegistryView):
     memory_methods = frozenset({"GET", "POST"})
 
     def get(self, request: Request) -> HttpResponseBase:
-        if index.wanted(request._request):
-            return index.page(request._request)
-        return Response({})
+        return Response({})  # a browser gets the project's index page instead
 
     def post(self, request: Request) -> Response:
         return Response({})
@@ -144,7 +141,11 @@ class VersionView(RegistryView):
     def get(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
-        return Response(lookups.version_body(row))
+        body = lookups.version_body(row)
+        fmt = request.query_params.get("format")
+        if fmt:
+            body["schema"] = lookups.formatted_text(row.schema, fmt)
+        return Response(body)
 
     def delete(self, request: Request, subject: str, version: str) -> Response:
         number = params.version(version)
@@ -154,10 +155,12 @@ class VersionView(RegistryView):
 class VersionSchemaView(RegistryView):
     memory_methods = frozenset({"GET"})
 
-    def get(self, request: Request, subject: str, version: str) -> Response:
+    def get(self, request: Request, subject: str, version: str) -> HttpResponseBase:
         number = params.version(version)
         row = lookups.subject_version(subject, number, self.flag(request, "deleted"))
-        return Response(_raw_schema(row.schema.text))
+        fmt = request.query_params.get("format")
+        text = lookups.formatted_text(row.schema, fmt) if fmt else row.schema.text
+        return _raw_schema(request, row.schema.schema_type, text)
 
 
 class ReferencedByView(RegistryView):
@@ -167,8 +170,13 @@ class ReferencedByView(RegistryView):
         return Response(params.page(request.query_params, ids))
 
 
-def _raw_schema(text: str) -> Any:
-    return json.loads(text)
+def _raw_schema(request: Request, schema_type: str, text: str) -> HttpResponseBase:
+    """The schema itself as the body: JSON for Avro and JSON Schema, the text as it is
+    for Protobuf (as Confluent answers, under the negotiated JSON media type)."""
+    if schema_type != formats.PROTOBUF:
+        return Response(json.loads(text))
+    media_type = getattr(request, "accepted_media_type", None) or "application/json"
+    return HttpResponse(text.encode(), content_type=media_type)
 
 
 class SchemaListView(RegistryView):
@@ -192,14 +200,15 @@ class SchemaByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request, schema_id: int) -> Response:
-        return Response(lookups.schema_body(schema_id))
+        return Response(lookups.schema_body(schema_id, request.query_params.get("format")))
 
 
 class SchemaTextByIdView(RegistryView):
     memory_methods = frozenset({"GET"})
 
-    def get(self, request: Request, schema_id: int) -> Response:
-        return Response(_raw_schema(lookups.schema_body(schema_id)["schema"]))
+    def get(self, request: Request, schema_id: int) -> HttpResponseBase:
+        body = lookups.schema_body(schema_id, request.query_params.get("format"))
+        return _raw_schema(request, body.get("schemaType", formats.AVRO), body["schema"])
 
 
 def _id_usages(request: Request, schema_id: int) -> list[SubjectVersion]:
@@ -229,7 +238,7 @@ class SchemaTypesView(RegistryView):
     memory_methods = frozenset({"GET"})
 
     def get(self, request: Request) -> Response:
-        return Response(["AVRO"])
+        return Response(list(formats.TYPES))
 
 
 class CompatibilityView(RegistryView):
@@ -240,7 +249,8 @@ class CompatibilityView(RegistryView):
         normalize = self.flag(request, "normalize") or lookups.normalize_configured(subject)
         parsed, _ = schema_request.parse(normalize)
         number = None if version is None else params.version(version)
-        messages = lookups.compatibility_messages(subject, parsed, number)
+        messages = lookups.compatibility_messages(
+            subject, parsed, number, schema_request.schema_type)
         body: dict[str, Any] = {"is_compatible": not messages}
         if self.flag(request, "verbose"):
             body["messages"] = messages
@@ -332,7 +342,7 @@ def served(view_class: type[RegistryView]) -> Callable[..., Any]:
             except NotInMemory:
                 pass
         # A thread of its own, as Django gives each request (the API handler does not:
-        # controlcenter/asgi.py), so that a slow write never holds up other requests.
+        # millrace/asgi.py), so that a slow write never holds up other requests.
         async with ThreadSensitiveContext():
             response: HttpResponseBase = await on_thread(request, *args, **kwargs)
         return response

@@ -11,13 +11,13 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from clusterclient import ConfigChange, ConfigOperation, ResourceKind
+from clusterclient import AcksAllShortfall, ConfigChange, ConfigOperation, ResourceKind
 
 from . import client, errors, records
 from .client import DeliveryReport, PendingBatch, cluster, gateway
-from .consumers import ConsumerInstance, InstanceConfig
 from .content_types import EmbeddedFormat
-from .manager import manager
+from .instances.instance import ConsumerInstance, InstanceConfig
+from .instances.manager import manager
 
 
 def _check_partitions(topic: str, chosen: list[int | None]) -> None:
@@ -59,9 +59,24 @@ class V2Produce:
 def produce_v2(topic: str, partition: int | None, fmt: EmbeddedFormat,
                body: dict[str, Any]) -> V2Produce:
     client.topic(topic)
+    shortfall = client.acks_all_shortfall(topic)
     batch = records.v2_batch(topic, partition, fmt, body)
     _check_partitions(topic, [r.partition for r in batch.records])
+    if shortfall is not None:
+        return V2Produce(batch, _refused(len(batch.records), shortfall))
     return V2Produce(batch, gateway().produce(topic, batch.records))
+
+
+def _refused(count: int, shortfall: AcksAllShortfall) -> PendingBatch:
+    """Reports of records no acks=all write can place: each refused as the broker would."""
+    batch = PendingBatch(count)
+    for index in range(count):
+        batch.fail(index, not_enough_replicas(shortfall))
+    return batch
+
+
+def not_enough_replicas(shortfall: AcksAllShortfall) -> KafkaError:
+    return KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, shortfall.message)
 
 
 def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
@@ -88,6 +103,7 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
     """Start producing v3 entries (ones that failed to parse are already final), their
     reports after those already in `batch` (a stream's); the caller collects them in order."""
     known = client.topic(topic)
+    shortfall = client.acks_all_shortfall(topic)
     kafka = gateway()
     if batch is None:
         batch = PendingBatch(0, kafka)
@@ -95,6 +111,9 @@ def produce_v3(topic: str, entries: list[records.V3Entry | errors.RestProxyError
     for index, entry in enumerate(entries, first):
         if isinstance(entry, errors.RestProxyError):
             batch.complete(index)
+            continue
+        if shortfall is not None:
+            batch.fail(index, not_enough_replicas(shortfall))
             continue
         partition = entry.record.partition
         if partition is not None and known.partition(partition) is None:

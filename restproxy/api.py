@@ -29,6 +29,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apierrors import exception_handler
+
 from . import content_types, errors
 
 
@@ -62,8 +64,7 @@ class ProxyView(APIView):
     check_accept = True
     loop_methods: frozenset[str] = frozenset()  # see the module docstring
 
-    def get_exception_handler(self) -> Callable[..., Any]:
-        return errors.exception_handler
+    api_error = staticmethod(errors.api_error)  # for apierrors.exception_handler
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -135,7 +136,7 @@ async def _completed(response: HttpResponseBase, context: dict[str, Any]) -> Htt
         try:
             final = await response.finish()
         except Exception as exc:  # rendered as every other error of the view
-            final = errors.exception_handler(exc, context) or Response(status=500)
+            final = exception_handler(exc, context) or Response(status=500)
             for name, value in response.items():  # the view's own (Allow), as DRF adds them
                 if name.lower() != "content-type" and not final.has_header(name):
                     final[name] = value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,13 @@ from typing import Any, NamedTuple
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from django.conf import settings
 
-from clusterclient import ClusterClient, TopicMetadata
+from clusterclient import (
+    AcksAllShortfall,
+    ClusterClient,
+    ClusterRequestError,
+    ClusterUnavailable,
+    TopicMetadata,
+)
 
 from . import errors
 from .api import need_thread
@@ -320,6 +327,30 @@ def reset_gateway() -> None:
         if _gateway is not None:
             _gateway.close()
         _gateway, _cluster = None, None
+        _shortfalls.clear()
+
+
+# topic -> (until when it is trusted, its shortfall); kept as long as metadata is
+_shortfalls: dict[str, tuple[float, AcksAllShortfall | None]] = {}
+
+
+def acks_all_shortfall(name: str) -> AcksAllShortfall | None:
+    """Whether `name` has fewer replicas than its min.insync.replicas. The proxy produces
+    with acks=all, and the broker refuses every such write with NOT_ENOUGH_REPLICAS, which
+    the producer retries until its 30 s timeout: the proxy answers at once instead.
+
+    Cached for as long as metadata (a topic's replicas or min.insync.replicas rarely
+    change); a miss reads the topic's configs, so on the event loop it asks for a thread."""
+    cached = _shortfalls.get(name)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    need_thread()
+    try:
+        found = cluster().acks_all_shortfall(name)
+    except (ClusterRequestError, ClusterUnavailable):
+        found = None  # the produce itself will say what is wrong
+    _shortfalls[name] = (time.monotonic() + METADATA_TTL, found)
+    return found
 
 
 def topic(name: str) -> TopicMetadata:

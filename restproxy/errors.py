@@ -1,4 +1,5 @@
-"""The proxy's one error type and the DRF exception handler that renders it.
+"""The proxy's one error type, an `apierrors.ApiError`, and its translation of other
+exceptions for the platform's one exception handler (`apierrors.exception_handler`).
 
 Every failure leaves the proxy as Confluent's body `{"error_code": N, "message": "..."}`.
 Constructors are named for the Confluent condition they report; `from_cluster` maps
@@ -10,13 +11,12 @@ same Kafka error code table, so a client mistake never becomes a 500.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from django.http import Http404
 from rest_framework import exceptions
-from rest_framework.response import Response
 
+from apierrors import ApiError
 from clusterclient import ClusterRequestError, ClusterUnavailable
 
 logger = logging.getLogger(__name__)
@@ -26,15 +26,11 @@ class NeedsThread(Exception):
     """Raised on the event loop by code about to block: run the view on a thread."""
 
 
-class RestProxyError(Exception):
-    def __init__(self, status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error_code = error_code
-        self.message = message
+class RestProxyError(ApiError):
+    error_code: int  # Confluent's numbers
 
-    def body(self) -> dict[str, Any]:
-        return {"error_code": self.error_code, "message": self.message}
+    def __init__(self, status: int, error_code: int, message: str) -> None:
+        super().__init__(status, error_code, message)
 
 
 def bad_request(message: str) -> RestProxyError:
@@ -232,8 +228,8 @@ def _translate_drf(exc: exceptions.APIException) -> RestProxyError:
     return RestProxyError(status, status, detail)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's EXCEPTION_HANDLER for every restproxy view (set per view class)."""
+def api_error(exc: Exception) -> RestProxyError | None:
+    """The proxy views' `api_error`, which `apierrors.exception_handler` renders."""
     if isinstance(exc, NeedsThread):
         return None  # not an error: api.as_proxy_view runs the view again on a thread
     if isinstance(exc, KafkaException):
@@ -245,7 +241,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(exc, exceptions.APIException):
         exc = _translate_drf(exc)
     elif not isinstance(exc, RestProxyError):
-        logger.exception("unexpected error in %s", context.get("view"))
+        logger.error("unexpected error", exc_info=exc)
         exc = RestProxyError(500, 500, "Internal server error")
     assert isinstance(exc, RestProxyError)
-    return Response(exc.body(), status=exc.status)
+    return exc

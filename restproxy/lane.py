@@ -1,7 +1,7 @@
 """The proxy's fast lane: produce and fetch answered on the event loop, without Django's
 handler.
 
-`controlcenter/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
+`millrace/asgi.py` (`FastLane`) sends these routes here before Django sees them: v2
 produce (to a topic or a partition), v3 produce (one record, or a stream) and v2 fetch from
 a consumer instance (relayed to the process holding it, as `InstanceView` does, when that
 is another one whose address the owner cache knows). Each runs the same view method that
@@ -29,15 +29,18 @@ from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.http.response import HttpResponseBase
 
-from . import errors, views_consumers, views_v2, views_v3_records
+from . import errors
 from .api import ProxyView, _completed, _on_loop
 from .client import cluster
 from .content_types import accepts_metadata
-from .forwarding import is_forwarded
-from .manager import manager
+from .instances import views as instance_views
+from .instances.forwarding import is_forwarded
+from .instances.manager import manager
+from .v2 import views as v2_views
+from .v3 import produce as v3_produce
 
-LaneHandler = Any  # see controlcenter.asgi.LaneHandler
-LaneBody = Any  # see controlcenter.asgi.LaneBody
+LaneHandler = Any  # see millrace.asgi.LaneHandler
+LaneBody = Any  # see millrace.asgi.LaneBody
 T = r"(?P<topic>[A-Za-z0-9._-]+)"
 P = r"(?P<partition>[0-9]+)"
 INSTANCE = r"consumers/(?P<group>[A-Za-z0-9._-]+)/instances/(?P<instance>[A-Za-z0-9._-]+)"
@@ -46,11 +49,11 @@ EMPTY_QUERY = QueryDict()
 
 def routes() -> list[tuple[str, re.Pattern[str], LaneHandler]]:
     table: list[tuple[str, str, type[ProxyView]]] = [
-        ("POST", f"topics/{T}", views_v2.TopicView),
-        ("POST", f"topics/{T}/partitions/{P}", views_v2.PartitionView),
+        ("POST", f"topics/{T}", v2_views.TopicView),
+        ("POST", f"topics/{T}/partitions/{P}", v2_views.PartitionView),
         ("POST", rf"v3/clusters/(?P<cluster_id>[A-Za-z0-9_-]+)/topics/{T}/records",
-         views_v3_records.RecordsView),
-        ("GET", f"{INSTANCE}/records", views_consumers.RecordsView),
+         v3_produce.RecordsView),
+        ("GET", f"{INSTANCE}/records", instance_views.RecordsView),
     ]
     return [(method, re.compile(pattern + "/?"), _handler(view))
             for method, pattern, view in table]
@@ -64,7 +67,7 @@ class LaneRequest:
         self.method: str = scope["method"]
         self.META = _meta(scope)
         self.kept_body = body  # see api.read_body
-        self.body_parts = parts  # the body as it arrives (views_v3_records.RecordsView)
+        self.body_parts = parts  # the body as it arrives (v3_produce.RecordsView)
         # The path below the proxy's mount, as FastLane matched it (forwarding.mount_relative)
         self.mount_path: str | None = scope.get("millrace.mount_path")
         raw = scope.get("query_string", b"")
@@ -75,7 +78,7 @@ class LaneRequest:
 def _handler(view_class: type[ProxyView]) -> LaneHandler:
     async def handle(scope: dict[str, Any], path: dict[str, str], body: LaneBody
                      ) -> HttpResponseBase | None:
-        if view_class is views_v3_records.RecordsView:
+        if view_class is v3_produce.RecordsView:
             # The body if it came at once (one record, mostly); else a stream, parsed as
             # its parts arrive.
             raw = await body.read(0)
@@ -117,13 +120,13 @@ def _prepared(view_class: type[ProxyView], request: LaneRequest, path: dict[str,
     view = view_class()
     view.setup(request, **path)  # type: ignore[arg-type]  # as as_view() does: HEAD too
     view.headers = view.default_response_headers
-    if isinstance(view, views_v3_records.RecordsView):
+    if isinstance(view, v3_produce.RecordsView):
         cached = cluster().cached_metadata()
         cluster_id = (cached.cluster_id or "millrace") if cached is not None else None
         if cluster_id is None or cluster_id != path["cluster_id"]:
             return None
         view.links = _ClusterOnly(cluster_id)  # type: ignore[assignment]
-    if isinstance(view, views_consumers.InstanceView):
+    if isinstance(view, instance_views.InstanceView):
         token = _on_loop.set(True)
         try:
             forwarded = is_forwarded(request)  # type: ignore[arg-type]

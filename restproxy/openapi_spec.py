@@ -2,7 +2,7 @@
 
 Independent of how the views are written, so it survives their moving to plain async
 views; `tests/restproxy/test_openapi.py` keeps it honest: every route is here, and
-every operation answers its own example. `controlcenter/openapi.py` merges it with the
+every operation answers its own example. `millrace/openapi.py` merges it with the
 registry's and serves one document at `/api/schema/`. Examples build on each other in
 document order: the v3 topic `orders` is created first, the v2 consumer instance
 `example-group` / `example-instance` before it is used, and deletions come last.

@@ -9,11 +9,11 @@ from typing import Any
 
 from django.urls import URLPattern, URLResolver, re_path
 
-from . import views_consumers as c
-from . import views_stream as stream
-from . import views_v2 as v2
 from .api import as_proxy_view
-from .v3_urls import v3_patterns
+from .instances import stream
+from .instances import views as c
+from .v2 import views as v2
+from .v3.urls import v3_patterns
 
 app_name = "restproxy"
 

@@ -28,8 +28,9 @@ class BrokerProcess:
     """A `python -m brokercore` child with its own log dir and a fixed port across restarts."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
-                 node_id: int = 1) -> None:
+                 node_id: int = 1, args: list[str] | None = None) -> None:
         self.data_dir = data_dir
+        self.args = args or []  # more command-line arguments (--add-scram)
         self.port = free_port()
         self.node_id = node_id
         self.overrides = {
@@ -51,7 +52,7 @@ class BrokerProcess:
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "brokercore"]
+        args = [sys.executable, "-m", "brokercore", *self.args]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         with open(self.output, "ab") as out:
@@ -123,9 +124,10 @@ class ClusterProcess:
     """
 
     def __init__(self, data_dir: Path, brokers: int = 3,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, args: list[str] | None = None) -> None:
         self.data_dir = data_dir
         self.brokers = brokers
+        self.args = args or []  # more command-line arguments (--add-scram)
         self.base_port = free_base_port(brokers)
         self.overrides = {
             # Tests do not wait for late joiners; Kafka's test configs do the same.
@@ -155,7 +157,7 @@ class ClusterProcess:
         """Start the supervisor and return once every broker is ready."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [sys.executable, "-m", "brokercluster", "--brokers", str(self.brokers),
-                "--base-port", str(self.base_port), "--data-dir", str(self.data_dir)]
+                "--base-port", str(self.base_port), "--data-dir", str(self.data_dir), *self.args]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         with open(self.output, "ab") as out:

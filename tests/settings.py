@@ -16,6 +16,6 @@ from pathlib import Path
 if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["MILLRACE_DATA_DIR"] = str(
         Path(__file__).resolve().parents[1] / "var" / "xdist" / worker)
-os.environ["DJANGO_SETTINGS_MODULE"] = "controlcenter.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "millrace.settings"
 
-from controlcenter.settings import *  # noqa: F403
+from millrace.settings import *  # noqa: F403

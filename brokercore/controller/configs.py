@@ -5,6 +5,7 @@ from __future__ import annotations
 from brokercore.config import (
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
+    GROUP_CONFIGS,
     TOPIC_CONFIGS,
     ConfigError,
     validate_value,
@@ -59,4 +60,23 @@ def broker_config_records(name: str, changes: dict[str, str | None]) -> list[Con
             except ConfigError as exc:
                 raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         records.append(ConfigRecord("broker", name, key, value))
+    return records
+
+
+def group_config_records(name: str, changes: dict[str, str | None]) -> list[ConfigRecord]:
+    """The records setting (or, for None, deleting) a group's configs, checked first (the
+    bounds, which are broker configs, are checked by the broker that takes the request)."""
+    if not name:
+        raise ControllerError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+    records = []
+    for key, value in changes.items():
+        config = GROUP_CONFIGS.get(key)
+        if config is None:
+            raise ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {key}")
+        if value is not None:
+            try:
+                value = validate_value(config, value)
+            except ConfigError as exc:
+                raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        records.append(ConfigRecord("group", name, key, value))
     return records

@@ -22,12 +22,13 @@ from typing import Any
 
 from brokercore.config import BrokerConfig
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclBinding, AclError, AclFilter, new_acl, new_filter
 from brokercore.topic_partition import TopicPartition
 
-from .configs import broker_config_records, topic_config_records
+from .configs import broker_config_records, group_config_records, topic_config_records
 from .elections import ElectionType
 from .errors import ControllerError as ControllerError  # handlers import it from here
-from .image import MetadataImage, PartitionRegistration, Record
+from .image import MetadataImage, PartitionRegistration, Record, acl_record
 from .lifecycle import BrokerLifecycle, HeartbeatResult
 from .quorum import MetadataQuorum, QuorumState, VoterState
 from .raft import Role
@@ -37,10 +38,12 @@ from .records import (
     ClusterRecord,
     MetadataRecord,
     ProducerIdsRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     from_json,
     to_json,
 )
+from .scram import UserResult, read_bootstrap, scram_credential_records
 from .topics import INTERNAL_TOPICS as INTERNAL_TOPICS  # handlers import these from here
 from .topics import NewTopic as NewTopic
 from .topics import TopicDecisions
@@ -82,9 +85,13 @@ class Controller:
             "create_partitions": self._do_create_partitions,
             "alter_topic_configs": self._do_alter_topic_configs,
             "alter_broker_configs": self._do_alter_broker_configs,
+            "alter_group_configs": self._do_alter_group_configs,
             "allocate_producer_ids": self._do_allocate_producer_ids,
             "write_cluster_id": self._do_write_cluster_id,
+            "alter_scram_credentials": self._do_alter_scram_credentials,
             "describe_quorum": self._do_describe_quorum,
+            "create_acls": self._do_create_acls,
+            "delete_acls": self._do_delete_acls,
         }
         self.topics = TopicDecisions(config, self.image)
         self.lifecycle = BrokerLifecycle(config, self.image, self.quorum)
@@ -176,8 +183,14 @@ class Controller:
         return result, self.quorum.applied_offset
 
     async def _do_write_cluster_id(self, args: dict[str, Any]) -> None:
+        """A new cluster's first records: its id, then the bootstrap records (the first
+        SCRAM users) of this node's metadata log dir, never again once the id exists."""
         if self.image.cluster_id is None:
-            await self.quorum.propose([ClusterRecord(args["cluster_id"])])
+            bootstrap = read_bootstrap(self.config.metadata_log_dir)
+            if bootstrap:
+                log.info("node %d: writing %d bootstrap record(s)", self.node_id,
+                         len(bootstrap))
+            await self.quorum.propose([ClusterRecord(args["cluster_id"]), *bootstrap])
 
     # -- the quorum -----------------------------------------------------------------------
     async def describe_quorum(self) -> QuorumState:
@@ -199,11 +212,14 @@ class Controller:
 
     # -- brokers --------------------------------------------------------------------------
     async def register_broker(self, node_id: int, host: str, port: int,
-                              rack: str | None = None, incarnation: str | None = None) -> int:
-        """Register (or re-register) a broker, unfenced; its new broker epoch."""
+                              rack: str | None = None, incarnation: str | None = None,
+                              endpoints: Iterable[tuple[str, str, int]] = ()) -> int:
+        """Register (or re-register) a broker, unfenced; its new broker epoch. host and port
+        are its inter-broker listener's, `endpoints` every advertised listener's."""
         epoch: int = await self.quorum.call("register_broker", {
             "node_id": node_id, "host": host, "port": port, "rack": rack,
-            "incarnation": incarnation or str(uuid.uuid4())})
+            "incarnation": incarnation or str(uuid.uuid4()),
+            "endpoints": [list(e) for e in endpoints]})
         return epoch
 
     async def heartbeat(self, node_id: int, broker_epoch: int, *, want_shutdown: bool = False,
@@ -403,6 +419,94 @@ class Controller:
         if records and not args["validate_only"]:
             await self.quorum.propose(list(records))
 
+    async def alter_group_configs(
+        self, name: str, changes: dict[str, str | None], *, validate_only: bool
+    ) -> None:
+        """Set (or with None, delete) a consumer group's configs (KIP-848)."""
+        await self.quorum.call("alter_group_configs", {
+            "name": name, "changes": changes, "validate_only": validate_only})
+
+    async def _do_alter_group_configs(self, args: dict[str, Any]) -> None:
+        records = group_config_records(args["name"], args["changes"])
+        if records and not args["validate_only"]:
+            await self.quorum.propose(list(records))
+
+    # -- ACLs -----------------------------------------------------------------------------
+    async def create_acls(self, acls: list[AclBinding]) -> list[ControllerError | None]:
+        """Create ACLs (one already there is kept as it is); an error per ACL."""
+        answers = await self.quorum.call("create_acls", {
+            "acls": [_acl_fields(acl) for acl in acls]})
+        return [None if answer is None else ControllerError.from_wire(*answer)
+                for answer in answers]
+
+    async def _do_create_acls(self, args: dict[str, Any]) -> list[list[Any] | None]:
+        answers: list[list[Any] | None] = []
+        records = []
+        seen: set[AclBinding] = set()
+        for fields in args["acls"]:
+            try:
+                acl = new_acl(*fields)
+            except AclError as exc:
+                answers.append([int(ErrorCode.INVALID_REQUEST), str(exc)])
+                continue
+            answers.append(None)
+            if acl not in seen and self.image.acls.id_of(acl) is None:
+                seen.add(acl)
+                records.append(acl_record(str(uuid.uuid4()), acl))
+        if records:
+            await self.quorum.propose(list(records))
+        return answers
+
+    async def delete_acls(self, filters: list[AclFilter]
+                          ) -> list[list[AclBinding] | ControllerError]:
+        """Delete the ACLs each filter selects; per filter, the ACLs it deleted (an ACL two
+        filters select is reported by the first), or its error."""
+        answers = await self.quorum.call("delete_acls", {
+            "filters": [_acl_fields(f) for f in filters]})
+        return [ControllerError.from_wire(*answer["error"]) if answer["error"] is not None
+                else [new_acl(*fields) for fields in answer["acls"]] for answer in answers]
+
+    async def _do_delete_acls(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        answers: list[dict[str, Any]] = []
+        deleted: set[str] = set()
+        for fields in args["filters"]:
+            try:
+                acl_filter = new_filter(*fields)
+            except AclError as exc:
+                answers.append({"error": [int(ErrorCode.INVALID_REQUEST), str(exc)],
+                                "acls": []})
+                continue
+            matched = [(acl_id, acl) for acl_id, acl in self.image.acls.matching(acl_filter)
+                       if acl_id not in deleted]
+            deleted.update(acl_id for acl_id, _ in matched)
+            answers.append({"error": None, "acls": [_acl_fields(acl) for _, acl in matched]})
+        if deleted:
+            await self.quorum.propose([RemoveAccessControlEntryRecord(acl_id)
+                                       for acl_id in sorted(deleted)])
+        return answers
+
+
+    # -- SCRAM credentials ----------------------------------------------------------------
+    async def alter_scram_credentials(
+        self, deletions: list[tuple[str, int]], upsertions: list[dict[str, Any]]
+    ) -> list[UserResult]:
+        """Remove (user, mechanism) credentials and add or replace others (the fields of a
+        UserScramCredentialRecord); each user's (name, error code, message)."""
+        answer = await self.quorum.call("alter_scram_credentials", {
+            "deletions": [list(d) for d in deletions], "upsertions": upsertions})
+        return [(name, code, message) for name, code, message in answer]
+
+    async def _do_alter_scram_credentials(self, args: dict[str, Any]) -> list[UserResult]:
+        records, results = scram_credential_records(self.image, args["deletions"],
+                                                    args["upsertions"])
+        if records:
+            await self.quorum.propose(records)
+        return results
+
+
+def _acl_fields(acl: AclBinding | AclFilter) -> list[Any]:
+    return [int(acl.resource_type), acl.resource_name, int(acl.pattern_type), acl.principal,
+            acl.host, int(acl.operation), int(acl.permission)]
 
 
 def _tp_results(answer: list[list[Any]]) -> dict[TopicPartition, ControllerError | None]:

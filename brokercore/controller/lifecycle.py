@@ -129,7 +129,8 @@ class BrokerLifecycle:
         epoch = current.epoch + 1 if current else 0
         records: list[MetadataRecord] = [BrokerRecord(
             node_id, args["host"], args["port"], args["rack"], fenced=False, epoch=epoch,
-            incarnation=incarnation)]
+            incarnation=incarnation,
+            endpoints=tuple((n, h, p) for n, h, p in args.get("endpoints", [])))]
         records += elections.records_unfence_broker(self.image, node_id,
                                                     unclean_default=self.unclean_default)
         self._last_heartbeat[node_id] = self._now()

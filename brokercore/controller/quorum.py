@@ -25,6 +25,7 @@ from typing import Any
 
 from brokercore.config import BrokerConfig, ConfigError, parse_listeners
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.connection import controller_security
 
 from .errors import ControllerError
 from .image import Record
@@ -119,8 +120,9 @@ class MetadataQuorum:
         self.raft: RaftNode | None = None
         self.server: ControllerServer | None = None
         addresses: dict[int, Address] = dict(self.voters)
-        self.transport = TcpTransport(self.node_id, addresses)
-        self.rpc = RpcClient(addresses)
+        self.security, client = controller_security(config)
+        self.transport = TcpTransport(self.node_id, addresses, client)
+        self.rpc = RpcClient(addresses, client)
         self._apply_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -128,7 +130,8 @@ class MetadataQuorum:
         """Open the controller listener and join the quorum (a lone voter leads at once)."""
         address = controller_listener(self.config)
         if address is not None:
-            self.server = ControllerServer(address[0], address[1], self.transport, self.local)
+            self.server = ControllerServer(address[0], address[1], self.transport, self.local,
+                                           self.security)
             port = await self.server.start()
             self.transport.voters[self.node_id] = (address[0], port)
         migrate_single_node_log(self.directory)

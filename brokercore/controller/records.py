@@ -41,6 +41,9 @@ class BrokerRecord:
     fenced: bool = False
     epoch: int = 0
     incarnation: str = ""
+    # Every advertised listener as (name, host, port); host and port above are the
+    # inter-broker listener's. Empty in records written before listeners were recorded.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +113,9 @@ class ProducerIdsRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConfigRecord:
-    """One config key of a topic (`resource` "topic", `name` the topic) or a dynamic broker
-    config ("broker", `name` "" for the cluster-wide default or a node id); a None value
-    removes the override."""
+    """One config key of a topic (`resource` "topic", `name` the topic), a dynamic broker
+    config ("broker", `name` "" for the cluster-wide default or a node id) or a group's
+    config ("group", `name` the group id); a None value removes the override."""
 
     TYPE: ClassVar[str] = "config"
     VERSION: ClassVar[int] = 0
@@ -122,15 +125,68 @@ class ConfigRecord:
     value: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """One ACL (KRaft's AccessControlEntryRecord); the enums are Kafka's wire codes
+    (`security/acls.py`) and `id` names it for its removal."""
+
+    TYPE: ClassVar[str] = "access_control_entry"
+    VERSION: ClassVar[int] = 0
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    TYPE: ClassVar[str] = "remove_access_control_entry"
+    VERSION: ClassVar[int] = 0
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism (Kafka's UserScramCredentialRecord):
+    what the server side of the exchange needs, never the password nor the salted
+    password. `mechanism` is 1 SCRAM-SHA-256 or 2 SCRAM-SHA-512; the byte fields are
+    base64."""
+
+    TYPE: ClassVar[str] = "user_scram_credential"
+    VERSION: ClassVar[int] = 0
+    name: str
+    mechanism: int
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    TYPE: ClassVar[str] = "remove_user_scram_credential"
+    VERSION: ClassVar[int] = 0
+    name: str
+    mechanism: int
+
+
 MetadataRecord = (
     ClusterRecord | BrokerRecord | FenceBrokerRecord | TopicRecord | PartitionRecord
     | PartitionChangeRecord | RemoveTopicRecord | ProducerIdsRecord | ConfigRecord
+    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    | UserScramCredentialRecord | RemoveUserScramCredentialRecord
 )
 
 RECORD_TYPES: dict[str, type[MetadataRecord]] = {
     cls.TYPE: cls for cls in (
         ClusterRecord, BrokerRecord, FenceBrokerRecord, TopicRecord, PartitionRecord,
         PartitionChangeRecord, RemoveTopicRecord, ProducerIdsRecord, ConfigRecord,
+        AccessControlEntryRecord, RemoveAccessControlEntryRecord,
+        UserScramCredentialRecord, RemoveUserScramCredentialRecord,
     )
 }
 
@@ -142,8 +198,16 @@ def to_json(record: MetadataRecord) -> Json:
         value = getattr(record, f.name)
         if value is None and isinstance(record, PartitionChangeRecord):
             continue
-        fields[f.name] = list(value) if isinstance(value, tuple) else value
+        fields[f.name] = _json_value(value)
     return fields
+
+
+def _json_value(value: Any) -> Any:
+    return [_json_value(item) for item in value] if isinstance(value, tuple) else value
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
 
 
 def from_json(raw: Json) -> MetadataRecord:
@@ -156,7 +220,7 @@ def from_json(raw: Json) -> MetadataRecord:
         raise RecordError(f"{cls.TYPE} record version {version!r} is newer than "
                           f"this broker reads (up to {cls.VERSION})")
     names = {f.name for f in dataclasses.fields(cls)}
-    args: Json = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in names}
+    args: Json = {k: _tuples(v) for k, v in raw.items() if k in names}
     try:
         return cls(**args)
     except TypeError as exc:

@@ -31,7 +31,10 @@ def broker_group_coordinator(
     def topics() -> dict[str, tuple[str, int]]:
         return {name: (t.topic_id, len(t.partitions)) for name, t in image.topics.items()}
 
+    def group_configs(group_id: str) -> dict[str, str]:
+        return image.group_configs.get(group_id, {})
+
     return GroupCoordinator(
         BrokerOffsetsTopic(replicas, controller, config), clock,
-        CoordinatorConfig.from_broker(config), topic_exists, topics,
+        CoordinatorConfig.from_broker(config), topic_exists, topics, group_configs,
     )

@@ -29,6 +29,10 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_max_size: int = 2**31 - 1
+    # group.consumer.migration.policy: which online conversions of groups with members
+    # are allowed (a classic member may always join a consumer group).
+    upgrade_enabled: bool = True
+    downgrade_enabled: bool = True
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> CoordinatorConfig:
@@ -48,6 +52,7 @@ class CoordinatorConfig:
                 "group.consumer.heartbeat.interval.ms"),
             consumer_assignors=_assignors(config.get("group.consumer.assignors") or ""),
             consumer_max_size=config.get_int("group.consumer.max.size"),
+            **_migration_policy(config.get("group.consumer.migration.policy") or ""),
         )
 
 
@@ -66,3 +71,19 @@ def _assignors(value: str) -> tuple[str, ...]:
         raise ConfigError(f"group.consumer.assignors must list some of {sorted(ASSIGNORS)}, "
                           f"got {value!r}")
     return names
+
+
+MIGRATION_POLICIES = {
+    "bidirectional": (True, True), "upgrade": (True, False),
+    "downgrade": (False, True), "disabled": (False, False),
+}
+
+
+def _migration_policy(value: str) -> dict[str, bool]:
+    """Kafka's ConsumerGroupMigrationPolicy, named case-insensitively."""
+    try:
+        upgrade, downgrade = MIGRATION_POLICIES[value.strip().lower()]
+    except KeyError:
+        raise ConfigError(f"group.consumer.migration.policy must be one of "
+                          f"{sorted(MIGRATION_POLICIES)}, got {value!r}") from None
+    return {"upgrade_enabled": upgrade, "downgrade_enabled": downgrade}

@@ -65,6 +65,19 @@ class MemberState(enum.IntEnum):
     UNKNOWN = 127
 
 
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol in a consumer group joined with (Kafka's
+    ClassicMemberMetadata): its session timeout and its protocols, in preference order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0] if self.protocols else ""
+
+
 @dataclass
 class ConsumerMember:
     member_id: str
@@ -84,6 +97,18 @@ class ConsumerMember:
     session_deadline: float = 0.0
     # Set while the member owes a revocation: it is fenced if it has not revoked by then.
     revocation_deadline: float | None = None
+    # Set for a member of the classic protocol (JoinGroup, SyncGroup, Heartbeat).
+    classic: ClassicMemberMetadata | None = None
+    # A classic member told to rejoin is removed if it has not by then, and one that joined
+    # if it has not synced by then (its rebalance timeout, Kafka's consumer group join and
+    # sync timeouts for classic members).
+    rejoin_deadline: float | None = None
+    sync_deadline: float | None = None
+
+    @property
+    def session_timeout_ms(self) -> int | None:
+        """A classic member's own session timeout; None: the group's."""
+        return self.classic.session_timeout_ms if self.classic is not None else None
 
     def owned(self) -> set[tuple[str, int]]:
         """Every partition the member holds: assigned, or still to be revoked."""
@@ -144,6 +169,11 @@ class ConsumerGroup:
         """Who holds each partition (assigned or pending revocation), but `excluding`."""
         return {tp: m.member_id for m in self.members.values() if m.member_id != excluding
                 for tp in m.owned()}
+
+    def all_classic(self, but: str | None = None) -> bool:
+        """Every member (but `but`) uses the classic protocol, and there is one."""
+        others = [m for m in self.members.values() if m.member_id != but]
+        return bool(others) and all(m.classic is not None for m in others)
 
     def subscribed_topic_names(self, topic_names: set[str]) -> set[str]:
         """The topics some member subscribes to, by name or by regex, among `topic_names`."""

@@ -19,6 +19,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from brokercore.clock import Clock
 from brokercore.protocol.errors import ErrorCode
@@ -40,9 +41,20 @@ from .consumer_group import (
 from .groups import Groups
 from .reconciliation import MemberAssignment, current, reconcile
 from .records import KeyValue, group_key
-from .state import GroupError, GroupState
+from .state import Group, GroupError, GroupState
 
 log = logging.getLogger(__name__)
+
+
+class Migrations(Protocol):
+    """Online migration between the protocols (`migration.py`), which the coordinator
+    plugs in: a classic group with members that a consumer member joins, and a consumer
+    group whose last consumer member left."""
+
+    def upgrade(self, classic: Group, records: list[KeyValue]) -> ConsumerGroup | None: ...
+
+    def downgrade(self, group: ConsumerGroup, records: list[KeyValue],
+                  generation: int) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -74,13 +86,27 @@ class HeartbeatResult:
 class ConsumerProtocol:
     def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
                  topics: Callable[[], dict[str, tuple[str, int]]],
-                 reload: Callable[[int], None]) -> None:
+                 reload: Callable[[int], None],
+                 group_configs: Callable[[str], dict[str, str]] = lambda group_id: {},
+                 ) -> None:
         self.groups = groups
         self.clock = clock
         self.config = config
         self.topics = topics  # topic name -> (topic id, partition count)
         # PartitionLoads.reload: after a failed write, memory is ahead of the log.
         self.reload = reload
+        self.migrations: Migrations | None = None
+        # A group's own configs (IncrementalAlterConfigs on a GROUP resource), over the
+        # broker's: consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+        self.group_configs = group_configs
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get("consumer.session.timeout.ms")
+        return int(value) if value is not None else self.config.consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        value = self.group_configs(group_id).get("consumer.heartbeat.interval.ms")
+        return int(value) if value is not None else self.config.consumer_heartbeat_interval_ms
 
     @property
     def now(self) -> float:
@@ -96,13 +122,13 @@ class ConsumerProtocol:
                 result = self._heartbeat(req, records)
             finally:  # an error after some change still stores that change
                 if records:
-                    await self._store(partition, records)
+                    await self.store(partition, records)
         except GroupError as exc:
             message = str(exc) if str(exc) != exc.error_code.name else None
             return HeartbeatResult(exc.error_code, message, req.member_id or None)
         return result
 
-    async def _store(self, partition: int, records: list[KeyValue]) -> None:
+    async def store(self, partition: int, records: list[KeyValue]) -> None:
         """Write; answer once replicated. A failed append leaves memory ahead of the log,
         so the partition is read again from the log."""
         try:
@@ -117,26 +143,33 @@ class ConsumerProtocol:
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req, records)
         member, joined = self._member_for(group, req, records)
-        member.session_deadline = self.now + self.config.consumer_session_timeout_ms / 1000
+        member.session_deadline = self.now + self.session_timeout_ms(group.group_id) / 1000
         bump = self._update_member(group, member, req, joined, records)
-        bump = self._refresh_topics(group) or bump
-        if bump:
-            group.group_epoch += 1
-            records.append((cr.key(cr.GROUP_EPOCH_KEY, group.group_id),
-                            cr.epoch_value(group.group_epoch)))
-        self._compute_target(group, records)
-        before = current(member)
-        after = reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
-                          group.owners(member.member_id), req.owned)
-        if after != before:
-            self._apply(group, member, after, records)
+        before, after = self.advance(group, member, bump, req.owned, records)
         full = req.member_epoch == JOIN_EPOCH or (
             req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
             and req.owned is not None)
         changed = full or after.assigned != before.assigned
         return HeartbeatResult(
             ErrorCode.NONE, None, member.member_id, member.member_epoch,
-            self.config.consumer_heartbeat_interval_ms, after.assigned if changed else None)
+            self.heartbeat_interval_ms(group.group_id), after.assigned if changed else None)
+
+    def advance(self, group: ConsumerGroup, member: ConsumerMember, bump: bool,
+                reported: Assignment | None, records: list[KeyValue],
+                ) -> tuple[MemberAssignment, MemberAssignment]:
+        """A new group epoch if `bump` or the subscribed topics moved, the target for it,
+        and the member one step towards its part (`reported`: what it says it owns)."""
+        if self.refresh_topics(group, records) or bump:
+            group.group_epoch += 1
+            records.append((cr.key(cr.GROUP_EPOCH_KEY, group.group_id),
+                            cr.epoch_value(group.group_epoch)))
+        self._compute_target(group, records)
+        before = current(member)
+        after = reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
+                          group.owners(member.member_id), reported)
+        if after != before:
+            self._apply(group, member, after, records)
+        return before, after
 
     # -- finding the group and the member -------------------------------------------------
     def _group_for(self, req: HeartbeatRequest, records: list[KeyValue]) -> ConsumerGroup:
@@ -147,6 +180,10 @@ class ConsumerProtocol:
         classic = self.groups.classic.get(group_id)
         if classic is not None and not (classic.state is GroupState.EMPTY
                                         and req.member_epoch == JOIN_EPOCH):
+            if req.member_epoch == JOIN_EPOCH and self.migrations is not None:
+                upgraded = self.migrations.upgrade(classic, records)
+                if upgraded is not None:
+                    return upgraded
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
                              f"Group {group_id} is not a consumer group.")
         if req.member_epoch != JOIN_EPOCH:
@@ -177,7 +214,7 @@ class ConsumerProtocol:
             return self._replace_static(group, req, member_id, records), False
         old = group.members.get(member_id)
         if old is not None:  # a fenced member rejoining under its id: a fresh start
-            self._remove(group, old, "rejoined with epoch 0", records)
+            self.remove(group, old, "rejoined with epoch 0", records)
         if len(group.members) >= self.config.consumer_max_size:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of "
@@ -214,7 +251,8 @@ class ConsumerProtocol:
     def _update_member(self, group: ConsumerGroup, member: ConsumerMember,
                        req: HeartbeatRequest, joined: bool, records: list[KeyValue]) -> bool:
         """Take the heartbeat's non-null fields; True if the subscription changed."""
-        before_subscription, before = member.subscription(), cr.member_value(_metadata(member))
+        before_subscription = member.subscription()
+        before = cr.member_value(member_metadata(member))
         if req.subscribed_topic_names is not None:
             member.subscribed_topic_names = tuple(sorted(set(req.subscribed_topic_names)))
         if req.subscribed_topic_regex is not None:
@@ -226,18 +264,21 @@ class ConsumerProtocol:
         if req.rack_id is not None:
             member.rack_id = req.rack_id
         member.client_id, member.client_host = req.client_id, req.client_host
-        if joined or cr.member_value(_metadata(member)) != before:
+        if joined or cr.member_value(member_metadata(member)) != before:
             records.append(_metadata_record(group, member))
         return joined or member.subscription() != before_subscription
 
-    def _refresh_topics(self, group: ConsumerGroup) -> bool:
-        """Follow the subscribed topics' creation and partition counts; True if they moved."""
+    def refresh_topics(self, group: ConsumerGroup, records: list[KeyValue]) -> bool:
+        """Follow the subscribed topics' creation and partition counts; True if they moved
+        (stored as Kafka's key-4 record, so a reload compares with what the group saw)."""
         topics = self.topics()
         names = group.subscribed_topic_names(set(topics))
         subscribed = {name: topics[name] for name in names}
         if subscribed == group.subscribed_topics:
             return False
         group.subscribed_topics = subscribed
+        records.append((cr.key(cr.SUBSCRIPTION_METADATA_KEY, group.group_id),
+                        cr.subscription_metadata_value(subscribed)))
         return True
 
     def _compute_target(self, group: ConsumerGroup, records: list[KeyValue]) -> None:
@@ -295,11 +336,14 @@ class ConsumerProtocol:
             log.info("group %s: static member %s left for now", group.group_id,
                      member.member_id)
         else:
-            self._remove(group, member, "left the group", records)
+            epoch = group.group_epoch
+            self.remove(group, member, "left the group", records)
+            if self.migrations is not None:
+                self.migrations.downgrade(group, records, epoch)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, req.member_epoch,
-                               self.config.consumer_heartbeat_interval_ms)
+                               self.heartbeat_interval_ms(group.group_id))
 
-    def _remove(self, group: ConsumerGroup, member: ConsumerMember, reason: str,
+    def remove(self, group: ConsumerGroup, member: ConsumerMember, reason: str,
                 records: list[KeyValue]) -> None:
         """The member is gone: its partitions are free and the group gets a new epoch."""
         group.remove_member(member.member_id)
@@ -332,12 +376,18 @@ class ConsumerProtocol:
     # -- deadlines ------------------------------------------------------------------------
     def expire(self, group: ConsumerGroup) -> None:
         """Remove members whose session lapsed, or that did not revoke in time."""
-        now, records = self.now, list[KeyValue]()
+        now, records, epoch = self.now, list[KeyValue](), group.group_epoch
         for member in list(group.members.values()):
             if now >= member.session_deadline:
-                self._remove(group, member, "session timed out", records)
+                self.remove(group, member, "session timed out", records)
             elif member.revocation_deadline is not None and now >= member.revocation_deadline:
-                self._remove(group, member, "did not revoke its partitions in time", records)
+                self.remove(group, member, "did not revoke its partitions in time", records)
+            elif member.rejoin_deadline is not None and now >= member.rejoin_deadline:
+                self.remove(group, member, "did not rejoin in time", records)
+            elif member.sync_deadline is not None and now >= member.sync_deadline:
+                self.remove(group, member, "did not sync in time", records)
+        if records and self.migrations is not None:
+            self.migrations.downgrade(group, records, epoch)
         if records:
             try:
                 self.groups.write(group.partition, records)
@@ -349,7 +399,8 @@ class ConsumerProtocol:
         """After a load: members have one session (and revocation) timeout to come back."""
         now = self.now
         for member in group.members.values():
-            member.session_deadline = now + self.config.consumer_session_timeout_ms / 1000
+            session_ms = member.session_timeout_ms or self.session_timeout_ms(group.group_id)
+            member.session_deadline = now + session_ms / 1000
             if member.state is MemberState.UNREVOKED_PARTITIONS and member.rebalance_timeout_ms > 0:
                 member.revocation_deadline = now + member.rebalance_timeout_ms / 1000
 
@@ -399,13 +450,13 @@ def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:
                          f"member {member.member_id} at epoch {member.member_epoch}.")
 
 
-def _metadata(member: ConsumerMember) -> cr.MemberMetadata:
+def member_metadata(member: ConsumerMember) -> cr.MemberMetadata:
     return cr.MemberMetadata(member.instance_id, member.rack_id, member.client_id,
                              member.client_host, member.subscribed_topic_names,
                              member.subscribed_topic_regex, member.rebalance_timeout_ms,
-                             member.server_assignor)
+                             member.server_assignor, member.classic)
 
 
 def _metadata_record(group: ConsumerGroup, member: ConsumerMember) -> KeyValue:
     return (cr.key(cr.MEMBER_METADATA_KEY, group.group_id, member.member_id),
-            cr.member_value(_metadata(member)))
+            cr.member_value(member_metadata(member)))

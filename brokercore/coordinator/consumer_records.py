@@ -7,14 +7,21 @@ A null value is a tombstone.
     3 ConsumerGroupMetadata               group       -> epoch int32
     5 ConsumerGroupMemberMetadata         group, member -> instance_id?, rack_id?,
           client_id, client_host, subscribed_topic_names [], subscribed_topic_regex?,
-          rebalance_timeout_ms int32, server_assignor?
+          rebalance_timeout_ms int32, server_assignor?, tag 0: classic_member_metadata
+          (session_timeout_ms int32, supported_protocols [name, metadata]), for a
+          member of the classic protocol
     6 ConsumerGroupTargetAssignmentMetadata group     -> assignment_epoch int32
     7 ConsumerGroupTargetAssignmentMember   group, member -> [topic_id uuid, [int32]]
     8 ConsumerGroupCurrentMemberAssignment  group, member -> member_epoch int32,
           previous_member_epoch int32, state int8, assigned [..], pending_revocation [..]
 
-Kafka's key 4 (the subscribed topics' metadata) is not written: the coordinator recomputes
-it from the metadata image after a load, and a difference only bumps the group epoch once.
+    4 ConsumerGroupPartitionMetadata       group       -> topics [topic_id uuid, name,
+          num_partitions int32, partition_metadata [partition int32, racks []]]: the
+          subscribed topics the group epoch was computed with (racks are not kept: empty)
+
+Key 4 is written whenever the subscribed topics change, so a coordinator that loads the
+group compares the metadata image with what the group last saw, as Kafka's does, and does
+not bump the group epoch after a failover.
 """
 
 from __future__ import annotations
@@ -23,10 +30,17 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from .consumer_group import Assignment, ConsumerGroup, ConsumerMember, MemberState
+from .consumer_group import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+)
 from .reconciliation import MemberAssignment
 
 GROUP_EPOCH_KEY = 3
+SUBSCRIPTION_METADATA_KEY = 4
 MEMBER_METADATA_KEY = 5
 TARGET_EPOCH_KEY = 6
 TARGET_MEMBER_KEY = 7
@@ -46,9 +60,21 @@ class MemberMetadata:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberMetadata | None = None
 
 
-ConsumerValue = int | MemberMetadata | Assignment | MemberAssignment
+# topic name -> (topic id, partition count)
+SubscribedTopics = dict[str, tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class SubscriptionMetadata:
+    """Key 4's value: the subscribed topics' metadata the group epoch was computed with."""
+
+    topics: SubscribedTopics
+
+
+ConsumerValue = int | MemberMetadata | Assignment | MemberAssignment | SubscriptionMetadata
 
 
 @dataclass(frozen=True)
@@ -71,8 +97,9 @@ def key(version: int, group_id: str, member_id: str | None = None) -> bytes:
 
 
 def group_tombstones(group_id: str) -> list[tuple[bytes, bytes | None]]:
-    """A deleted or converted group's own records (keys 6 and 3; its offsets are apart)."""
-    return [(key(version, group_id), None) for version in (TARGET_EPOCH_KEY, GROUP_EPOCH_KEY)]
+    """A deleted or converted group's own records (keys 4, 6 and 3; its offsets are apart)."""
+    return [(key(version, group_id), None) for version in
+            (SUBSCRIPTION_METADATA_KEY, TARGET_EPOCH_KEY, GROUP_EPOCH_KEY)]
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[tuple[bytes, bytes | None]]:
@@ -114,12 +141,35 @@ def epoch_value(epoch: int) -> bytes:
     return _V0 + _I32.pack(epoch) + _NO_TAGS
 
 
+def _cbytes(value: bytes) -> bytes:
+    return _uvarint(len(value) + 1) + value
+
+
+def _classic_tag(classic: ClassicMemberMetadata | None) -> bytes:
+    """The tagged fields: tag 0, ClassicMemberMetadata, when the member is classic."""
+    if classic is None:
+        return _NO_TAGS
+    protocols = _uvarint(len(classic.protocols) + 1) + b"".join(
+        _cstr(name) + _cbytes(metadata) + _NO_TAGS for name, metadata in classic.protocols)
+    struct_ = _I32.pack(classic.session_timeout_ms) + protocols + _NO_TAGS
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(struct_)) + struct_
+
+
 def member_value(m: MemberMetadata) -> bytes:
     names = _uvarint(len(m.subscribed_topic_names) + 1) + b"".join(
         _cstr(n) for n in m.subscribed_topic_names)
     return b"".join([_V0, _cstr(m.instance_id), _cstr(m.rack_id), _cstr(m.client_id),
                      _cstr(m.client_host), names, _cstr(m.subscribed_topic_regex),
-                     _I32.pack(m.rebalance_timeout_ms), _cstr(m.server_assignor), _NO_TAGS])
+                     _I32.pack(m.rebalance_timeout_ms), _cstr(m.server_assignor),
+                     _classic_tag(m.classic)])
+
+
+def subscription_metadata_value(topics: SubscribedTopics) -> bytes:
+    out = [_V0, _uvarint(len(topics) + 1)]
+    for name, (topic_id, partitions) in sorted(topics.items()):
+        out += [uuid.UUID(topic_id).bytes, _cstr(name), _I32.pack(partitions),
+                _uvarint(1), _NO_TAGS]  # no partition metadata (racks)
+    return b"".join([*out, _NO_TAGS])
 
 
 def target_value(assignment: Assignment) -> bytes:
@@ -181,12 +231,52 @@ class _Reader:
             self.uvarint()
             self.pos += self.uvarint()
 
+    def cbytes(self) -> bytes:
+        length = self.uvarint() - 1
+        raw = self.data[self.pos:self.pos + max(length, 0)]
+        self.pos += max(length, 0)
+        return raw
+
+    def classic_tag(self) -> ClassicMemberMetadata | None:
+        """Tag 0 (ClassicMemberMetadata) among the tagged fields; others are skipped."""
+        found = None
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            end = self.pos + size
+            if tag == 0:
+                session_timeout_ms = self.fixed(_I32)
+                protocols = []
+                for _ in range(self.uvarint() - 1):
+                    name, metadata = self.cstr() or "", self.cbytes()
+                    self.skip_tags()
+                    protocols.append((name, metadata))
+                found = ClassicMemberMetadata(session_timeout_ms, tuple(protocols))
+            self.pos = end
+        return found
+
 
 def _member_metadata(r: _Reader) -> MemberMetadata:
     instance, rack, client_id, host = r.cstr(), r.cstr(), r.cstr() or "", r.cstr() or ""
     names = tuple(r.cstr() or "" for _ in range(r.uvarint() - 1))
-    return MemberMetadata(instance, rack, client_id, host, names, r.cstr(), r.fixed(_I32),
-                          r.cstr())
+    regex, rebalance_timeout_ms, assignor = r.cstr(), r.fixed(_I32), r.cstr()
+    return MemberMetadata(instance, rack, client_id, host, names, regex, rebalance_timeout_ms,
+                          assignor, r.classic_tag())
+
+
+def _subscribed_topics(r: _Reader) -> SubscribedTopics:
+    topics: SubscribedTopics = {}
+    for _ in range(r.uvarint() - 1):
+        topic_id = str(uuid.UUID(bytes=r.data[r.pos:r.pos + 16]))
+        r.pos += 16
+        name, partitions = r.cstr() or "", r.fixed(_I32)
+        for _ in range(r.uvarint() - 1):  # partition metadata: partition, racks
+            r.fixed(_I32)
+            for _ in range(r.uvarint() - 1):
+                r.cstr()
+            r.skip_tags()
+        r.skip_tags()
+        topics[name] = (topic_id, partitions)
+    return topics
 
 
 def _current(r: _Reader) -> MemberAssignment:
@@ -197,13 +287,11 @@ def _current(r: _Reader) -> MemberAssignment:
 
 
 def decode(version: int, key_data: bytes, value: bytes | None) -> ConsumerRecord | None:
-    """The record under a consumer-group key version; None for key 4, which is not kept."""
+    """The record under a consumer-group key version (3 to 8)."""
     r = _Reader(key_data)
     r.pos = 2
     group_id = r.key_str()
     member_id = r.key_str() if version in (5, 7, 8) else None
-    if version == 4:
-        return None
     if value is None:
         return ConsumerRecord(version, group_id, member_id, None)
     v = _Reader(value)
@@ -211,6 +299,8 @@ def decode(version: int, key_data: bytes, value: bytes | None) -> ConsumerRecord
     decoded: ConsumerValue
     if version in (GROUP_EPOCH_KEY, TARGET_EPOCH_KEY):
         decoded = v.fixed(_I32)
+    elif version == SUBSCRIPTION_METADATA_KEY:
+        decoded = SubscriptionMetadata(_subscribed_topics(v))
     elif version == MEMBER_METADATA_KEY:
         decoded = _member_metadata(v)
     elif version == TARGET_MEMBER_KEY:
@@ -247,6 +337,11 @@ def _replay_group(group: ConsumerGroup, record: ConsumerRecord) -> None:
     if record.value is None:
         if record.key_version == GROUP_EPOCH_KEY:
             group.dead = True
+        elif record.key_version == SUBSCRIPTION_METADATA_KEY:
+            group.subscribed_topics = {}
+        return
+    if isinstance(record.value, SubscriptionMetadata):
+        group.subscribed_topics = dict(record.value.topics)
         return
     assert isinstance(record.value, int)
     if record.key_version == GROUP_EPOCH_KEY:
@@ -263,6 +358,7 @@ def _replay_member(group: ConsumerGroup, member: ConsumerMember, value: Consumer
         member.subscribed_topic_regex = value.subscribed_topic_regex
         member.rebalance_timeout_ms = value.rebalance_timeout_ms
         member.server_assignor = value.server_assignor
+        member.classic = value.classic
         if value.instance_id is not None:
             group.static_members[value.instance_id] = member.member_id
     elif isinstance(value, MemberAssignment):

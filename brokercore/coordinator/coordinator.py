@@ -24,6 +24,7 @@ from .consumer_records import replay as replay_consumer_record
 from .groups import Groups
 from .loading import PartitionedCoordinator, Slices
 from .membership import Membership
+from .migration import Migration
 from .offsets import Offsets
 from .offsets_topic import OFFSETS_TOPIC, OffsetsStore
 from .records import GroupRecord, OffsetsRecord
@@ -41,6 +42,7 @@ class GroupCoordinator(PartitionedCoordinator):
         self, store: OffsetsStore, clock: Clock, config: CoordinatorConfig,
         topic_exists: Callable[[TopicPartition], bool] = lambda tp: True,
         topics: Callable[[], dict[str, tuple[str, int]]] = dict,
+        group_configs: Callable[[str], dict[str, str]] = lambda group_id: {},
     ) -> None:
         super().__init__(store)
         self.clock = clock
@@ -50,8 +52,11 @@ class GroupCoordinator(PartitionedCoordinator):
         self.groups = Groups(store, self.partitions.check, clock, config.commit_timeout_ms,
                              self._spawn)
         self.consumer = ConsumerProtocol(self.groups, clock, config, topics,
-                                         self.partitions.reload)
+                                         self.partitions.reload, group_configs)
         self.membership = Membership(self.groups, clock, config, self.consumer.yield_to_classic)
+        self.migration = Migration(self.groups, clock, config, self.consumer, self.membership)
+        self.consumer.migrations = self.migration
+        self.membership.in_consumer_groups = self.migration
         self.offsets = Offsets(self.groups, clock, config, topic_exists)
         self._next_expiry = clock.monotonic() + config.retention_check_interval_ms / 1000
 

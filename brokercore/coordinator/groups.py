@@ -20,6 +20,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from brokercore.clock import Clock
+from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.errors import ErrorCode
 
 from .consumer_group import ConsumerGroup
@@ -65,10 +66,12 @@ class Groups:
         return group
 
     # -- writing --------------------------------------------------------------------------
-    def write(self, partition: int, records: list[KeyValue], producer: Producer = None) -> int:
-        """Append to the partition's log (as a transactional batch of `producer`, if given);
-        the offset to pass to `replicated`."""
-        return self.store.append(partition, records, self.clock.time_ms(), producer)
+    def write(self, partition: int, records: list[KeyValue], producer: Producer = None,
+              verification_guard: VerificationGuard | None = None) -> int:
+        """Append to the partition's log (as a transactional batch of `producer`, if given,
+        verified with `verification_guard`); the offset to pass to `replicated`."""
+        return self.store.append(partition, records, self.clock.time_ms(), producer,
+                                 verification_guard)
 
     async def replicated(self, partition: int, offset: int) -> None:
         """Wait until the ISR has the log below `offset`; GroupError in Kafka's mapping."""

@@ -16,6 +16,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from brokercore.clock import Clock
 from brokercore.protocol.errors import ErrorCode
@@ -47,6 +48,24 @@ class JoinRequest:
 JoinOutcome = JoinResult | asyncio.Future[JoinResult]
 
 
+class ClassicMembersOfConsumerGroups(Protocol):
+    """Classic-protocol members of KIP-848 groups (`migration.py`), which the coordinator
+    plugs in: Kafka serves a JoinGroup, SyncGroup, Heartbeat or LeaveGroup for a consumer
+    group with members there, whatever the migration policy."""
+
+    def serves(self, group_id: str) -> bool: ...
+
+    async def join(self, req: JoinRequest) -> JoinResult: ...
+
+    def sync(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+             protocol: tuple[str | None, str | None]) -> SyncResult: ...
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
+                  instance_id: str | None) -> ErrorCode: ...
+
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> list[ErrorCode]: ...
+
+
 class Membership:
     def __init__(self, groups: Groups, clock: Clock, config: CoordinatorConfig,
                  yield_to_classic: Callable[[str], None]) -> None:
@@ -56,6 +75,14 @@ class Membership:
         # Before a join: an empty KIP-848 group of that id becomes a classic one, or the
         # join is refused (ConsumerProtocol.yield_to_classic).
         self.yield_to_classic = yield_to_classic
+        self.in_consumer_groups: ClassicMembersOfConsumerGroups | None = None
+
+    def _consumer_group_serves(self, group_id: str) -> ClassicMembersOfConsumerGroups | None:
+        """The classic members of a consumer group with members of that id, if there is one."""
+        bridge = self.in_consumer_groups
+        if bridge is not None and group_id and bridge.serves(group_id):
+            return bridge
+        return None
 
     @property
     def now(self) -> float:
@@ -64,6 +91,9 @@ class Membership:
     # -- JoinGroup ------------------------------------------------------------------------
     async def join(self, req: JoinRequest) -> JoinResult:
         try:
+            bridge = self._consumer_group_serves(req.group_id)
+            if bridge is not None:
+                return await bridge.join(req)
             outcome = self._join(req)
         except GroupError as exc:
             return JoinResult(exc.error_code, req.member_id)
@@ -259,6 +289,9 @@ class Membership:
         protocol: tuple[str | None, str | None], assignments: dict[str, bytes],
     ) -> SyncResult:
         try:
+            bridge = self._consumer_group_serves(group_id)
+            if bridge is not None:
+                return bridge.sync(group_id, generation_id, member_id, instance_id, protocol)
             outcome = self._sync(group_id, generation_id, member_id, instance_id, protocol,
                                  assignments)
         except GroupError as exc:
@@ -342,6 +375,9 @@ class Membership:
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
         try:
+            bridge = self._consumer_group_serves(group_id)
+            if bridge is not None:
+                return bridge.heartbeat(group_id, generation_id, member_id, instance_id)
             group = self._live_group(group_id)
             member = group.known_member(member_id, instance_id)
         except GroupError as exc:
@@ -359,6 +395,9 @@ class Membership:
         """Remove members by (member_id, group_instance_id): a top-level and per-member error."""
         try:
             self.groups.check_coordinator(group_id)
+            bridge = self._consumer_group_serves(group_id)
+            if bridge is not None:
+                return ErrorCode.NONE, bridge.leave(group_id, leaving)
             group = self.groups.classic.get(group_id)
             if group is None or group.state is S.DEAD:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)

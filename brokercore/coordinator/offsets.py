@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 
 from brokercore.clock import Clock
+from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -88,9 +89,23 @@ class Offsets:
         return {**errors, **dict.fromkeys(accepted, ErrorCode.NONE)}
 
     # -- TxnOffsetCommit ------------------------------------------------------------------
+    def start_txn_verification(self, group_id: str, producer: tuple[int, int]
+                               ) -> VerificationGuard | None:
+        """KIP-890 before a TxnOffsetCommit, as Kafka 4.0's group coordinator does: the
+        guard the write must carry once the transaction coordinator vouches that the
+        transaction includes the group's partition (SENTINEL: its transaction is open
+        there already); None if the group is not served here (the commit answers why)."""
+        try:
+            self.groups.check_coordinator(group_id)
+            return self.groups.store.start_verification(
+                self.groups.partition_of(group_id), producer)
+        except GroupError:
+            return None
+
     async def txn_commit(
         self, group_id: str, producer: tuple[int, int], generation_id: int, member_id: str,
         instance_id: str | None, commits: dict[TopicPartition, Commit],
+        verification_guard: VerificationGuard | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
         """Write a transaction's offsets; they count once its commit marker arrives."""
         try:
@@ -109,7 +124,7 @@ class Offsets:
             try:
                 written_at = self.groups.write(group.partition, [
                     (offset_key(group_id, tp), offset_value(om)) for tp, om in accepted.items()
-                ], producer)
+                ], producer, verification_guard)
                 await self.groups.replicated(group.partition, written_at)
             except GroupError as exc:
                 return {**errors, **dict.fromkeys(accepted, exc.error_code)}
@@ -221,6 +236,11 @@ class Offsets:
             return self.groups.create_classic(group_id)  # a group that only stores offsets
         if group.state is S.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id < 0 and group.state is S.EMPTY:
+            # Kafka's order: generation -1 into an Empty group is a simple commit whatever
+            # member id comes with it. librdkafka under group.protocol=consumer names the
+            # member id it made itself (KIP-1082) before it has joined anything.
+            return group
         if generation_id >= 0 or member_id or instance_id is not None:
             self._check_member(group, generation_id, member_id, instance_id)
         elif group.state is not S.EMPTY:
@@ -401,6 +421,11 @@ def _check_consumer_commit(group: ConsumerGroup, member_epoch: int, member_id: s
     member = group.members.get(member_id)
     if member is None:
         raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
+    if member.classic is not None:
+        # A classic member commits as in a classic group: its generation is its epoch.
+        if member_epoch != member.member_epoch:
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        return
     if api_version < 9:
         raise GroupError(ErrorCode.UNSUPPORTED_VERSION)
     if member_epoch != member.member_epoch:

@@ -23,6 +23,7 @@ from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller, NewTopic
 from brokercore.log import LogError
 from brokercore.log.transactions import build_control_batch
+from brokercore.log.verification import SENTINEL, VerificationGuard
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
 from brokercore.replication.replica_manager import ReplicaManager
@@ -83,10 +84,19 @@ class OffsetsStore(Protocol):
         """Create the topic on first use; GroupError if that fails."""
 
     def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
-               producer: Producer = None) -> int:
+               producer: Producer = None,
+               verification_guard: VerificationGuard | None = None) -> int:
         """Append to the leader's log and return the offset after the records, or raise
         GroupError (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE). With a producer, the
-        records are a transactional batch of that producer (TxnOffsetCommit)."""
+        records are a transactional batch of that producer (TxnOffsetCommit), which with a
+        `verification_guard` must continue the producer's transaction there or carry the
+        guard its verification started with (KIP-890), else INVALID_TXN_STATE."""
+
+    def start_verification(self, partition: int, producer: tuple[int, int]
+                           ) -> VerificationGuard:
+        """KIP-890 on the group coordinator's partition: the guard a transactional write
+        must carry once the transaction coordinator has vouched for it; SENTINEL if the
+        producer's transaction is open there already. GroupError if not led here."""
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         """Return once the ISR has everything below `offset`, or raise GroupError."""
@@ -127,7 +137,8 @@ class MemoryOffsetsTopic:
         pass
 
     def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
-               producer: Producer = None) -> int:
+               producer: Producer = None,
+               verification_guard: VerificationGuard | None = None) -> int:
         if partition not in self.led:
             raise GroupError(ErrorCode.NOT_COORDINATOR)
         self.batches[partition].append(build_batch(records, timestamp_ms, producer))
@@ -135,6 +146,12 @@ class MemoryOffsetsTopic:
         if self.replicate_on_append:
             self.high_watermark[partition] = self.log_end[partition]
         return self.log_end[partition]
+
+    def start_verification(self, partition: int, producer: tuple[int, int]
+                           ) -> VerificationGuard:
+        if partition not in self.led:
+            raise GroupError(ErrorCode.NOT_COORDINATOR)
+        return SENTINEL  # no producer state in memory: nothing to verify
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         async with self._moved:
@@ -235,17 +252,29 @@ class BrokerOffsetsTopic:
         return leader.leader_epoch
 
     def append(self, partition: int, records: list[KeyValue], timestamp_ms: int,
-               producer: Producer = None) -> int:
+               producer: Producer = None,
+               verification_guard: VerificationGuard | None = None) -> int:
         tp = TopicPartition(self.topic, partition)
         try:
             leader = self.replicas.leader_partition(tp)
             leader.check_min_insync_replicas()  # Kafka's coordinators write with acks=all
             batch = build_batch(records, timestamp_ms, producer)
-            return leader.append_as_leader(batch).last_offset + 1
+            return leader.append_as_leader(batch, verification_guard).last_offset + 1
         except (PartitionError, LogError) as exc:  # the write did not happen
             if isinstance(exc, LogError):
                 log.warning("node %d: cannot write to %s: %r", self.node_id, tp, exc)
             raise GroupError(coordinator_error(exc.error_code), f"{tp}: {exc}") from None
+
+    def start_verification(self, partition: int, producer: tuple[int, int]
+                           ) -> VerificationGuard:
+        tp = TopicPartition(self.topic, partition)
+        try:
+            leader = self.replicas.leader_partition(tp)
+        except PartitionError as exc:
+            raise GroupError(coordinator_error(exc.error_code), f"{tp}: {exc}") from None
+        producer_id, producer_epoch = producer
+        # A coordinator's write carries no sequence.
+        return leader.maybe_start_transaction_verification(producer_id, -1, producer_epoch)
 
     async def wait_replicated(self, partition: int, offset: int, timeout_ms: int) -> None:
         tp = TopicPartition(self.topic, partition)

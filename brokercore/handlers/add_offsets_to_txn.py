@@ -11,6 +11,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 from brokercore.txn import TxnError, fenced_for_version
 
@@ -21,6 +22,12 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(
             code, ctx.api_version, since=2))
 
+    authorizer = broker.authorizer
+    if not authorizer.authorize_transactional_id(ctx, AclOperation.WRITE,
+                                                 request.transactional_id):
+        return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authorizer.authorize_group(ctx, AclOperation.READ, request.group_id):
+        return answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not request.group_id:
         return answer(ErrorCode.INVALID_GROUP_ID)
     try:

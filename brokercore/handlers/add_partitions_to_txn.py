@@ -15,6 +15,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 from brokercore.txn import TxnError, fenced_for_version
 
@@ -25,13 +26,24 @@ TxnResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 
 @serves(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, min_version=0, max_version=5)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    authorizer = broker.authorizer
     if ctx.api_version < 4:
+        refused = _refused(broker, ctx, request.v3_and_below_transactional_id,
+                           request.v3_and_below_topics)
+        if refused is not None:
+            return AddPartitionsToTxnResponse(throttle_time_ms=0,
+                                              results_by_topic_v3_and_below=refused)
         results = await _add(broker, request.v3_and_below_transactional_id,
                              request.v3_and_below_producer_id,
                              request.v3_and_below_producer_epoch, request.v3_and_below_topics,
                              api_version=ctx.api_version)
         return AddPartitionsToTxnResponse(throttle_time_ms=0,
                                           results_by_topic_v3_and_below=results)
+    # v4+ batches come from brokers verifying transactions (KIP-890): a cluster action
+    if not authorizer.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            results_by_transaction=[])
     return AddPartitionsToTxnResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE,
         results_by_transaction=[
@@ -59,6 +71,25 @@ async def _add(broker: BrokerParts, transactional_id: str, producer_id: int,
         errors = dict.fromkeys(partitions,
                                fenced_for_version(exc.error_code, api_version, since=2))
     return results_by_topic(errors)
+
+
+def _refused(broker: BrokerParts, ctx: RequestContext, transactional_id: str,
+             topics: Any) -> list[Any] | None:
+    """A client's request (v0-3) without WRITE on its transactional id or on some topic:
+    Kafka answers every partition, the unauthorized ones with the authorization error and
+    the others OPERATION_NOT_ATTEMPTED."""
+    authorizer = broker.authorizer
+    partitions = {TopicPartition(t.name, p) for t in topics for p in t.partitions}
+    if not authorizer.authorize_transactional_id(ctx, AclOperation.WRITE, transactional_id):
+        return results_by_topic(dict.fromkeys(
+            partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    denied = {t.name for t in topics
+              if not authorizer.authorize_topic(ctx, AclOperation.WRITE, t.name)}
+    if not denied:
+        return None
+    return results_by_topic({
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp.topic in denied
+        else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions})
 
 
 def _exists(broker: BrokerParts, tp: TopicPartition) -> bool:

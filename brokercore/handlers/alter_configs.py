@@ -18,7 +18,7 @@ from brokercore.protocol.errors import ErrorCode
 
 @serves(AlterConfigsRequest, AlterConfigsResponse, min_version=0, max_version=2)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    return await alter_each(broker, request, AlterConfigsResponse, _alter)
+    return await alter_each(broker, ctx, request, AlterConfigsResponse, _alter)
 
 
 async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:

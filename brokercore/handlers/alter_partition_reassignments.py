@@ -15,10 +15,12 @@ from kafka.protocol.admin import (
 
 from brokercore.controller.controller import ControllerError
 from brokercore.controller.image import MetadataImage
+from brokercore.handlers.authorization import cluster_refused
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
@@ -30,6 +32,8 @@ Results = dict[TopicPartition, ControllerError | None]
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     allow_rf_change = ctx.api_version < 1 or bool(request.allow_replication_factor_change)
+    if not broker.authorizer.authorize_cluster(ctx, AclOperation.ALTER):
+        return response({}, cluster_refused(), allow_rf_change)
     changes, refused = requested_changes(broker.image, request, allow_rf_change)
     error = None
     results: Results = dict(refused)

@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any
 from brokercore.config import (
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
+    GROUP_CONFIGS,
     TOPIC_CONFIGS,
     ConfigKey,
     ConfigSource,
     ConfigType,
 )
 from brokercore.controller.controller import ControllerError, validate_topic_name
+from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 if TYPE_CHECKING:
     from brokercore.handlers.parts import BrokerParts
@@ -37,6 +40,7 @@ class ResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,49 @@ def _broker_entry(broker: BrokerParts, key: ConfigKey) -> ConfigEntry:
                        synonyms=synonyms)
 
 
+def group_entries(broker: BrokerParts, group_id: str) -> list[ConfigEntry]:
+    """A group's configs (KIP-848), in name order: GROUP_CONFIG where the group sets one,
+    else the broker's value (its synonym) as the default, as Kafka describes them."""
+    overrides = broker.image.group_configs.get(group_id, {})
+    entries = []
+    for name, key in sorted(GROUP_CONFIGS.items()):
+        synonym = key.synonyms[0][0]
+        default = broker.config.get(synonym)
+        value, source = ((overrides[name], ConfigSource.GROUP_CONFIG) if name in overrides
+                         else (default, ConfigSource.DEFAULT_CONFIG))
+        synonyms = [Synonym(name, overrides[name], ConfigSource.GROUP_CONFIG)] \
+            if name in overrides else []
+        synonyms.append(Synonym(synonym, default, ConfigSource.DEFAULT_CONFIG))
+        entries.append(ConfigEntry(key, value, source, read_only=False, synonyms=synonyms))
+    return entries
+
+
+def check_group(name: str) -> None:
+    if not name:
+        raise ControllerError(ErrorCode.INVALID_REQUEST, "Group name can't be empty.")
+
+
+def check_group_value(broker: BrokerParts, name: str, value: str | None) -> None:
+    """A group's session timeout and heartbeat interval stay within the broker's bounds
+    (group.consumer.min/max.*), as Kafka's GroupConfig validation requires."""
+    if value is None:
+        return
+    key = GROUP_CONFIGS[name]
+    synonym = key.synonyms[0][0]
+    low = broker.config.get_int(synonym.replace(".consumer.", ".consumer.min."))
+    high = broker.config.get_int(synonym.replace(".consumer.", ".consumer.max."))
+    try:
+        number = int(value)
+    except ValueError:
+        raise ControllerError(ErrorCode.INVALID_CONFIG,
+                              f"Invalid value {value} for configuration {name}: "
+                              f"Not a number of type INT") from None
+    if not low <= number <= high:
+        raise ControllerError(ErrorCode.INVALID_CONFIG,
+                              f"Invalid value {value} for configuration {name}: "
+                              f"must be between {low} and {high}")
+
+
 def check_topic(broker: BrokerParts, name: str) -> None:
     """ControllerError unless `name` is a legal, existing topic."""
     validate_topic_name(name)
@@ -162,12 +209,29 @@ def unsupported_resource(resource_type: int) -> ControllerError:
     return ControllerError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {label}")
 
 
+def check_authorized(broker: BrokerParts, ctx: RequestContext, resource_type: int, name: str,
+                     operation: AclOperation) -> None:
+    """Kafka's rule for the config APIs: `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on
+    the topic or the group, or on the cluster for a broker resource."""
+    authorizer = broker.authorizer
+    if resource_type == ResourceType.TOPIC:
+        if not authorizer.authorize_topic(ctx, operation, name):
+            raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    elif resource_type == ResourceType.GROUP:
+        if not authorizer.authorize_group(ctx, operation, name):
+            raise ControllerError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed.")
+    elif not authorizer.authorize_cluster(ctx, operation):
+        raise ControllerError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                              "Cluster authorization failed.")
+
+
 # Alter one resource: (broker, resource, validate_only); raises ControllerError to refuse it.
 AlterOne = Callable[["BrokerParts", Any, bool], Awaitable[None]]
 
 
 async def alter_each(
-    broker: BrokerParts, request: Any, response_class: Any, alter: AlterOne
+    broker: BrokerParts, ctx: RequestContext, request: Any, response_class: Any,
+    alter: AlterOne,
 ) -> Any:
     """The response of AlterConfigs or IncrementalAlterConfigs: every resource altered on
     its own, and a resource named twice in one request refused."""
@@ -178,6 +242,8 @@ async def alter_each(
         try:
             if seen[(resource.resource_type, resource.resource_name)] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+            check_authorized(broker, ctx, resource.resource_type, resource.resource_name,
+                             AclOperation.ALTER_CONFIGS)
             await alter(broker, resource, request.validate_only)
         except ControllerError as exc:
             code, message = exc.error_code, exc.message
@@ -199,11 +265,14 @@ class AlterTarget:
 
     @property
     def keys(self) -> dict[str, ConfigKey]:
-        return TOPIC_CONFIGS if self.resource_type is ResourceType.TOPIC else BROKER_CONFIGS
+        return {ResourceType.TOPIC: TOPIC_CONFIGS,
+                ResourceType.GROUP: GROUP_CONFIGS}.get(self.resource_type, BROKER_CONFIGS)
 
     def unknown(self, name: str) -> ControllerError:
         if self.resource_type is ResourceType.TOPIC:
             return ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        if self.resource_type is ResourceType.GROUP:
+            return ControllerError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
         return ControllerError(ErrorCode.INVALID_CONFIG,
                                f"Cannot update these configs dynamically: {name}")
 
@@ -211,12 +280,20 @@ class AlterTarget:
         """What `name` reads as once this resource's override is gone (APPEND's base)."""
         if self.resource_type is ResourceType.TOPIC:
             return broker.config.topic_default(name)[0] or ""
+        if self.resource_type is ResourceType.GROUP:
+            return broker.config.get(GROUP_CONFIGS[name].synonyms[0][0]) or ""
         return broker.config.broker_value(name)[0] or ""
 
     async def alter(self, broker: BrokerParts, changes: dict[str, str | None],
                     validate_only: bool) -> None:
         if self.resource_type is ResourceType.TOPIC:
             await broker.controller.alter_topic_configs(self.name, changes,
+                                                        validate_only=validate_only)
+        elif self.resource_type is ResourceType.GROUP:
+            for name, value in changes.items():
+                if name in GROUP_CONFIGS:
+                    check_group_value(broker, name, value)
+            await broker.controller.alter_group_configs(self.name, changes,
                                                         validate_only=validate_only)
         else:
             await broker.controller.alter_broker_configs(self.name, changes,
@@ -235,6 +312,10 @@ def alter_target(broker: BrokerParts, resource: Any) -> AlterTarget:
     elif resource.resource_type == ResourceType.TOPIC:
         check_topic(broker, name)
         target = AlterTarget(ResourceType.TOPIC, name, dict(broker.image.topics[name].configs))
+    elif resource.resource_type == ResourceType.GROUP:
+        check_group(name)
+        target = AlterTarget(ResourceType.GROUP, name,
+                             dict(broker.image.group_configs.get(name, {})))
     else:
         raise unsupported_resource(resource.resource_type)
     names = [c.name for c in resource.configs]

@@ -18,22 +18,34 @@ from brokercore.protocol.kip848_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
+from brokercore.security.acls import AclOperation, ResourceType
+from brokercore.security.authorizer import bitfield
 
 Described = ConsumerGroupDescribeResponse.DescribedGroup
-# Kafka's ACL operation codes a group can have: READ 3, DELETE 6, DESCRIBE 8 (no ACLs here).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 NOT_REQUESTED = -(2**31)
-CONSUMER_MEMBER_TYPE = 1  # v1 (KIP-1099): 0 classic, 1 consumer
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # v1 (KIP-1099)
 
 
-# v1 adds each member's type; every member here uses the consumer protocol.
+# v1 adds each member's type: classic members of a migrated group are 0.
 @serves(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    operations = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
-    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
-        _describe(broker, group_id, operations) for group_id in request.group_ids
-    ])
+    authorizer = broker.authorizer
+    groups = []
+    for group_id in request.group_ids:
+        if not authorizer.authorize_group(ctx, AclOperation.DESCRIBE, group_id):
+            groups.append(Described(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                group_id=group_id, group_state=ConsumerGroupState.DEAD.value, group_epoch=-1,
+                assignment_epoch=-1, assignor_name="", members=[],
+                authorized_operations=NOT_REQUESTED))
+            continue
+        operations = NOT_REQUESTED
+        if request.include_authorized_operations:  # KIP-430's bitfield
+            operations = bitfield(authorizer.authorized_operations(
+                ctx, ResourceType.GROUP, group_id))
+        groups.append(_describe(broker, group_id, operations))
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=groups)
 
 
 def _describe(broker: BrokerParts, group_id: str, operations: int) -> Any:
@@ -69,7 +81,8 @@ def _member(group: ConsumerGroup, member: ConsumerMember, names: dict[str, str])
              subscribed_topic_regex=member.subscribed_topic_regex,
              assignment=_assignment(member.assigned, names),
              target_assignment=_assignment(group.target.get(member.member_id, {}), names),
-             member_type=CONSUMER_MEMBER_TYPE)
+             member_type=CONSUMER_MEMBER_TYPE if member.classic is None
+             else CLASSIC_MEMBER_TYPE)
 
 
 def _assignment(assignment: Assignment, names: dict[str, str]) -> Any:

@@ -8,10 +8,12 @@ from brokercore.coordinator.consumer_protocol import HeartbeatRequest
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
+from brokercore.protocol.errors import ErrorCode
 from brokercore.protocol.kip848_messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from brokercore.security.acls import AclOperation
 
 R = ConsumerGroupHeartbeatResponse
 
@@ -21,6 +23,10 @@ R = ConsumerGroupHeartbeatResponse
 @serves(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_group(ctx, AclOperation.READ, request.group_id):
+        return R(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                 error_message="Group authorization failed.", member_id=request.member_id,
+                 member_epoch=-1, heartbeat_interval_ms=0, assignment=None)
     regex = request.subscribed_topic_regex if ctx.api_version >= 1 else None
     names = request.subscribed_topic_names
     result = await broker.groups.consumer.heartbeat(HeartbeatRequest(

@@ -14,6 +14,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -26,6 +27,9 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         try:
             if counts[topic.name] > 1:
                 raise ControllerError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if not broker.authorizer.authorize_topic(ctx, AclOperation.ALTER, topic.name):
+                raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      "Authorization failed.")
             assignments = (None if topic.assignments is None
                            else [list(a.broker_ids) for a in topic.assignments])
             await broker.controller.create_partitions(

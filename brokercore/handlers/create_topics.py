@@ -13,11 +13,13 @@ from typing import Any
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 
 from brokercore.controller.controller import ControllerError, NewTopic, validate_topic_name
+from brokercore.handlers.authorization import AUTHORIZATION_FAILED, may_create_topic
 from brokercore.handlers.config_resources import topic_entries_for
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Result = CreateTopicsResponse.CreatableTopicResult
 ResultConfig = Result.CreatableTopicConfigs
@@ -42,7 +44,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     except ControllerError as exc:  # no answer from the quorum: none is known to exist
         created = [(new, exc) for new in to_create]
     for new, error in created:
-        results[new.name] = _failed(new.name, error) if error else _created(broker, new)
+        results[new.name] = _failed(new.name, error) if error else _created(broker, ctx, new)
     if not validate_only:
         # This broker opens its replicas in the background: a client producing here next
         # finds them. The answer is the same either way, as the topics exist once their
@@ -52,6 +54,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 def _new_topic(broker: BrokerParts, ctx: RequestContext, topic: Any) -> NewTopic:
+    if not may_create_topic(broker, ctx, topic.name):
+        raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED)
     validate_topic_name(topic.name)
     if topic.name in broker.image.topics:
         raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS,
@@ -117,8 +121,18 @@ def _failed(name: str, error: ControllerError) -> Any:
                   num_partitions=-1, replication_factor=-1, configs=None)
 
 
-def _created(broker: BrokerParts, topic: NewTopic) -> Any:
+def _created(broker: BrokerParts, ctx: RequestContext, topic: NewTopic) -> Any:
     image_topic = broker.image.topics.get(topic.name)
+    if not broker.authorizer.authorize_topic(ctx, AclOperation.DESCRIBE_CONFIGS, topic.name,
+                                             audit=False):
+        # Kafka: created, but its configs are not shown to who may not describe them
+        return Result(
+            name=topic.name,
+            topic_id=uuid.UUID(image_topic.topic_id) if image_topic else ZERO_UUID,
+            error_code=ErrorCode.NONE, error_message=None,
+            topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+            configs=None)
     return Result(
         name=topic.name,
         topic_id=uuid.UUID(image_topic.topic_id) if image_topic else ZERO_UUID,

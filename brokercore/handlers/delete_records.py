@@ -21,6 +21,7 @@ from brokercore.log import LogError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,12 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     max_wait = max(request.timeout_ms, 0) / 1000
     topics = []
     for t in request.topics:
+        if not broker.authorizer.authorize_topic(ctx, AclOperation.DELETE, t.name):
+            topics.append(TopicResult(name=t.name, partitions=[
+                PartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in t.partitions]))
+            continue
         results = await asyncio.gather(*(_delete(broker, ctx, t.name, p, max_wait)
                                          for p in t.partitions))
         topics.append(TopicResult(name=t.name, partitions=list(results)))

@@ -7,10 +7,12 @@ from typing import Any
 from kafka.protocol.admin import DeleteTopicsRequest, DeleteTopicsResponse
 
 from brokercore.controller.controller import ControllerError
+from brokercore.handlers.authorization import AUTHORIZATION_FAILED
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Result = DeleteTopicsResponse.DeletableTopicResult
 ZERO_UUID = uuid.UUID(int=0)
@@ -27,7 +29,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     responses = []
     for name, topic_id in targets:
         duplicate = ids[topic_id] > 1 if _has_id(topic_id) else names[name] > 1
-        responses.append(await _delete(broker, name, topic_id, duplicate))
+        responses.append(await _delete(broker, ctx, name, topic_id, duplicate))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
@@ -35,7 +37,8 @@ def _has_id(topic_id: Any) -> bool:
     return topic_id is not None and topic_id != ZERO_UUID
 
 
-async def _delete(broker: BrokerParts, name: str | None, topic_id: Any, duplicate: bool) -> Any:
+async def _delete(broker: BrokerParts, ctx: RequestContext, name: str | None, topic_id: Any,
+                  duplicate: bool) -> Any:
     try:
         if duplicate:
             what = "id" if _has_id(topic_id) else "name"
@@ -48,6 +51,8 @@ async def _delete(broker: BrokerParts, name: str | None, topic_id: Any, duplicat
             name = topic.name
         if name is None:
             raise ControllerError(ErrorCode.INVALID_REQUEST, "Invalid null topic name.")
+        if not broker.authorizer.authorize_topic(ctx, AclOperation.DELETE, name):
+            raise ControllerError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, AUTHORIZATION_FAILED)
         topic = broker.image.topics.get(name)
         topic_id = uuid.UUID(topic.topic_id) if topic else ZERO_UUID
         await broker.controller.delete_topic(name)

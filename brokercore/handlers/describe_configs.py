@@ -15,8 +15,11 @@ from brokercore.handlers.config_resources import (
     ConfigEntry,
     ResourceType,
     broker_entries,
+    check_authorized,
     check_broker,
+    check_group,
     check_topic,
+    group_entries,
     topic_entries,
     unsupported_resource,
 )
@@ -24,6 +27,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 ResultConfig = Result.DescribeConfigsResourceResult
@@ -40,6 +44,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 def _describe(broker: BrokerParts, ctx: RequestContext, request: Any, resource: Any) -> Any:
     try:
+        check_authorized(broker, ctx, resource.resource_type, resource.resource_name,
+                         AclOperation.DESCRIBE_CONFIGS)
         entries = _entries(broker, resource.resource_type, resource.resource_name)
     except ControllerError as exc:
         return Result(error_code=exc.error_code, error_message=exc.message,
@@ -65,6 +71,9 @@ def _entries(broker: BrokerParts, resource_type: int, name: str) -> list[ConfigE
     if resource_type == ResourceType.BROKER:
         check_broker(broker, name)
         return broker_entries(broker, name)
+    if resource_type == ResourceType.GROUP:
+        check_group(name)
+        return group_entries(broker, name)
     raise unsupported_resource(resource_type)
 
 

@@ -9,21 +9,24 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation, ResourceType
 
 Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
 # The codec takes the bitfield as a set of bit numbers; None encodes "not requested".
 NOT_REQUESTED = None
-# Kafka's ACL operation codes a group can have: READ 3, DELETE 6, DESCRIBE 8 (no ACLs here).
-GROUP_OPERATIONS = frozenset({3, 6, 8})
 
 
 @serves(DescribeGroupsRequest, DescribeGroupsResponse, min_version=0, max_version=6)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     with_ops = ctx.api_version >= 3 and request.include_authorized_operations
+    authorizer = broker.authorizer
     return DescribeGroupsResponse(throttle_time_ms=0, groups=[
-        _describe(broker, group_id, GROUP_OPERATIONS if with_ops else NOT_REQUESTED,
-                  ctx.api_version)
+        _describe(broker, group_id,
+                  authorizer.authorized_operations(ctx, ResourceType.GROUP, group_id)
+                  if with_ops else NOT_REQUESTED, ctx.api_version)
+        if authorizer.authorize_group(ctx, AclOperation.DESCRIBE, group_id)
+        else _described(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "", NOT_REQUESTED)
         for group_id in request.groups
     ])
 

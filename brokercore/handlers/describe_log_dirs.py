@@ -12,6 +12,7 @@ from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.log_dirs import LogDir
 from brokercore.replication.partition import Partition
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -21,6 +22,10 @@ PartitionResult = TopicResult.DescribeLogDirsPartition
 
 @serves(DescribeLogDirsRequest, DescribeLogDirsResponse, min_version=1, max_version=4)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(throttle_time_ms=0,
+                                       error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                       results=[])
     replicas = broker.replicas
     in_dir: dict[str, list[Any]] = defaultdict(list)
     for partition in _requested(broker, request.topics):

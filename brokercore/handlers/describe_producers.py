@@ -10,6 +10,7 @@ from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 TopicResponse = DescribeProducersResponse.TopicResponse
@@ -22,9 +23,15 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return DescribeProducersResponse(
         throttle_time_ms=0,
         topics=[
-            TopicResponse(name=t.name,
-                          partitions=[_describe(broker, t.name, i) for i in t.partition_indexes])
+            TopicResponse(name=t.name, partitions=[
+                _describe(broker, t.name, i) if authorized
+                else PartitionResponse(partition_index=i,
+                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                       error_message=None, active_producers=[])
+                for i in t.partition_indexes])
             for t in request.topics
+            for authorized in (broker.authorizer.authorize_topic(ctx, AclOperation.READ,
+                                                                 t.name),)
         ],
     )
 

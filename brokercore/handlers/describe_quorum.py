@@ -21,6 +21,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 METADATA_TOPIC = "__cluster_metadata"
 Topic = DescribeQuorumResponse.TopicData
@@ -32,6 +33,8 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @serves(DescribeQuorumRequest, DescribeQuorumResponse, min_version=0, max_version=2)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return _failed(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     wanted = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
     if wanted != [(METADATA_TOPIC, 0)]:
         return _failed(ErrorCode.INVALID_REQUEST,

@@ -21,6 +21,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
 Partition = Topic.DescribeTopicPartitionsResponsePartition
@@ -33,7 +34,15 @@ UNKNOWN_OPERATIONS = -2147483648
         min_version=0, max_version=0)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     image = broker.image
-    names = sorted({t.name for t in request.topics} if request.topics else image.topics)
+    authorizer = broker.authorizer
+    if request.topics:  # named: each needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED)
+        names = sorted({t.name for t in request.topics})
+        denied = {n for n in names
+                  if not authorizer.authorize_topic(ctx, AclOperation.DESCRIBE, n)}
+    else:  # all: those the principal may describe
+        names = [n for n in sorted(image.topics)
+                 if authorizer.authorize_topic(ctx, AclOperation.DESCRIBE, n, audit=False)]
+        denied = set()
     start_topic, start_partition = "", 0
     if request.cursor is not None:
         start_topic, start_partition = request.cursor.topic_name, request.cursor.partition_index
@@ -43,8 +52,10 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     next_cursor = None
     for name in (n for n in names if n >= start_topic):
         topic = image.topics.get(name)
-        if topic is None:
-            topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+        if topic is None or name in denied:
+            topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                                if name in denied else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                name=name,
                                 topic_id=ZERO_UUID, is_internal=False, partitions=[],
                                 topic_authorized_operations=UNKNOWN_OPERATIONS))
             continue

@@ -9,6 +9,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.txn import TxnError
 
 State = DescribeTransactionsResponse.TransactionState
@@ -20,14 +21,18 @@ TopicData = State.TopicData
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     return DescribeTransactionsResponse(
         throttle_time_ms=0,
-        transaction_states=[_describe(broker, t) for t in request.transactional_ids])
+        transaction_states=[_describe(broker, ctx, t) for t in request.transactional_ids])
 
 
-def _describe(broker: BrokerParts, transactional_id: str) -> Any:
+def _describe(broker: BrokerParts, ctx: RequestContext, transactional_id: str) -> Any:
     def error(code: ErrorCode) -> Any:
         return State(error_code=code, transactional_id=transactional_id, transaction_state="",
                      transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
                      producer_epoch=-1, topics=[])
+
+    if not broker.authorizer.authorize_transactional_id(ctx, AclOperation.DESCRIBE,
+                                                        transactional_id):
+        return error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
     try:
         meta = broker.transactions.metadata(transactional_id)

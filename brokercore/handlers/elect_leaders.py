@@ -12,10 +12,12 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 
 from brokercore.controller.controller import ControllerError
 from brokercore.controller.elections import ElectionType
+from brokercore.handlers.authorization import cluster_refused
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 Topic = ElectLeadersResponse.ReplicaElectionResult
@@ -26,6 +28,9 @@ Results = dict[TopicPartition, ControllerError | None]
 @serves(ElectLeadersRequest, ElectLeadersResponse, min_version=0, max_version=2)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     tps = requested_partitions(request)
+    if not broker.authorizer.authorize_cluster(ctx, AclOperation.ALTER):
+        refusal = cluster_refused()
+        return response(dict.fromkeys(tps or [], refusal), refusal)
     raw_type = request.election_type if ctx.api_version >= 1 else ElectionType.PREFERRED
     try:
         try:

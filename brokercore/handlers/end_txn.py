@@ -14,11 +14,16 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.txn import TxnError, fenced_for_version
 
 
 @serves(EndTxnRequest, EndTxnResponse, min_version=0, max_version=4)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_transactional_id(ctx, AclOperation.WRITE,
+                                                        request.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0,
+                              error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     try:
         await broker.transactions.requests.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch,

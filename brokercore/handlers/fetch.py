@@ -32,6 +32,7 @@ from brokercore.log import LogError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import Partition, PartitionError, wait_for_data
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 TopicData = FetchResponse.FetchableTopicResponse
@@ -78,16 +79,26 @@ class _Reader:
     replica_id: int
     isolation_level: int
     version: int
+    ctx: RequestContext
 
     @property
     def follower(self) -> bool:
         return self.replica_id >= 0
 
+    def may_read(self, topic: str) -> bool:
+        """Kafka's rule: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on
+        the topic; a partition refused either way answers TOPIC_AUTHORIZATION_FAILED."""
+        authorizer = self.broker.authorizer
+        if self.follower:
+            return authorizer.authorize_cluster(self.ctx, AclOperation.CLUSTER_ACTION)
+        return authorizer.authorize_topic(self.ctx, AclOperation.READ, topic)
+
 
 @serves(FetchRequest, FetchResponse, min_version=4, max_version=17)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version)
+    reader = _Reader(broker, _replica_id(request, version), request.isolation_level, version,
+                     ctx)
     uses_ids = version >= TOPIC_IDS_VERSION
     context = broker.fetch_sessions.context(
         request.session_id, request.session_epoch, privileged=reader.follower,
@@ -196,6 +207,9 @@ def _read(reader: _Reader, key: SessionKey, p: FetchPosition, budget: int,
     if name is None:
         result.error = ErrorCode.UNKNOWN_TOPIC_ID
         return result
+    if not reader.may_read(name):
+        result.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return result
     try:
         partition = _leader(reader, TopicPartition(name, p.partition), p.current_leader_epoch)
     except PartitionError as exc:
@@ -292,7 +306,8 @@ def _response(reader: _Reader, session_id: int, reads: list[_Read]) -> Any:
     return FetchResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id,
         responses=list(topics.values()),
-        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint),
+        node_endpoints=node_endpoints(reader.broker.image, leaders, FetchResponse.NodeEndpoint,
+                                      reader.ctx.listener),
     )
 
 

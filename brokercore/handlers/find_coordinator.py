@@ -17,6 +17,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.txn import TransactionCoordinator
 
 Coordinator = FindCoordinatorResponse.Coordinator
@@ -28,21 +29,28 @@ TRANSACTION_KEY_TYPE = 1
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
     if ctx.api_version >= 4:
-        found = [await _find(broker, key, key_type) for key in request.coordinator_keys]
+        found = [await _find(broker, ctx, key, key_type) for key in request.coordinator_keys]
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=found)
-    one = await _find(broker, request.key, key_type)
+    one = await _find(broker, ctx, request.key, key_type)
     return FindCoordinatorResponse(
         throttle_time_ms=0, error_code=one.error_code, error_message=one.error_message,
         node_id=one.node_id, host=one.host, port=one.port,
     )
 
 
-async def _find(broker: BrokerParts, key: str, key_type: int) -> Any:
+async def _find(broker: BrokerParts, ctx: RequestContext, key: str, key_type: int) -> Any:
     coordinator: GroupCoordinator | TransactionCoordinator
+    authorizer = broker.authorizer
     if key_type == GROUP_KEY_TYPE:
         coordinator = broker.groups
+        if not authorizer.authorize_group(ctx, AclOperation.DESCRIBE, key):
+            return _error(key, ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                          "Group authorization failed.")
     elif key_type == TRANSACTION_KEY_TYPE:
         coordinator = broker.transactions
+        if not authorizer.authorize_transactional_id(ctx, AclOperation.DESCRIBE, key):
+            return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                          "Transactional Id authorization failed.")
     else:
         return _error(key, ErrorCode.INVALID_REQUEST,
                       f"unsupported coordinator key type {key_type}")
@@ -52,9 +60,10 @@ async def _find(broker: BrokerParts, key: str, key_type: int) -> Any:
         return _error(key, exc.error_code, str(exc))
     leader = coordinator.store.leader(coordinator.partition_of(key))
     node = broker.image.brokers.get(leader)
-    if node is None or node.fenced:
+    endpoint = node.endpoint(ctx.listener) if node is not None and not node.fenced else None
+    if node is None or endpoint is None:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available")
-    return Coordinator(key=key, node_id=node.node_id, host=node.host, port=node.port,
+    return Coordinator(key=key, node_id=node.node_id, host=endpoint[0], port=endpoint[1],
                        error_code=ErrorCode.NONE, error_message=None)
 
 

@@ -30,7 +30,7 @@ class OpType(enum.IntEnum):
 @serves(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
         min_version=0, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
-    return await alter_each(broker, request, IncrementalAlterConfigsResponse, _alter)
+    return await alter_each(broker, ctx, request, IncrementalAlterConfigsResponse, _alter)
 
 
 async def _alter(broker: BrokerParts, resource: Any, validate_only: bool) -> None:

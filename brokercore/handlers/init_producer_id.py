@@ -15,6 +15,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation, ResourceType
 from brokercore.txn import TxnError, fenced_for_version
 
 MAX_EPOCH = 32767
@@ -26,6 +27,16 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=code,
                                       producer_id=producer_id, producer_epoch=epoch)
 
+    authorizer = broker.authorizer
+    if request.transactional_id is not None:
+        if not authorizer.authorize_transactional_id(ctx, AclOperation.WRITE,
+                                                     request.transactional_id):
+            return answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    # KIP-679: an idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on
+    # some topic
+    elif not (authorizer.authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, audit=False)
+              or authorizer.authorize_any(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+        return answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     producer_id = request.producer_id if ctx.api_version >= 3 else -1
     producer_epoch = request.producer_epoch if ctx.api_version >= 3 else -1
     if request.transactional_id is not None:

@@ -14,6 +14,8 @@ from brokercore.coordinator.membership import JoinRequest
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
+from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +25,11 @@ Member = JoinGroupResponse.JoinGroupResponseMember
 @serves(JoinGroupRequest, JoinGroupResponse, min_version=0, max_version=9)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
+    if not broker.authorizer.authorize_group(ctx, AclOperation.READ, request.group_id):
+        return JoinGroupResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1, protocol_type=None, protocol_name=None if version >= 7 else "",
+            leader="", skip_assignment=False, member_id="", members=[])
     # v0 has no rebalance timeout: the session timeout served as both.
     if version >= 8 and request.reason:
         log.info("node %d: group %s: member %r of %s joins: %s", broker.node_id,

@@ -27,13 +27,15 @@ def current_leader(image: MetadataImage, tp: TopicPartition) -> tuple[int, int] 
     return registration.leader, registration.leader_epoch
 
 
-def node_endpoints(image: MetadataImage, node_ids: Iterable[int], endpoint_class: Any) -> list[Any]:
-    """The client listener of each named broker that is registered and unfenced (those
+def node_endpoints(image: MetadataImage, node_ids: Iterable[int], endpoint_class: Any,
+                   listener: str) -> list[Any]:
+    """The `listener` endpoint of each named broker that is registered and unfenced (those
     Metadata lists), by node id."""
     endpoints = []
     for node_id in sorted(set(node_ids)):
         broker = image.brokers.get(node_id)
-        if broker is not None and not broker.fenced:
-            endpoints.append(endpoint_class(node_id=node_id, host=broker.host, port=broker.port,
+        endpoint = broker.endpoint(listener) if broker is not None and not broker.fenced else None
+        if broker is not None and endpoint is not None:
+            endpoints.append(endpoint_class(node_id=node_id, host=endpoint[0], port=endpoint[1],
                                             rack=broker.rack))
     return endpoints

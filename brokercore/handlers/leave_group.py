@@ -9,6 +9,8 @@ from kafka.protocol.consumer import LeaveGroupRequest, LeaveGroupResponse
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
+from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +19,9 @@ MemberResponse = LeaveGroupResponse.MemberResponse
 
 @serves(LeaveGroupRequest, LeaveGroupResponse, min_version=0, max_version=5)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_group(ctx, AclOperation.READ, request.group_id):
+        return LeaveGroupResponse(throttle_time_ms=0,
+                                  error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.api_version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
         for m in request.members:

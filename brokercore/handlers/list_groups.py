@@ -16,6 +16,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 
 Listed = ListGroupsResponse.ListedGroup
 
@@ -25,6 +26,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     states = set(request.states_filter) if version >= 4 and request.states_filter else None
     types = set(request.types_filter) if version >= 5 and request.types_filter else None
+    everything = broker.authorizer.authorize_cluster(ctx, AclOperation.DESCRIBE, audit=False)
     try:
         groups = broker.groups.list_groups(states, types)
     except GroupError as exc:
@@ -34,4 +36,7 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
                group_state=g.state.value,
                group_type="consumer" if isinstance(g, ConsumerGroup) else "classic")
         for g in sorted(groups, key=lambda g: g.group_id)
+        # Kafka: all groups with DESCRIBE on the cluster, else those the principal may describe
+        if everything or broker.authorizer.authorize_group(ctx, AclOperation.DESCRIBE,
+                                                           g.group_id, audit=False)
     ])

@@ -23,6 +23,7 @@ from brokercore.log import KafkaStorageError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -39,7 +40,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         topics=[
             TopicResponse(name=t.name, partitions=[
                 _offset(broker, t.name, p, request.replica_id,
-                        ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED)
+                        ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED,
+                        broker.authorizer.authorize_topic(ctx, AclOperation.DESCRIBE, t.name))
                 for p in t.partitions])
             for t in request.topics
         ],
@@ -47,13 +49,16 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
 
 
 def _offset(
-    broker: BrokerParts, topic: str, p: Any, replica_id: int, read_committed: bool
+    broker: BrokerParts, topic: str, p: Any, replica_id: int, read_committed: bool,
+    authorized: bool,
 ) -> Any:
     def answer(code: ErrorCode, timestamp: int = -1, offset: int = -1, epoch: int = -1) -> Any:
         return PartitionResponse(partition_index=p.partition_index, error_code=code,
                                  old_style_offsets=[], timestamp=timestamp, offset=offset,
                                  leader_epoch=epoch)
 
+    if not authorized:  # Kafka: DESCRIBE on the topic
+        return answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     try:
         tp = TopicPartition(topic, p.partition_index)
         partition = broker.replicas.leader_partition(tp)

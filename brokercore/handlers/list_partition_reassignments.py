@@ -12,10 +12,12 @@ from kafka.protocol.admin import (
 )
 
 from brokercore.controller.controller import ControllerError
+from brokercore.handlers.authorization import cluster_refused
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
@@ -26,6 +28,8 @@ Ongoing = dict[TopicPartition, tuple[list[int], list[int], list[int]]]
 @serves(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
         min_version=0, max_version=0)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    if not broker.authorizer.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return response({}, cluster_refused())
     tps = None
     if request.topics is not None:
         tps = [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]

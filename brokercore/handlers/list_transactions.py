@@ -12,6 +12,7 @@ from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.acls import AclOperation
 from brokercore.txn import TxnError, TxnState
 
 State = ListTransactionsResponse.TransactionState
@@ -45,5 +46,8 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
         and (not producer_ids or m.record.producer_id in producer_ids)
         and (duration < 0 or (m.record.start_ms >= 0 and now - m.record.start_ms > duration))
         and (pattern is None or pattern.fullmatch(m.transactional_id))
+        # Kafka lists the transactional ids the principal may describe
+        and broker.authorizer.authorize_transactional_id(ctx, AclOperation.DESCRIBE,
+                                                         m.transactional_id, audit=False)
     ]
     return answer(ErrorCode.NONE, found, sorted(wanted - KNOWN_STATES))

@@ -16,6 +16,7 @@ from brokercore.controller.image import MetadataImage
 from brokercore.coordinator import GroupCoordinator
 from brokercore.handlers.fetch_sessions import FetchSessionCache
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.security.authorizer import Authorizer
 from brokercore.txn import TransactionCoordinator, TransactionVerifier
 
 
@@ -29,6 +30,9 @@ class BrokerParts:
     transactions: TransactionCoordinator
     verifier: TransactionVerifier  # asks coordinators before transactional appends (KIP-890)
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    # The StandardAuthorizer over the image's ACLs when `authorizer.class.name` names it;
+    # off (allowing everything) by default
+    authorizer: Authorizer = field(default_factory=Authorizer.off)
 
     @property
     def image(self) -> MetadataImage:

@@ -36,6 +36,7 @@ from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.context import NO_RESPONSE, RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import Partition, PartitionError
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -59,14 +60,15 @@ Appended = list[tuple[str, list[_Outcome]]]
 # versions and would otherwise silently disable compression.
 @serves(ProduceRequest, ProduceResponse, min_version=0, max_version=12)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
+    denied = _denied(broker, ctx, request)
     if ctx.appends.waiting:
-        appended = await _append_in_turn(broker, ctx, request)
+        appended = await _append_in_turn(broker, ctx, request, denied)
     else:
         verification = produce_verification.start(broker, request)
         if verification.guards:
-            appended = await _append_in_turn(broker, ctx, request, verification)
+            appended = await _append_in_turn(broker, ctx, request, denied, verification)
         else:  # appends before the first await: request order kept for free
-            appended = _append_all(broker, ctx, request, verification)
+            appended = _append_all(broker, ctx, request, denied, verification)
     if request.acks == 0:
         return NO_RESPONSE
     if request.acks == -1:
@@ -82,11 +84,28 @@ async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
                if p.current_leader is not None and p.current_leader.leader_id >= 0]
     return ProduceResponse(
         responses=responses, throttle_time_ms=0,
-        node_endpoints=node_endpoints(broker.image, leaders, ProduceResponse.NodeEndpoint),
+        node_endpoints=node_endpoints(broker.image, leaders, ProduceResponse.NodeEndpoint,
+                                      ctx.listener),
     )
 
 
+def _denied(broker: BrokerParts, ctx: RequestContext, request: Any) -> dict[str, ErrorCode]:
+    """The topics this request may not write to, with the error for each (Kafka: WRITE on the
+    transactional id for a transactional producer, then WRITE on each topic)."""
+    authorizer = broker.authorizer
+    if not authorizer.enabled:
+        return {}
+    txn_id = request.transactional_id if ctx.api_version >= 3 else None
+    if txn_id is not None and not authorizer.authorize_transactional_id(
+            ctx, AclOperation.WRITE, txn_id):
+        return {t.name: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                for t in request.topic_data}
+    return {t.name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for t in request.topic_data
+            if not authorizer.authorize_topic(ctx, AclOperation.WRITE, t.name)}
+
+
 async def _append_in_turn(broker: BrokerParts, ctx: RequestContext, request: Any,
+                          denied: dict[str, ErrorCode],
                           started: Verification | None = None) -> Appended:
     """Verify what needs it, then append, once the connection's earlier Produce requests
     have appended."""
@@ -95,14 +114,20 @@ async def _append_in_turn(broker: BrokerParts, ctx: RequestContext, request: Any
         if verification.guards:
             verification = await produce_verification.finish(broker, verification,
                                                               ctx.api_version)
-        return _append_all(broker, ctx, request, verification)
+        return _append_all(broker, ctx, request, denied, verification)
 
 
 def _append_all(broker: BrokerParts, ctx: RequestContext, request: Any,
-                verification: Verification) -> Appended:
+                denied: dict[str, ErrorCode], verification: Verification) -> Appended:
     appended, refused = [], verification.refused
     for topic in request.topic_data:
         outcomes = []
+        code = denied.get(topic.name) if denied else None
+        if code is not None:
+            appended.append((topic.name, [
+                _Outcome(_failed(broker, TopicPartition(topic.name, p.index), code, code.name))
+                for p in topic.partition_data]))
+            continue
         for p in topic.partition_data:
             tp = TopicPartition(topic.name, p.index)
             refusal = refused.get(tp) if refused else None

@@ -19,6 +19,7 @@ from brokercore.log import LogError
 from brokercore.protocol.context import RequestContext
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.partition import PartitionError
+from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
 
 Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -29,10 +30,13 @@ PartitionResult = TopicResult.WritableTxnMarkerPartitionResult
 @serves(WriteTxnMarkersRequest, WriteTxnMarkersResponse, min_version=1, max_version=1)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     results = []
+    # a cluster action: only brokers (transaction coordinators) write markers
+    allowed = broker.authorizer.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
         partitions = [TopicPartition(t.name, p) for t in marker.topics
                       for p in t.partition_indexes]
-        codes = await asyncio.gather(*(_write(broker, marker, tp) for tp in partitions))
+        codes = await asyncio.gather(*(_write(broker, marker, tp) for tp in partitions)) \
+            if allowed else [ErrorCode.CLUSTER_AUTHORIZATION_FAILED] * len(partitions)
         by_topic: dict[str, list[Any]] = {}
         for tp, code in zip(partitions, codes, strict=True):
             by_topic.setdefault(tp.topic, []).append(

@@ -149,6 +149,12 @@ class ProducerAppend:
         self._check_not_overtaking(header)
         if entry is None:
             return  # unknown producer (new, or its data was deleted): any sequence (KIP-360)
+        if not header.is_transactional and entry.current_txn_first_offset >= 0:
+            # Kafka's ProducerAppendInfo: a plain write cannot join (or slip into) the
+            # producer's open transaction here.
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {header.producer_id}: its "
+                f"transaction is open at offset {entry.current_txn_first_offset}")
         if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise OutOfOrderSequenceError(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from brokercore.protocol.framing import RequestHeader
 
@@ -63,6 +64,11 @@ class RequestContext:
     # Who sent it, as the authorizer names principals ("User:alice"): the connection's SASL or
     # TLS identity once authenticated, Kafka's User:ANONYMOUS on a PLAINTEXT listener.
     principal: str = ANONYMOUS
+    # The listener the request came in on (Metadata answers with that listener's endpoints).
+    listener: str = "PLAINTEXT"
+    # The connection's SASL state (brokercore.security.sasl.SaslAuthenticator), which the
+    # SASL handlers advance; None on a listener without SASL.
+    sasl: Any = None
 
     @property
     def api_version(self) -> int:

@@ -1,5 +1,8 @@
 """A broker-to-broker Kafka connection: one request at a time, the broker's own codec.
 
+On a secured inter-broker listener it is a TLS connection and authenticates with SASL
+first (`brokercore.security.connection`), as any client would.
+
 Followers use it to send Fetch, OffsetForLeaderEpoch and ListOffsets to a leader's Kafka
 listener. Requests and responses are kafka-python's protocol classes, the same codec the
 server decodes with, framed as on any client connection.
@@ -11,6 +14,14 @@ import asyncio
 import contextlib
 import struct
 from typing import Any
+
+from brokercore.security.connection import (
+    PLAINTEXT_CLIENT,
+    AuthenticationFailed,
+    ClientSecurity,
+    authenticate,
+    open_secured,
+)
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -33,15 +44,26 @@ class BrokerConnection:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, client_id: str, socket_timeout: float
+        cls, host: str, port: int, client_id: str, socket_timeout: float,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> BrokerConnection:
+        """Connected, through TLS and authenticated with SASL if the listener wants them."""
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=2**20), socket_timeout
+                open_secured(host, port, security, limit=2**20), socket_timeout
             )
         except (OSError, TimeoutError) as exc:
             raise ConnectionFailed(f"cannot connect to {host}:{port}: {exc!r}") from exc
-        return cls(reader, writer, client_id, socket_timeout)
+        connection = cls(reader, writer, client_id, socket_timeout)
+        try:
+            await authenticate(connection.request, security)
+        except AuthenticationFailed as exc:
+            connection.close()
+            raise ConnectionFailed(f"{host}:{port} refused our credentials: {exc}") from exc
+        except ConnectionFailed:
+            connection.close()
+            raise
+        return connection
 
     async def request(self, request: Any, version: int) -> Any:
         """Send `request` encoded for `version`; the decoded response."""

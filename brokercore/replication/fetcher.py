@@ -35,6 +35,7 @@ from brokercore.controller.image import MetadataImage
 from brokercore.log import KafkaStorageError, LogError
 from brokercore.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from brokercore.protocol.errors import ErrorCode
+from brokercore.security.connection import inter_broker_security
 from brokercore.topic_partition import TopicPartition
 
 from .connection import BrokerConnection, ConnectionFailed
@@ -157,7 +158,8 @@ class ReplicaFetcher:
             if broker is None:
                 raise ConnectionFailed(f"broker {self.source_id} is not registered")
             self._connection = await BrokerConnection.open(
-                broker.host, broker.port, f"replica-fetcher-{self.node_id}", self.timeout
+                broker.host, broker.port, f"replica-fetcher-{self.node_id}", self.timeout,
+                inter_broker_security(self.config),
             )
         return self._connection
 

@@ -10,6 +10,7 @@ from brokercore.clock import Clock
 from brokercore.config import BrokerConfig
 from brokercore.controller.controller import Controller
 from brokercore.replication.replica_manager import ReplicaManager
+from brokercore.security.connection import inter_broker_security
 
 from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerChannel
@@ -33,7 +34,8 @@ def broker_transaction_coordinator(
     timeout = 2 * config.get_int("offsets.commit.timeout.ms") / 1000
     return TransactionCoordinator(
         TransactionStateTopic(replicas, controller, config), clock,
-        TxnConfig.from_broker(config), MarkerChannel(controller.image, config.node_id, timeout),
+        TxnConfig.from_broker(config), MarkerChannel(controller.image, config.node_id, timeout,
+                                                    inter_broker_security(config)),
         controller.allocate_producer_id,
     )
 
@@ -47,4 +49,5 @@ def broker_transaction_verifier(
         return coordinator.store.leader(coordinator.partition_of(transactional_id))
 
     return TransactionVerifier(controller.image, config.node_id, coordinator_of,
-                               config.get_int("request.timeout.ms") / 1000)
+                               config.get_int("request.timeout.ms") / 1000,
+                               inter_broker_security(config))

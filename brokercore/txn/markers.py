@@ -16,6 +16,7 @@ from kafka.protocol.producer import WriteTxnMarkersRequest
 from brokercore.controller.image import MetadataImage
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection, ConnectionFailed
+from brokercore.security.connection import PLAINTEXT_CLIENT, ClientSecurity
 from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,9 @@ class MarkerWriter(Protocol):
 
 
 class MarkerChannel:
-    def __init__(self, image: MetadataImage, node_id: int, timeout: float) -> None:
+    def __init__(self, image: MetadataImage, node_id: int, timeout: float,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        self.security = security
         self.image = image
         self.node_id = node_id
         self.timeout = timeout
@@ -77,7 +80,7 @@ class MarkerChannel:
                 if connection is None:
                     connection = await BrokerConnection.open(
                         broker.host, broker.port, f"txn-coordinator-{self.node_id}",
-                        self.timeout)
+                        self.timeout, self.security)
                     self._connections[leader] = connection
                 response = await connection.request(
                     WriteTxnMarkersRequest(markers=[marker]), VERSION)

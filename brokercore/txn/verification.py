@@ -29,6 +29,7 @@ from kafka.protocol.producer import AddPartitionsToTxnRequest
 from brokercore.controller.image import MetadataImage
 from brokercore.protocol.errors import ErrorCode
 from brokercore.replication.connection import BrokerConnection, ConnectionFailed
+from brokercore.security.connection import PLAINTEXT_CLIENT, ClientSecurity
 from brokercore.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,9 @@ class _Question:
 
 class TransactionVerifier:
     def __init__(self, image: MetadataImage, node_id: int,
-                 coordinator_of: Callable[[str], int], timeout: float) -> None:
+                 coordinator_of: Callable[[str], int], timeout: float,
+                 security: ClientSecurity = PLAINTEXT_CLIENT) -> None:
+        self.security = security
         self.image = image
         self.node_id = node_id
         self.coordinator_of = coordinator_of  # transactional id -> leader of its partition
@@ -142,7 +145,8 @@ class TransactionVerifier:
             if broker is None:
                 raise ConnectionFailed(f"broker {node} left the cluster")
             connection = await BrokerConnection.open(
-                broker.host, broker.port, f"txn-verifier-{self.node_id}", self.timeout)
+                broker.host, broker.port, f"txn-verifier-{self.node_id}", self.timeout,
+                self.security)
             self._connections[node] = connection
         return connection
 

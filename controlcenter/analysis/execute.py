@@ -14,10 +14,12 @@ Each change is pushed to browsers: the run's page (`analysis.<id>`) and the runs
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from typing import Any
 
+from celery import current_app as app
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -37,9 +39,8 @@ RUN_ANALYSIS_TASK = "controlcenter.tasks.run_analysis_task"
 
 def queue_analysis(run_id: int) -> None:
     """Send the run's task to the broker the settings name NOW (filesystem or Redis), not
-    the one the Celery app was configured with at import."""
-    from controlcenter.celery import app
-
+    the one the Celery app was configured with at import. The app is the project's
+    (`celery.current_app`: the app never imports the project)."""
     url = settings.CELERY_BROKER_URL
     # Named either way: without one, Celery falls back to the transport of its settings.
     scheme = url.partition("://")[0]
@@ -132,8 +133,7 @@ def _cancel_requested(run_id: int) -> bool:
 
 
 def _progress(run: AnalysisRun, progress: runner.Progress) -> None:
-    fields = {"stages_done": progress.stages_done, "stages_total": progress.stages_total,
-              "tasks_done": progress.tasks_done, "tasks_total": progress.tasks_total}
+    fields = dataclasses.asdict(progress)
     AnalysisRun.objects.filter(pk=run.pk, status=AnalysisStatus.RUNNING).update(**fields)
     for name, value in fields.items():
         setattr(run, name, value)

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
+from controlcenter.analysis.columns import Column, column
 from controlcenter.models import AnalysisRun
 
 
@@ -31,6 +32,25 @@ class ResultTable:
     @property
     def title(self) -> str:
         return title(self.name)
+
+    @property
+    def headers(self) -> list[Column]:
+        return [column(c) for c in self.columns]
+
+    @property
+    def cells(self) -> list[list[Cell]]:
+        """Each row as people read it."""
+        headers = self.headers
+        return [[Cell(h.show(v), v, h.numeric, h.link if v not in (None, "") else None)
+                 for h, v in zip(headers, row, strict=True)] for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str  # as shown
+    value: Any  # exact, as the job returned it
+    numeric: bool  # right-aligned
+    link: str | None  # the URL name of the page the value names (a group's, a topic's)
 
 
 def title(name: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,43 @@ MAX_WINDOW_MINUTES = 31 * 24 * 60
 _SPLIT = re.compile(r"[\s,]+")
 
 
+def group_names() -> list[str]:
+    """The groups the collector has seen, to offer on the launch page."""
+    return list(GroupState.objects.order_by("group_id").values_list("group_id", flat=True))
+
+
+def topic_names() -> list[str]:
+    """The cluster's topics but its internal ones, to offer on the launch page."""
+    return list(TopicState.objects.filter(internal=False).order_by("name")
+                .values_list("name", flat=True))
+
+
+class NamesInput(forms.TextInput):
+    """Typed names, or the several values a multiple choice posts (the launch page's)."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.getlist(name) if hasattr(data, "getlist") else data.get(name)
+
+
 class NameListField(forms.Field):
-    """Names separated by commas or whitespace (a JSON list from the API is joined first)."""
+    """Names separated by commas or whitespace (a JSON list from the API is joined first).
+
+    On the launch page it offers the names the cluster has (`offer`, from the read model) as
+    a multiple choice; it still takes any name, so one that appeared since the collector's
+    last cycle is checked against the cluster by the form's own validation."""
+
+    widget: type[forms.Widget] | forms.Widget = NamesInput
+
+    def __init__(self, *, offer: Callable[[], list[str]] | None = None, **kwargs: Any) -> None:
+        self.offer = offer
+        super().__init__(**kwargs)
+
+    def offer_choices(self) -> None:
+        names = self.offer() if self.offer else []
+        if names:
+            self.widget = forms.SelectMultiple(choices=[(n, n) for n in names],
+                                               attrs={"size": min(10, max(4, len(names)))})
+            self.help_text = "Ctrl-click (⌘-click) to choose several."
 
     def to_python(self, value: Any) -> list[str]:
         if value in (None, "", []):
@@ -42,6 +77,8 @@ class NameListField(forms.Field):
         return list(dict.fromkeys(names))
 
     def prepare_value(self, value: Any) -> Any:
+        if isinstance(self.widget, forms.SelectMultiple):
+            return self.to_python(value)
         return ", ".join(value) if isinstance(value, (list, tuple)) else value
 
 
@@ -88,10 +125,17 @@ class JobForm(forms.Form):
     def job_fields(self) -> list[str]:
         return [n for n in self.fields if n not in self.NOT_JOB_FIELDS]
 
+    def offer_names(self) -> JobForm:
+        """For the launch page: name fields offer the cluster's groups or topics."""
+        for field in self.fields.values():
+            if isinstance(field, NameListField):
+                field.offer_choices()
+        return self
+
 
 class GroupsForm(JobForm):
     groups = NameListField(
-        required=False, label="Consumer groups",
+        offer=group_names, required=False, label="Consumer groups",
         help_text="Comma-separated; empty: every group with history in the window.")
 
     def clean_groups(self) -> list[str]:
@@ -139,7 +183,8 @@ class CorrelationForm(GroupsForm):
 
 
 class HotPartitionsForm(JobForm):
-    topics = NameListField(label="Topics", help_text="Comma-separated topic names.")
+    topics = NameListField(offer=topic_names, label="Topics",
+                           help_text="Comma-separated topic names.")
     hot_factor = forms.FloatField(
         initial=1.5, min_value=1.0, label="Hot factor",
         help_text="A partition is hot at this many times its topic's mean.")

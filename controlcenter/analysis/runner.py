@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import enum
 import json
 import logging
@@ -42,6 +43,7 @@ PR_SET_PDEATHSIG = 1
 class Progress:
     stages_done: int = 0
     stages_total: int = 0
+    stages_skipped: int = 0  # never run: Spark reused their shuffle output
     tasks_done: int = 0
     tasks_total: int = 0
 
@@ -134,8 +136,8 @@ def _drain(lines: queue.Queue[dict[str, Any]], on_progress: Callable[[Progress],
         except queue.Empty:
             break
         if event.get("event") == "progress":
-            progress = Progress(*(int(event.get(k) or 0) for k in (
-                "stages_done", "stages_total", "tasks_done", "tasks_total")))
+            progress = Progress(**{f.name: int(event.get(f.name) or 0)
+                                   for f in dataclasses.fields(Progress)})
         else:
             last = event
     if progress is not None:

@@ -20,7 +20,7 @@ from controlcenter import actions
 from controlcenter.access import Capability
 from controlcenter.analysis import export
 from controlcenter.analysis.jobs import JOBS
-from controlcenter.api.base import ControlCenterView, form_errors, refusal
+from controlcenter.api.base import ControlCenterError, ControlCenterView, form_errors, refusal
 from controlcenter.api.jobparams import job_parameter_fields
 from controlcenter.models import AnalysisRun
 
@@ -34,8 +34,9 @@ class RunSerializer(serializers.ModelSerializer[AnalysisRun]):
     class Meta:
         model = AnalysisRun
         fields = ["id", "job", "parameters", "status", "cancel_requested", "stages_done",
-                  "stages_total", "tasks_done", "tasks_total", "master", "created_at",
-                  "started_at", "finished_at", "duration_seconds", "error", "requested_by"]
+                  "stages_total", "stages_skipped", "tasks_done", "tasks_total", "master",
+                  "created_at", "started_at", "finished_at", "duration_seconds", "error",
+                  "requested_by"]
 
 
 class RunPageSerializer(serializers.Serializer[Any]):
@@ -71,15 +72,15 @@ class AnalysisListView(ControlCenterView):
         data = dict(request.data) if isinstance(request.data, dict) else {}
         spec = JOBS.get(str(data.pop("job", "")))
         if spec is None:
-            return Response({"error_code": "INVALID_REQUEST",
-                             "message": f"job must be one of: {', '.join(JOBS)}"}, status=400)
+            raise ControlCenterError(400, "INVALID_REQUEST",
+                                     f"job must be one of: {', '.join(JOBS)}")
         form = spec.form.with_defaults({k: v for k, v in data.items() if v is not None})
         if not form.is_valid():
-            return form_errors(form.errors)
+            raise form_errors(form.errors)
         try:
             run = actions.launch_analysis(request._request, spec.name, form.params())
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response(RunSerializer(run).data, status=202)
 
 
@@ -100,7 +101,7 @@ class AnalysisCancelView(ControlCenterView):
         try:
             actions.cancel_analysis(request._request, run)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=202)
 
@@ -116,16 +117,15 @@ class AnalysisResultsView(ControlCenterView):
     def get(self, request: Request, run_id: int) -> Response | HttpResponse:
         run = _run(run_id)
         if run.result is None:
-            return Response({"error_code": "NO_RESULT",
-                             "message": f"Run {run.pk} is {run.status}: no result."},
-                            status=409 if not run.finished else 404)
+            raise ControlCenterError(409 if not run.finished else 404, "NO_RESULT",
+                                     f"Run {run.pk} is {run.status}: no result.")
         fmt = request.query_params.get("format", "json")
         if fmt == "json":
             return Response(run.result)
         try:
             return export.download(run, fmt, request.query_params.get("table"))
         except export.NoSuchTable as exc:
-            return Response({"error_code": "INVALID_REQUEST", "message": str(exc)}, status=400)
+            raise ControlCenterError(400, "INVALID_REQUEST", str(exc)) from exc
 
 
 def _run(run_id: int) -> AnalysisRun:

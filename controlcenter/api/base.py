@@ -1,16 +1,17 @@
 """What the groups and schemas API views share: `api.access`'s rules (reads as the pages
 allow, changes need the view's `Capability`) and how an action's refusal is answered:
 `{"error_code": "<Kafka or registry code>", "message": "..."}` with an HTTP status that
-says what kind of refusal it is.
+says what kind of refusal it is. Errors are raised as `ControlCenterError`s, rendered by
+the platform's one exception handler (`apierrors`).
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apierrors import ApiError
 from controlcenter.access import Capability
 from controlcenter.actions import ActionError
 from controlcenter.api.access import AUTHENTICATION, PagesRules
@@ -30,12 +31,27 @@ class ControlCenterView(APIView):
     capability: ClassVar[Capability | None] = None
 
 
-def refusal(exc: ActionError) -> Response:
+class ControlCenterError(ApiError):
+    """The control center API's errors: Kafka's and the registry's names for a refusal,
+    INVALID_REQUEST for a request the API cannot take."""
+
+    def __init__(self, status: int, error_code: str, message: str,
+                 fields: dict[str, Any] | None = None) -> None:
+        super().__init__(status, error_code, message)
+        self.fields = fields
+
+    def body(self) -> dict[str, Any]:
+        body = super().body()
+        if self.fields is not None:  # a form's errors, field by field
+            body["fields"] = self.fields
+        return body
+
+
+def refusal(exc: ActionError) -> ControlCenterError:
     code = exc.code_name or "INVALID_REQUEST"
-    return Response({"error_code": code, "message": exc.message},
-                    status=STATUS_BY_CODE.get(code, 400))
+    return ControlCenterError(STATUS_BY_CODE.get(code, 400), code, exc.message)
 
 
-def form_errors(errors: Any) -> Response:
-    return Response({"error_code": "INVALID_REQUEST", "message": errors.as_text(),
-                     "fields": errors.get_json_data()}, status=400)
+def form_errors(errors: Any) -> ControlCenterError:
+    return ControlCenterError(400, "INVALID_REQUEST", errors.as_text(),
+                              errors.get_json_data())

@@ -27,6 +27,7 @@ from clusterclient import ClusterRequestError, ClusterUnavailable
 from controlcenter import actions, connection
 from controlcenter.access import Capability
 from controlcenter.api.access import AUTHENTICATION, PagesRules
+from controlcenter.api.base import ControlCenterError
 from controlcenter.messagecodec import EncodeError, encode_avro
 from controlcenter.models import BrokerState, ClusterState, PartitionState, TopicState
 from controlcenter.pages import messages as message_page
@@ -36,13 +37,13 @@ from controlcenter.pages.brokers import broker_configs
 UNAVAILABLE = {"UNAVAILABLE", "NO_SUPERVISOR"}
 
 
-def error(code: str, message: str, status_code: int = 400) -> Response:
-    return Response({"error_code": code, "message": message}, status=status_code)
+def error(code: str, message: str, status_code: int = 400) -> ControlCenterError:
+    return ControlCenterError(status_code, code, message)
 
 
-def action_error(exc: actions.ActionError) -> Response:
+def action_error(exc: actions.ActionError) -> ControlCenterError:
     code = exc.code_name or "ERROR"
-    return error(code, exc.message, 503 if code in UNAVAILABLE else 400)
+    raise error(code, exc.message, 503 if code in UNAVAILABLE else 400)
 
 
 class ClusterSerializer(serializers.ModelSerializer[ClusterState]):
@@ -90,7 +91,7 @@ class ClusterView(Base):
     def get(self, request: Request) -> Response:
         cluster = ClusterState.current()
         if cluster is None:
-            return error("NO_SNAPSHOT", "The collector has not completed a cycle yet.", 503)
+            raise error("NO_SNAPSHOT", "The collector has not completed a cycle yet.", 503)
         return Response(ClusterSerializer(cluster).data)
 
 
@@ -129,11 +130,11 @@ class BrokerCommandView(Base):
         try:
             chosen = actions.BrokerCommand(command)
         except ValueError:
-            return error("UNKNOWN_COMMAND", f"No broker command {command!r}.", 404)
+            raise error("UNKNOWN_COMMAND", f"No broker command {command!r}.", 404) from None
         try:
             process = actions.operate_broker(request.user, node_id, chosen)
         except actions.ActionError as exc:
-            return action_error(exc)
+            raise action_error(exc) from exc
         return Response({"node_id": process.node_id, "state": process.state_text,
                          "pid": process.pid})
 
@@ -149,7 +150,7 @@ class ElectLeaders(Base):
         try:
             refused = actions.elect_preferred_leaders(request.user, name)
         except actions.ActionError as exc:
-            return action_error(exc)
+            raise action_error(exc) from exc
         return Response({"not_moved": refused})
 
 
@@ -165,6 +166,8 @@ class CreateTopicSerializer(serializers.Serializer[Any]):
     replication_factor = serializers.IntegerField(min_value=1, required=False,
                                                   allow_null=True)
     configs = serializers.DictField(child=serializers.CharField(), required=False)
+    # In the answer: what the caller should know, e.g. that acks=all writes will fail.
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True)
 
 
 class TopicList(Base):
@@ -192,14 +195,16 @@ class TopicList(Base):
     def post(self, request: Request) -> Response:
         body = CreateTopicSerializer(data=request.data)
         if not body.is_valid():
-            return error("INVALID_REQUEST", str(body.errors))
+            raise error("INVALID_REQUEST", str(body.errors))
         data = body.validated_data
         try:
-            actions.create_topic(request.user, data["name"], data.get("partitions"),
-                                 data.get("replication_factor"), data.get("configs") or {})
+            shortfall = actions.create_topic(request.user, data["name"], data.get("partitions"),
+                                             data.get("replication_factor"),
+                                             data.get("configs") or {})
         except actions.ActionError as exc:
-            return action_error(exc)
-        return Response(data, status=status.HTTP_201_CREATED)
+            raise action_error(exc) from exc
+        warnings = [shortfall.message] if shortfall is not None else []
+        return Response({**data, "warnings": warnings}, status=status.HTTP_201_CREATED)
 
 
 class TopicDetail(Base):
@@ -212,7 +217,7 @@ class TopicDetail(Base):
     def get(self, request: Request, name: str) -> Response:
         row = TopicState.objects.filter(name=name).first()
         if row is None:
-            return error("UNKNOWN_TOPIC_OR_PART", f"No topic {name} in the collector's "
+            raise error("UNKNOWN_TOPIC_OR_PART", f"No topic {name} in the collector's "
                                                   "snapshot.", 404)
         partitions = PartitionState.objects.filter(topic=name)
         return Response({"topic": TopicSerializer(row).data,
@@ -223,7 +228,7 @@ class TopicDetail(Base):
         try:
             actions.delete_topic(request.user, name)
         except actions.ActionError as exc:
-            return action_error(exc)
+            raise action_error(exc) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -242,9 +247,9 @@ class TopicConfigs(Base):
         try:
             configs = connection.cluster().topic_configs(name)
         except ClusterRequestError as exc:
-            return error(exc.code_name, exc.message)
+            raise error(exc.code_name, exc.message) from exc
         except ClusterUnavailable as exc:
-            return error("UNAVAILABLE", exc.message, 503)
+            raise error("UNAVAILABLE", exc.message, 503) from exc
         return Response(ConfigSerializer(configs, many=True).data)
 
     @extend_schema(request=ConfigChangeSerializer, responses={204: None},
@@ -252,7 +257,7 @@ class TopicConfigs(Base):
     def post(self, request: Request, name: str) -> Response:
         body = ConfigChangeSerializer(data=request.data)
         if not body.is_valid():
-            return error("INVALID_REQUEST", str(body.errors))
+            raise error("INVALID_REQUEST", str(body.errors))
         config, value = body.validated_data["name"], body.validated_data.get("value")
         try:
             if value is None:
@@ -260,7 +265,7 @@ class TopicConfigs(Base):
             else:
                 actions.set_topic_config(request.user, name, config, value)
         except actions.ActionError as exc:
-            return action_error(exc)
+            raise action_error(exc) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -292,10 +297,10 @@ class TopicMessages(Base):
     def get(self, request: Request, name: str) -> Response:
         form = message_page.BrowseForm(request.query_params)
         if not form.is_valid():
-            return error("INVALID_REQUEST", form.errors.as_text())
+            raise error("INVALID_REQUEST", form.errors.as_text())
         page, problem = message_page.read_page(form.query(name))
         if page is None:
-            return error(problem.split(":", 1)[0], problem, 400)
+            raise error(problem.split(":", 1)[0], problem, 400)
         return Response({"messages": [m.as_json() for m in page.messages],
                          "scanned": page.scanned, "positions": page.positions})
 
@@ -306,7 +311,7 @@ class TopicMessages(Base):
     def post(self, request: Request, name: str) -> Response:
         body = ProduceSerializer(data=request.data)
         if not body.is_valid():
-            return error("INVALID_REQUEST", str(body.errors))
+            raise error("INVALID_REQUEST", str(body.errors))
         data = body.validated_data
         try:
             value, schema_id = _value(data)
@@ -316,9 +321,9 @@ class TopicMessages(Base):
                 [(k, v.encode()) for k, v in (data.get("headers") or {}).items()],
                 data.get("partition"), schema_id)
         except EncodeError as exc:
-            return error("INVALID_VALUE", str(exc))
+            raise error("INVALID_VALUE", str(exc)) from exc
         except actions.ActionError as exc:
-            return action_error(exc)
+            raise action_error(exc) from exc
         return Response({"partition": produced.partition, "offset": produced.offset},
                         status=status.HTTP_201_CREATED)
 

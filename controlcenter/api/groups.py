@@ -154,7 +154,7 @@ class GroupView(ControlCenterView):
         try:
             actions.delete_group(request._request, group_id)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response(status=204)
 
 
@@ -177,13 +177,13 @@ class GroupResetView(ControlCenterView):
         data = request.data if isinstance(request.data, dict) else {}
         form = pages.ResetForm({k: v for k, v in data.items() if v is not None})
         if not form.is_valid():
-            return form_errors(form.errors)
+            raise form_errors(form.errors)
         execute = data.get("dry_run", True) in (False, "false", "0", 0)
         try:
             plan = (actions.reset_group_offsets(request._request, group_id, form.spec())
                     if execute else actions.preview_group_offsets_reset(group_id, form.spec()))
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response(plan_body(plan, execute))
 
 

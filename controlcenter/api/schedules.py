@@ -28,7 +28,7 @@ from controlcenter.analysis.schedules import (
     schedule_form,
     spec_of,
 )
-from controlcenter.api.base import ControlCenterView, form_errors, refusal
+from controlcenter.api.base import ControlCenterError, ControlCenterView, form_errors, refusal
 from controlcenter.api.jobparams import job_parameter_fields
 from controlcenter.models import AnalysisSchedule
 
@@ -80,12 +80,10 @@ class ScheduleListView(ControlCenterView):
                    responses={201: ScheduleSerializer, 400: ERROR, 409: ERROR})
     def post(self, request: Request) -> Response:
         spec = _validated(_body(request))
-        if isinstance(spec, Response):
-            return spec
         try:
             schedule = actions.create_analysis_schedule(request._request, spec)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response(ScheduleSerializer(schedule).data, status=201)
 
 
@@ -118,12 +116,10 @@ class ScheduleView(ControlCenterView):
     def _update(self, request: Request, schedule: AnalysisSchedule,
                 start: dict[str, Any]) -> Response:  # fmt: skip
         spec = _validated({**start, **_body(request)})
-        if isinstance(spec, Response):
-            return spec
         try:
             actions.update_analysis_schedule(request._request, schedule, spec)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response(ScheduleSerializer(schedule).data)
 
 
@@ -155,17 +151,16 @@ def _body(request: Request) -> dict[str, Any]:
         if isinstance(request.data, dict) else {}
 
 
-def _validated(data: dict[str, Any]) -> ScheduleSpec | Response:
+def _validated(data: dict[str, Any]) -> ScheduleSpec:
     job = str(data.pop("job", ""))
     spec = JOBS.get(job)
     if spec is None:
-        return Response({"error_code": "INVALID_REQUEST",
-                         "message": f"job must be one of: {', '.join(JOBS)}",
-                         "fields": {"job": [{"message": f"Unknown job {job!r}.",
-                                             "code": "invalid_choice"}]}}, status=400)
+        raise ControlCenterError(400, "INVALID_REQUEST", f"job must be one of: {', '.join(JOBS)}",
+                                 {"job": [{"message": f"Unknown job {job!r}.",
+                                           "code": "invalid_choice"}]})
     form = schedule_form(spec, data)
     if not form.is_valid():
-        return form_errors(form.errors)
+        raise form_errors(form.errors)
     return spec_of(form, spec.name)
 
 

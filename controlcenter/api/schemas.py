@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from controlcenter import actions, schemadiff
 from controlcenter.access import Capability
-from controlcenter.api.base import ControlCenterView, refusal
+from controlcenter.api.base import ControlCenterError, ControlCenterView, refusal
 from controlcenter.pages import schemas as pages
 from registry import lookups
 from registry.compatibility import Level
@@ -87,12 +87,11 @@ class SubjectView(ControlCenterView):
     def post(self, request: Request, subject: str) -> Response:
         schema = request.data.get("schema") if isinstance(request.data, dict) else None
         if not isinstance(schema, str):
-            return Response({"error_code": "42201", "message": "The body has no schema string."},
-                            status=422)
+            raise ControlCenterError(422, "42201", "The body has no schema string.")
         try:
             registered = actions.register_schema_version(request._request, subject, schema)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response({"id": registered.schema_id, "version": registered.version})
 
 
@@ -106,7 +105,7 @@ class CompatibilityCheckView(ControlCenterView):
         try:
             problems = actions.check_schema_compatibility(subject, str(schema or ""))
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response({"is_compatible": not problems, "messages": problems})
 
     def get_permissions(self) -> list[Any]:
@@ -126,8 +125,8 @@ class DiffView(ControlCenterView):
             old = by_number[int(request.query_params["from"])]
             new = by_number[int(request.query_params["to"])]
         except (KeyError, ValueError):
-            return Response({"error_code": "40402", "message": "from and to must name "
-                             f"versions of {subject}: {sorted(by_number)}"}, status=404)
+            raise ControlCenterError(404, "40402", "from and to must name "
+                                     f"versions of {subject}: {sorted(by_number)}") from None
         rows = schemadiff.side_by_side(old.schema.text, new.schema.text)
         return Response({"from": old.version, "to": new.version,
                          "changed": schemadiff.changed_lines(rows),
@@ -150,17 +149,17 @@ class CompatibilityView(ControlCenterView):
         try:
             actions.set_schema_compatibility(request._request, subject, str(level).upper())
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response({"compatibility": str(level).upper()})
 
     @extend_schema(summary="Remove a subject's own level: the global one applies",
                    responses=LEVEL_BODY)
     def delete(self, request: Request, subject: str | None = None) -> Response:
         if subject is None:
-            return Response({"error_code": "40401", "message": "Name a subject: the global "
-                             "level can be set, not removed."}, status=405)
+            raise ControlCenterError(405, "40401", "Name a subject: the global "
+                                     "level can be set, not removed.")
         try:
             actions.clear_schema_compatibility(request._request, subject)
         except actions.ActionError as exc:
-            return refusal(exc)
+            raise refusal(exc) from exc
         return Response({"compatibility": lookups.compatibility_level(subject).value})

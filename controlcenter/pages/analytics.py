@@ -57,7 +57,8 @@ def analysis_new(request: HttpRequest, job: str) -> HttpResponse:
 def _form_page(request: HttpRequest, spec: JobSpec, form: Any, schedule: ScheduleForm,
                status: int = 200) -> HttpResponse:  # fmt: skip
     return render(request, "controlcenter/analysis_new.html",
-                  {"spec": spec, "form": form, "schedule": schedule}, status=status)
+                  {"spec": spec, "form": form.offer_names(), "schedule": schedule},
+                  status=status)
 
 
 @requires(Capability.RUN_ANALYSES)

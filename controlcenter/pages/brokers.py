@@ -53,8 +53,14 @@ def broker(request: HttpRequest, node_id: int) -> HttpResponse:
 
 
 def broker_context(key: str | None) -> Mapping[str, Any]:
-    """What the broker page's live summary shows (its key is the node id)."""
-    return {"broker": BrokerState.objects.filter(node_id=int(key or -1)).first()}
+    """What the broker page's live summary and commands show (its key is the node id)."""
+    return {"broker": BrokerState.objects.filter(node_id=int(key or -1)).first(),
+            "commands": list(actions.BrokerCommand)}
+
+
+def brokers_controls_context(key: str | None) -> Mapping[str, Any]:
+    """The Brokers page's process controls: each broker's commands for its process state."""
+    return {"brokers": list(BrokerState.objects.all()), "commands": list(actions.BrokerCommand)}
 
 
 def broker_configs(row: BrokerState) -> tuple[list[ConfigEntry], str]:

@@ -192,13 +192,15 @@ def _create(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            actions.create_topic(request, data["name"], data["partitions"],
-                                 data["replication_factor"], data["configs"])
+            shortfall = actions.create_topic(request, data["name"], data["partitions"],
+                                             data["replication_factor"], data["configs"])
         except actions.ActionError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Topic {data['name']} created; it appears in the "
                                       "list with the collector's next sample.")
+            if shortfall is not None:
+                messages.warning(request, shortfall.message)
             return redirect("topics")
     return render(request, "controlcenter/topic_create.html", {"form": form}, status=400)
 

@@ -1,5 +1,5 @@
 """Template components shared by every page: navigation, status badges, progress bars,
-pagination. Use with `{% load millrace %}`."""
+pagination, links to what a name names. Use with `{% load millrace %}`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.core.paginator import Page
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
 from controlcenter.navigation import nav_links
@@ -91,3 +92,31 @@ def pagination(context: template.Context, page: Page[Any]) -> dict[str, Any]:
     nearby = paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1)
     return {"page": page, "nearby": list(nearby), "ellipsis": paginator.ELLIPSIS,
             "request": context.get("request")}  # fmt: skip
+
+
+# What the audit log's targets ("topic orders", "group billing", "broker 2") name, and the
+# page each kind has.
+_TARGET_PAGES = {"topic": "topic", "group": "group", "broker": "broker", "subject": "subject",
+                 "run": "analysis-run"}
+
+
+@register.filter
+def target_link(target: str) -> str:
+    """An audit target as a link to its page when it has one, else as text."""
+    kind, _, name = (target or "").partition(" ")
+    view = _TARGET_PAGES.get(kind)
+    if view is None or not name:
+        return format_html("{}", target)
+    try:
+        url = reverse(view, args=[name])
+    except NoReverseMatch:  # a broker or run "id" that is not a number
+        return format_html("{}", target)
+    return format_html('{} <a href="{}">{}</a>', kind, url, name)
+
+
+@register.simple_tag
+def name_link(kind: str, name: object) -> str:
+    """A topic's or group's name as a link to its page (kind "topic" or "group")."""
+    if name in (None, ""):
+        return "—"
+    return format_html('<a href="{}">{}</a>', reverse(kind, args=[str(name)]), name)

@@ -193,6 +193,21 @@ const HANDLERS = {
   data: (doc, message) => doc.dispatchEvent(new CustomEvent("live:data", { detail: message })),
 };
 
+// A fragment pushed over the socket is rendered without a request, so its forms carry no
+// CSRF token (the Brokers page's commands, say); a post form without one takes the page's
+// (base.html's meta) as it is submitted: the form's data is read after this event.
+export function addCsrfToken(event) {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || form.method !== "post") return;
+  if (form.querySelector("input[name=csrfmiddlewaretoken]")) return;
+  const token = form.ownerDocument.querySelector("meta[name=csrf-token]")?.content;
+  if (!token) return;
+  const input = form.ownerDocument.createElement("input");
+  Object.assign(input, { type: "hidden", name: "csrfmiddlewaretoken", value: token });
+  form.append(input);
+}
+document.addEventListener("submit", addCsrfToken);
+
 function topicsOf(doc) {
   return (doc.body.dataset.liveTopics || "").split(/\s+/).filter(Boolean);
 }

@@ -14,9 +14,14 @@ from brokercore.protocol.errors import ErrorCode
 
 
 class WireClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0,
+                 source_host: str | None = None) -> None:
+        """`source_host` binds the connection's own end (another loopback IP, such as
+        127.0.0.2: a client the broker sees coming from another host)."""
         host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.create_connection(
+            (host, int(port)), timeout=timeout,
+            source_address=None if source_host is None else (source_host, 0))
         self.correlation_id = 0
 
     @classmethod

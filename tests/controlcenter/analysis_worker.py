@@ -69,7 +69,7 @@ def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
     """`celery -A controlcenter ARGS` until the block ends; its log is shown on a failure."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "controlcenter", *args, "--loglevel", "INFO"],
+            [sys.executable, "-m", "celery", "-A", "millrace", *args, "--loglevel", "INFO"],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 90

@@ -26,7 +26,7 @@ from django.views.decorators.csrf import csrf_exempt
 from controlcenter import live
 from controlcenter.access import Capability, may_view, requires
 from controlcenter.audit import aaudited, audited
-from controlcenter.urls import urlpatterns as project_urlpatterns
+from millrace.urls import urlpatterns as project_urlpatterns
 
 PROBE_GROUP = "probe"
 

@@ -13,10 +13,18 @@ import httpx
 import pytest
 from django.conf import settings
 from django.test import override_settings
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from controlcenter.access import Capability
-from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus, AuditEntry
+from controlcenter.models import (
+    AnalysisRun,
+    AnalysisSchedule,
+    AnalysisStatus,
+    AuditEntry,
+    GroupState,
+    TopicState,
+)
 from tests.controlcenter.analysis_worker import (
     Scenario,
     build_scenario,
@@ -46,7 +54,7 @@ document.addEventListener("live:swapped", (event) => {
 """
 
 def asgi_application() -> Any:
-    from controlcenter.asgi import application
+    from millrace.asgi import application
 
     return application
 
@@ -82,7 +90,11 @@ def launch_from_the_form(tab: Browser, job: str, fields: dict[str, str]) -> int:
     with tab.page.expect_navigation():
         tab.page.click(f"a[href='/analytics/new/{job}/']")
     for name, value in fields.items():
-        tab.page.fill(f"[name={name}]", value)
+        field = tab.page.locator(f"[name={name}]")
+        if field.evaluate("(e) => e.tagName") == "SELECT":  # names the cluster has: a choice
+            field.select_option(value)
+        else:
+            field.fill(value)
     tab.snap("form")
     with tab.page.expect_navigation():
         tab.page.click("#launch-form button[type=submit]")
@@ -215,3 +227,24 @@ def test_category_charts_draw_a_bar_per_label_and_cut_no_label(tab: Browser) -> 
         assert chart["labels"] == result["charts"][name]["x"]
         assert chart["upright"] is upright and chart["fits"], chart
         assert all(bar > 0 and gap == 0 for bar, gap in chart["slots"]), chart["slots"]
+
+
+def test_the_launch_forms_offer_the_clusters_topics_and_groups(tab: Browser) -> None:
+    for name, internal in (("orders", False), ("payments", False), ("__consumer_offsets", True)):
+        TopicState.objects.create(name=name, internal=internal, partitions=3,
+                                  replication_factor=1, updated_at=timezone.now())
+    for group in ("billing", "audit"):
+        GroupState.objects.create(group_id=group, state="STABLE", updated_at=timezone.now())
+    tab.visit("/analytics/new/hot_partitions/")
+    topics = tab.page.locator("select[name=topics] option")
+    assert topics.all_text_contents() == ["orders", "payments"]  # no internal topic
+    tab.page.locator("select[name=topics]").select_option(["orders", "payments"])
+    tab.snap("topics offered")
+    with tab.page.expect_navigation():
+        tab.page.click("#launch-form button[type=submit]")
+    run = AnalysisRun.objects.get(pk=int(tab.page.url.rstrip("/").rsplit("/", 1)[1]))
+    assert run.parameters["topics"] == ["orders", "payments"]
+
+    tab.visit("/analytics/new/eta/")
+    groups = tab.page.locator("select[name=groups] option")
+    assert groups.all_text_contents() == ["audit", "billing"]

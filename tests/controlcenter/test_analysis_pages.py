@@ -105,7 +105,8 @@ def test_the_api_answers_bad_input_with_an_error_code_before_queueing(analyst: U
 def test_launching_needs_the_permission(viewer: User) -> None:
     anonymous = Client().post("/api/v1/analysis", {"job": "eta"},
                               content_type="application/json")
-    assert anonymous.status_code == 403 and anonymous.json()["detail"]  # DRF: sign in first
+    assert anonymous.status_code == 403  # DRF: sign in first
+    assert anonymous.json()["error_code"] == "NOT_AUTHENTICATED"
     page = Client().post("/analytics/new/eta/", {"window_minutes": 60})
     assert page.status_code == 302 and "/login/" in page["Location"]
     refused = signed_in(viewer).post("/api/v1/analysis", {"job": "eta"},

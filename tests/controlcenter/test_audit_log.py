@@ -67,3 +67,15 @@ def test_audited_records_the_error_and_lets_it_through() -> None:
     assert (entry.result, entry.message) == ("error", "bad offset")
     assert entry.parameters == {"to": "earliest", "dry_run": False}
     assert entry.username == "platform"
+
+
+def test_targets_link_to_the_pages_of_what_they_name(client: Client) -> None:
+    for target in ("topic orders", "group billing/eu", "broker 2", "run 7", "cluster",
+                   "broker x"):
+        audit.record(None, "some.action", target, ok=True)
+    page = client.get("/audit/").content.decode()
+    assert 'topic <a href="/topics/orders/">orders</a>' in page
+    assert 'group <a href="/groups/billing/eu/">billing/eu</a>' in page
+    assert 'broker <a href="/brokers/2/">2</a>' in page
+    assert 'run <a href="/analytics/runs/7/">7</a>' in page
+    assert "<td>cluster</td>" in page and "<td>broker x</td>" in page

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from brokercluster.ports import free_port
-from controlcenter import asgi
+from millrace import asgi
 from tests.controlcenter.browser import serve
 from tests.controlcenter.conftest import PASSWORD
 
@@ -30,7 +30,7 @@ def test_the_server_takes_override_settings_and_the_keywords_on_top(
         with serve(project_application) as server:
             page = httpx.get(server.url + "/", timeout=30).text
         assert outer in page
-        with serve("controlcenter.asgi:application", KAFKA_BOOTSTRAP_SERVERS=inner) as server:
+        with serve("millrace.asgi:application", KAFKA_BOOTSTRAP_SERVERS=inner) as server:
             page = httpx.get(server.url + "/", timeout=30).text
         assert inner in page and outer not in page
 

@@ -68,7 +68,7 @@ def test_a_topic_lives_and_dies_through_the_api(admin: Client, kafka_bootstrap: 
     created = admin.post("/api/v1/topics", {"name": name, "partitions": 2,
                                             "configs": {"retention.ms": "60000"}},
                          content_type="application/json")
-    assert created.status_code == 201
+    assert created.status_code == 201 and created.json()["warnings"] == []
     configs = {c["name"]: c for c in admin.get(f"/api/v1/topics/{name}/configs").json()}
     assert configs["retention.ms"]["source"] == "DYNAMIC_TOPIC_CONFIG"
     bad = admin.post(f"/api/v1/topics/{name}/configs", {"name": "retention.ms",
@@ -93,6 +93,19 @@ def test_a_topic_lives_and_dies_through_the_api(admin: Client, kafka_bootstrap: 
     assert name not in ClusterClient(kafka_bootstrap).metadata(refresh=True).topics
     again = admin.delete(f"/api/v1/topics/{name}")
     assert again.json()["error_code"] == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_a_topic_no_acks_all_write_can_reach_is_created_with_a_warning(admin: Client) -> None:
+    name = new_topic("api-short")
+    created = admin.post("/api/v1/topics", {"name": name, "replication_factor": 1,
+                                            "configs": {"min.insync.replicas": "2"}},
+                         content_type="application/json")
+    assert created.status_code == 201  # as Kafka: accepted
+    (warning,) = created.json()["warnings"]
+    assert "replication factor 1, below its min.insync.replicas (2)" in warning
+    assert "acks=all" in warning and "NOT_ENOUGH_REPLICAS" in warning
+    entry = AuditEntry.objects.get(action="topic.create", target=f"topic {name}")
+    assert "warned" in entry.message
 
 
 def test_bad_requests_get_json_errors(admin: Client) -> None:

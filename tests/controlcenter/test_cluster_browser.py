@@ -21,7 +21,7 @@ import pytest
 
 from tests.brokerproc import REPO
 from tests.controlcenter.browser import Browser, LiveServer, launch
-from tests.controlcenter.test_platform import wait_for_endpoints
+from tests.millrace.test_platform import wait_for_endpoints
 
 PASSWORD = "pages-admin-password"
 pytestmark = pytest.mark.slow
@@ -146,11 +146,22 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     assert leadership(watch, 2)["leader"] == 2 and leadership(watch, 2)["out"] == 0
     tab.snap("before kill")
 
+    # One page kills broker 2 from its own page; the Brokers page, open and never reloaded,
+    # swaps broker 2's commands to Start as the process state changes.
     operator = tab.context.new_page()
     operator.goto("/brokers/")
-    with operator.expect_navigation():
-        operator.click("button[data-command=kill][data-broker='2']")
-    assert "now killed" in operator.inner_text(".messages")
+    operator.evaluate("window.__notReloaded = true")
+    killer = tab.context.new_page()
+    killer.goto("/brokers/2/")
+    with killer.expect_navigation():
+        killer.click("#broker-process button[data-command=kill]")
+    assert "now killed" in killer.inner_text(".messages")
+    killer.close()
+    operator.wait_for_selector(
+        "#broker-controls tr[data-broker='2'] button[data-command=start]", timeout=60_000)
+    assert operator.locator(
+        "#broker-controls tr[data-broker='2'] button[data-command=kill]").count() == 0
+    assert operator.evaluate("window.__notReloaded") is True
     operator.screenshot(path=str(tab.shots / "brokers-after-kill.png"), full_page=True)
 
     # The open topic page changes by itself: broker 2 leads nothing and is out of every ISR.
@@ -165,10 +176,18 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     assert watch.locator("#topic-partitions .badge-warn").count() == 6
     assert watch.evaluate("window.__notReloaded") is True
 
-    operator.goto("/brokers/")
+    # The pushed Start button works as rendered ones do (it takes the page's CSRF token), and
+    # a second Brokers page, opened while broker 2 was down, stops offering Start by itself.
+    viewer = tab.context.new_page()
+    viewer.goto("/brokers/")
+    assert viewer.locator("#broker-controls tr[data-broker='2'] [data-command=start]").count()
     with operator.expect_navigation(timeout=90_000):
-        operator.click("button[data-command=start][data-broker='2']")
+        operator.click("#broker-controls button[data-command=start][data-broker='2']")
     assert "now running" in operator.inner_text(".messages")
+    viewer.wait_for_selector(
+        "#broker-controls tr[data-broker='2'] button[data-command=kill]", timeout=60_000)
+    assert viewer.locator("#broker-controls tr[data-broker='2'] [data-command=start]").count() == 0
+    viewer.close()
 
     watch.wait_for_function(
         """() => {
@@ -192,6 +211,21 @@ def test_killing_a_broker_moves_leadership_and_isr_live_and_starting_it_brings_t
     tab.snap("after election")
     assert watch.evaluate("window.__notReloaded") is True
     operator.close()
+
+
+def test_creating_a_topic_below_min_insync_replicas_warns_that_acks_all_writes_fail(
+        tab: Browser) -> None:
+    sign_in(tab)
+    topic = f"short-{uuid.uuid4().hex[:6]}"
+    tab.visit("/topics/+create/")
+    tab.page.fill("input[name=name]", topic)
+    tab.page.fill("input[name=replication_factor]", "1")  # the platform: min.insync.replicas=2
+    with tab.page.expect_navigation():
+        tab.page.click("#topic-create-form button[type=submit]")
+    warning = tab.page.locator(".message-warning")
+    assert "replication factor 1, below its min.insync.replicas (2)" in warning.inner_text()
+    assert "acks=all" in warning.inner_text()
+    tab.snap("warned")
 
 
 def test_a_topic_is_created_a_message_produced_and_found_with_a_filter(

@@ -20,8 +20,8 @@ from django.test import override_settings
 
 from brokercluster.ports import free_port
 from controlcenter import events
-from controlcenter.management.collector.loop import Collector, CollectorConfig
-from controlcenter.management.collector.metrics import serve
+from controlcenter.collector.loop import Collector, CollectorConfig
+from controlcenter.collector.metrics import serve
 from controlcenter.models import (
     BrokerState,
     ClusterEvent,
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def own_hub() -> Iterator[None]:
     name = f"test-{uuid.uuid4().hex[:12]}"
-    layers = {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
+    layers = {"default": {"BACKEND": "millrace.channelhub.HubChannelLayer",
                           "CONFIG": {"data_dir": str(settings.DATA_DIR), "name": name}}}
     with override_settings(CHANNEL_LAYERS=layers):
         yield
@@ -284,7 +284,7 @@ def test_the_platforms_history_topics_are_internal_last_and_hidden(
 
 def test_pushes_that_pile_up_during_a_render_go_out_once_in_the_next_batch(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from controlcenter.management.collector.pushes import Pusher
+    from controlcenter.collector.pushes import Pusher
 
     batches: list[list[tuple[str, str | None]]] = []
     rendering, release = threading.Event(), threading.Event()

@@ -21,8 +21,8 @@ from kafka.protocol.admin import ListGroupsRequest
 from kafka.protocol.consumer import OffsetFetchRequest
 
 from clusterclient import EARLIEST, LATEST, ClusterClient, TopicPartition
-from controlcenter.management.collector import clientlog
-from controlcenter.management.collector.loop import Collector, CollectorConfig
+from controlcenter.collector import clientlog
+from controlcenter.collector.loop import Collector, CollectorConfig
 from controlcenter.models import ClusterState, GroupState, PartitionState, TopicState
 from tests.brokercore.wire import WireClient
 from tests.brokerproc import BrokerProcess, ClusterProcess

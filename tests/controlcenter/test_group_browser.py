@@ -23,7 +23,7 @@ from playwright.sync_api import expect
 
 from clusterclient import ClusterClient, TopicPartition
 from controlcenter.access import Capability
-from controlcenter.management.collector.loop import Collector, CollectorConfig
+from controlcenter.collector.loop import Collector, CollectorConfig
 from controlcenter.models import AuditEntry, GroupState
 from registry.actions import SchemaRequest, register_schema
 from tests.controlcenter.browser import Browser, LiveServer, serve
@@ -35,7 +35,7 @@ LIVE_TIMEOUT_MS = 90_000  # the collector's cycles on a machine shared with othe
 
 
 def asgi_application() -> Any:
-    from controlcenter.asgi import application
+    from millrace.asgi import application
 
     return application
 

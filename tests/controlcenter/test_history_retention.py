@@ -11,8 +11,8 @@ from collections import defaultdict
 import pytest
 from django.db.models import Model
 
-from controlcenter.management.collector.analysis import Snapshot
-from controlcenter.management.collector.store import Store
+from controlcenter.collector.analysis import Snapshot
+from controlcenter.collector.store import Store
 from controlcenter.models import (
     GroupLagHistory,
     PartitionLagHistory,

@@ -16,14 +16,14 @@ from django.conf import settings
 from django.test import override_settings
 
 from controlcenter import events
-from controlcenter.asgi import application
+from millrace.asgi import application
 from tests.brokerproc import REPO
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 
 def hub_layer(name: str) -> dict[str, object]:
-    return {"default": {"BACKEND": "controlcenter.channelhub.HubChannelLayer",
+    return {"default": {"BACKEND": "millrace.channelhub.HubChannelLayer",
                         "CONFIG": {"data_dir": str(settings.DATA_DIR), "name": name}}}
 
 
@@ -110,7 +110,7 @@ def publish_from_another_process(layers: dict[str, object], group: str, text: st
         "from controlcenter import events\n"
         "events.publish(sys.argv[2], sys.argv[3])\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "millrace.settings"}
     subprocess.run([sys.executable, "-c", script, json.dumps(layers), group, text],
                    cwd=REPO, env=env, check=True, timeout=60)
 
@@ -169,7 +169,7 @@ async def test_a_publish_from_another_process_reaches_the_page_over_redis() -> N
 
 
 def start_process(script: str, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "controlcenter.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "millrace.settings"}
     return subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 

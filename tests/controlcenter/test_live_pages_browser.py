@@ -37,7 +37,7 @@ def app_server(django_db_setup: None, kafka_bootstrap: str) -> Iterator[LiveServ
     of its own with this process."""
     layers = hub_layer(f"test-{uuid.uuid4().hex[:12]}")
     with override_settings(CHANNEL_LAYERS=layers, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap), \
-            serve("controlcenter.asgi:application") as server:
+            serve("millrace.asgi:application") as server:
         yield server
 
 

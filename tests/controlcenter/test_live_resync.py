@@ -12,8 +12,8 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from playwright.sync_api import expect
 
-from controlcenter.asgi import application
 from controlcenter.models import ClusterState, GroupState
+from millrace.asgi import application
 from tests.controlcenter.browser import Browser
 from tests.controlcenter.cluster_snapshot import seed
 from tests.controlcenter.test_group_browser import cluster_server, tab

@@ -11,7 +11,7 @@ from django.test.utils import override_settings
 
 from brokercluster.ports import free_port
 from clusterclient import ClusterClient
-from controlcenter.management.collector.loop import Collector, CollectorConfig
+from controlcenter.collector.loop import Collector, CollectorConfig
 
 
 def collect_once(bootstrap: str) -> None:

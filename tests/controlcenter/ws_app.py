@@ -10,7 +10,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.urls import path
 
-from controlcenter.asgi import application as platform
+from millrace.asgi import application as platform
 
 
 class Echo(AsyncWebsocketConsumer):  # type: ignore[misc]

@@ -51,8 +51,13 @@ def test_a_run_reports_progress_and_writes_its_result(tmp_path: Path) -> None:
     assert proc.returncode == 0, stderr[-3000:]
     lines = events(stdout)
     progress = [e for e in lines if e["event"] == "progress"]
-    assert progress and progress[-1]["tasks_done"] <= progress[-1]["tasks_total"]
     assert any(e["tasks_total"] > 0 for e in progress)
+    # The last counts before the ending are the final ones: every stage that ran is done,
+    # and stages Spark skipped (their shuffle output reused) are counted apart.
+    assert lines[-2] == progress[-1]
+    final = progress[-1]
+    assert final["stages_total"] > 0 and final["stages_done"] == final["stages_total"], final
+    assert final["tasks_done"] == final["tasks_total"], final
     assert lines[-1] == {"event": "done", "out": str(out)}
     result = json.loads(out.read_text())
     assert result["job"] == "eta" and result["params"] == {"samples_path": samples}

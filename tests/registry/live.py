@@ -32,7 +32,7 @@ def registry_servers(
     """Server URLs; the API is at their root, or under the prefix if not `at_root`."""
     env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir),
            **(extra_env or {})}
-    env.setdefault("DJANGO_SETTINGS_MODULE", "controlcenter.settings")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
         cwd=ROOT, env=env, check=True,
@@ -40,7 +40,7 @@ def registry_servers(
     ports = [free_port() for _ in range(processes)]
     servers = [
         subprocess.Popen(
-            [sys.executable, "-m", "controlcenter.webserver", "--bind", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "millrace.webserver", "--bind", f"127.0.0.1:{port}",
              "--workers", "1"],
             cwd=ROOT,
             env={**env, "MILLRACE_REGISTRY_PORT": str(port if at_root else 0)},

@@ -56,7 +56,7 @@ def test_registration_lookup_and_versions(client: SchemaRegistryClient, subject:
     assert subject in client.get_subjects_by_schema_id(first)
     versions = client.get_schema_versions(first)
     assert [(v.subject, v.version) for v in versions] == [(subject, 1)]
-    assert client.get_schema_types() == ["AVRO"]
+    assert client.get_schema_types() == ["JSON", "PROTOBUF", "AVRO"]
     assert "." in client.get_contexts()
     client.clear_latest_caches()
     client.clear_caches()
@@ -128,7 +128,7 @@ def test_enterprise_only_methods_get_confluent_errors(client: SchemaRegistryClie
             assert raised.value.http_status_code == 404
     client.close()
     new = SchemaRegistryClient.new_client({"url": client.config()["url"]})
-    assert new.get_schema_types() == ["AVRO"]
+    assert new.get_schema_types() == ["JSON", "PROTOBUF", "AVRO"]
 
 
 def test_a_permanent_delete_reaches_the_reader_cache_of_every_process(

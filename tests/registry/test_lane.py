@@ -1,4 +1,4 @@
-"""The fast lane (controlcenter/asgi.py, registry/lane.py) answers exactly what Django's
+"""The fast lane (millrace/asgi.py, registry/lane.py) answers exactly what Django's
 handler answers: every request is sent through both, in-process over ASGI, and the status,
 headers and bytes compared; the lane must have answered the hot reads itself."""
 
@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from controlcenter.asgi import ApiHandler, FastLane
+from millrace.asgi import ApiHandler, FastLane
 from registry import lane as registry_lane
 from restproxy import lane as proxy_lane
 
@@ -118,3 +118,24 @@ def test_a_new_registration_goes_to_django_and_then_reads_from_the_lane(subject:
     assert registered.json() == {"id": 2}
     response, by_django = both("GET", f"/subjects/{subject}/versions")
     assert response.json() == [1, 2] and by_django == 1
+
+
+def test_json_schema_and_protobuf_reads_take_the_lane_too(subject: str) -> None:
+    proto = 'syntax = "proto3";\nmessage Reading { string sensor = 1; int64 value = 2; }\n'
+    for name, schema_type, text in [("json-value", "JSON", '{"type":"object"}'),
+                                    ("proto-value", "PROTOBUF", proto)]:
+        body = json.dumps({"schema": text, "schemaType": schema_type})
+        registered = call(django, "POST", f"/subjects/{name}/versions", body,
+                          {"Content-Type": V1})
+        schema_id = registered.json()["id"]
+        for method, path, sent in [
+            ("GET", f"/schemas/ids/{schema_id}", None),
+            ("GET", f"/schemas/ids/{schema_id}?format=serialized", None),
+            ("GET", f"/subjects/{name}/versions/latest", None),
+            ("GET", f"/subjects/{name}/versions/1?format=serialized", None),
+            ("POST", f"/subjects/{name}", body),
+            ("POST", f"/subjects/{name}/versions", body),
+        ]:
+            response, by_django = both(method, path, sent, {"Content-Type": V1})
+            assert response.status_code == 200, response.content
+            assert by_django == 1, f"{method} {path} was not answered by the lane"

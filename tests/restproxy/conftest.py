@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client
 
 from restproxy.client import reset_gateway
-from restproxy.manager import manager
+from restproxy.instances.manager import manager
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"

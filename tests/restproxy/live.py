@@ -26,7 +26,7 @@ from tests.brokerproc import REPO
 def proxy_servers(bootstrap: str, data_dir: Path, processes: int = 2) -> Iterator[list[str]]:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "controlcenter.settings",
+        "DJANGO_SETTINGS_MODULE": "millrace.settings",
         "DATABASE_URL": f"sqlite:///{data_dir / 'proxy.sqlite3'}",
         "MILLRACE_DATA_DIR": str(data_dir),
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
@@ -61,7 +61,7 @@ def proxy_servers(bootstrap: str, data_dir: Path, processes: int = 2) -> Iterato
 def _server(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as output:
         return subprocess.Popen(
-            [sys.executable, "-m", "controlcenter.webserver", "--bind", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "millrace.webserver", "--bind", f"127.0.0.1:{port}",
              "--workers", "1"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=output,
         )

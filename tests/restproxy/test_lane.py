@@ -1,4 +1,4 @@
-"""The fast lane (controlcenter/asgi.py, restproxy/lane.py) answers produce and fetch as
+"""The fast lane (millrace/asgi.py, restproxy/lane.py) answers produce and fetch as
 Django's handler does: each request goes through both, in-process over ASGI, against the
 session broker; status and headers are equal, and the bodies once offsets and timestamps
 (which differ between two produces) are set aside, and so are partitions, which the
@@ -17,7 +17,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from controlcenter.asgi import ApiHandler, FastLane
+from millrace.asgi import ApiHandler, FastLane
 from registry import lane as registry_lane
 from restproxy import lane as proxy_lane
 
@@ -152,7 +152,7 @@ def test_a_stream_s_report_lines_are_the_json_of_its_reports() -> None:
 
     from restproxy import errors, records
     from restproxy.client import OutgoingRecord, PendingBatch
-    from restproxy.views_v3_records import report, report_line
+    from restproxy.v3.produce import report, report_line
 
     entries: list[records.V3Entry | errors.RestProxyError] = [
         records.V3Entry(OutgoingRecord(b"v", b"key"), "STRING", "BINARY"),

@@ -251,7 +251,7 @@ def test_the_fast_lane_relays_a_fetch_to_the_owner_itself(
     """This process (the in-process lane and Django handler of test_lane) does not hold the
     instance; a live server does. Both paths relay the fetch to it, and the lane does so
     without Django's handler once the owner is in the owner cache."""
-    from restproxy.manager import manager
+    from restproxy.instances.manager import manager
     from tests.restproxy.test_lane import both
 
     owner, topic = servers[0], new_topic()

@@ -22,8 +22,8 @@ import pytest
 from confluent_kafka import Producer
 from django.conf import settings
 
-from restproxy.consumers import IDLE_BUFFER_LIMIT
-from restproxy.manager import manager
+from restproxy.instances.instance import IDLE_BUFFER_LIMIT
+from restproxy.instances.manager import manager
 from restproxy.schemas import reset_registry
 from tests.restproxy.conftest import AVRO, JSON, Proxy
 from tests.restproxy.live import proxy_servers

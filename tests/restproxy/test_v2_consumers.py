@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from restproxy.manager import manager
+from restproxy.instances.manager import manager
 from tests.restproxy.conftest import BINARY, JSON, Proxy
 
 

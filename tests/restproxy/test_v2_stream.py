@@ -13,7 +13,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from confluent_kafka import Producer
 
-from restproxy.manager import manager
+from restproxy.instances.manager import manager
 from tests.restproxy.conftest import AVRO, BINARY, JSON, Proxy
 from tests.restproxy.test_v2_consumers import create, fetch_until, group, produce_json
 

@@ -190,7 +190,7 @@ def test_consumer_groups_consumers_and_lags(
 
 def test_a_stream_s_records_parse_the_same_however_its_bytes_are_cut() -> None:
     from restproxy.errors import RestProxyError
-    from restproxy.views_v3_records import JsonValues, split_json_values
+    from restproxy.v3.produce import JsonValues, split_json_values
 
     body = '{"value": "é€"} 12 {"a": [1, {"b": "}"}]}\n-3.5e2 "s" true {"v": 1} {oops'.encode()
     whole = split_json_values(body)

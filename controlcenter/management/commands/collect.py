@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from controlcenter.management.collector.loop import Collector, CollectorConfig
-from controlcenter.management.collector.metrics import serve
+from controlcenter.collector.loop import Collector, CollectorConfig
+from controlcenter.collector.metrics import serve
 from laganalysis.retention import Policy
 
 

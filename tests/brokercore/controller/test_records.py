@@ -9,6 +9,7 @@ import pytest
 from brokercore.controller.image import MetadataImage
 from brokercore.controller.records import (
     RECORD_TYPES,
+    AccessControlEntryRecord,
     BrokerRecord,
     ClusterRecord,
     ConfigRecord,
@@ -18,8 +19,11 @@ from brokercore.controller.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RecordError,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
     from_json,
     to_json,
 )
@@ -27,6 +31,7 @@ from brokercore.controller.records import (
 EXAMPLES: list[MetadataRecord] = [
     ClusterRecord("c1"),
     BrokerRecord(1, "h", 9092, "rack-a", fenced=True, epoch=3, incarnation="i"),
+    BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092), ("INTERNAL", "h", 9093))),
     FenceBrokerRecord(1, False),
     TopicRecord("t", "tid"),
     PartitionRecord("tid", 0, (1, 2), (1,), 1, 4, 2, (2,), ()),
@@ -35,6 +40,10 @@ EXAMPLES: list[MetadataRecord] = [
     RemoveTopicRecord("tid", "t"),
     ProducerIdsRecord(2000),
     ConfigRecord("topic", "t", "retention.ms", None),
+    AccessControlEntryRecord("aid", 2, "t", 3, "User:alice", "*", 3, 3),
+    RemoveAccessControlEntryRecord("aid"),
+    UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+    RemoveUserScramCredentialRecord("alice", 1),
 ]
 
 
@@ -78,3 +87,31 @@ def test_a_partition_change_bumps_the_partition_epoch_and_keeps_the_rest() -> No
     image.apply(PartitionChangeRecord("tid", 0, isr=(1,)), 2)
     part = image.topics["t"].partitions[0]
     assert (part.isr, part.replicas, part.leader, part.partition_epoch) == ([1], [1, 2], 1, 1)
+
+
+def test_group_configs_are_applied_and_carried_by_a_snapshot() -> None:
+    image = MetadataImage()
+    image.apply(ConfigRecord("group", "g", "consumer.session.timeout.ms", "50000"), 0)
+    image.apply(ConfigRecord("group", "h", "consumer.heartbeat.interval.ms", "6000"), 1)
+    image.apply(ConfigRecord("group", "h", "consumer.heartbeat.interval.ms", None), 2)
+    assert image.group_configs == {"g": {"consumer.session.timeout.ms": "50000"}}
+    restored = MetadataImage()
+    restored.load(image.records(), 2)
+    assert restored.group_configs == image.group_configs
+
+
+def test_scram_credentials_and_endpoints_survive_a_snapshot() -> None:
+    image = MetadataImage()
+    records: list[MetadataRecord] = [
+            BrokerRecord(2, "h", 9093, endpoints=(("CLIENT", "h", 9092),)),
+            UserScramCredentialRecord("alice", 1, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 4096),
+            UserScramCredentialRecord("alice", 2, "c2FsdA==", "c3RvcmVk", "c2VydmVy", 8192),
+            RemoveUserScramCredentialRecord("alice", 1)]
+    for offset, record in enumerate(records):
+        image.apply(record, offset)
+    copy = MetadataImage()
+    copy.load([from_json(to_json(r)) for r in image.records()], 3)
+    assert copy.scram_credentials == image.scram_credentials
+    assert list(copy.scram_credentials["alice"]) == [2]
+    assert copy.brokers[2].endpoint("CLIENT") == ("h", 9092)
+    assert copy.brokers[2].endpoint("OTHER") is None

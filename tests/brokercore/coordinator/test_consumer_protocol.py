@@ -206,6 +206,24 @@ async def test_a_new_coordinator_replays_epochs_and_assignments() -> None:
     c.assert_no_double_ownership()
 
 
+async def test_a_failover_keeps_the_group_epoch_when_the_topics_have_not_changed() -> None:
+    """Key 4 (the subscribed topics' metadata) is replayed, so the first heartbeat after a
+    load finds the topics as the group last saw them: no new epoch, no new target."""
+    c = Consumers()
+    await c.beat("a")
+    await c.beat("b")
+    await c.settle("a", "b")
+    epochs = c.coordinator.groups.consumer["g"].group_epoch, c.epochs["a"], c.epochs["b"]
+    c.restart()
+    assert c.coordinator.groups.consumer["g"].subscribed_topics == {"t": (T, 4)}
+    await c.settle("a", "b")
+    assert (c.coordinator.groups.consumer["g"].group_epoch, c.epochs["a"],
+            c.epochs["b"]) == epochs
+    c.topics["t"] = (T, 6)  # a real change still moves the group on
+    await c.settle("a", "b")
+    assert c.coordinator.groups.consumer["g"].group_epoch == epochs[0] + 1
+
+
 async def test_offset_commits_check_the_member_epoch() -> None:
     c = Consumers()
     await c.beat("a")
@@ -225,16 +243,21 @@ async def test_offset_commits_check_the_member_epoch() -> None:
     assert fetched is not None and fetched.offset == 5
 
 
-async def test_groups_of_both_protocols_keep_to_their_own_ids() -> None:
-    h = Harness()
+async def test_with_migration_disabled_a_classic_group_with_members_stays_classic() -> None:
+    h = Harness(config=CoordinatorConfig(initial_rebalance_delay_ms=100,
+                                         min_session_timeout_ms=1000,
+                                         upgrade_enabled=False, downgrade_enabled=False))
     await h.stable_group(1)
     consumer = await h.coordinator.consumer.heartbeat(HeartbeatRequest(
         "g", "m", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",)))
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert (await h.coordinator.consumer.heartbeat(HeartbeatRequest(
         "cg", "m", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",)))).error_code == OK
+    # Kafka serves a classic member in a consumer group whatever the policy.
     classic = await h.join(group_id="cg")
-    assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert classic.error_code == OK
+    await h.coordinator.consumer.heartbeat(HeartbeatRequest("cg", "m", -1))
+    assert type(h.coordinator.groups.get("cg")).__name__ == "ConsumerGroup"  # no downgrade
     listed = {(g.group_id, type(g).__name__) for g in h.coordinator.list_groups()}
     assert listed == {("g", "Group"), ("cg", "ConsumerGroup")}
     assert [g.group_id for g in h.coordinator.list_groups(types={"Consumer"})] == ["cg"]
@@ -314,3 +337,15 @@ async def test_a_failed_write_is_undone_by_reading_the_partition_again() -> None
     assert c.partitions("a") == {0, 1, 2, 3}
     fetched = c.coordinator.offsets.fetch("g", [tp], (None, -1))[tp]
     assert fetched is not None and fetched.offset == 5
+
+
+async def test_a_groups_own_configs_set_its_session_timeout_and_heartbeat_interval() -> None:
+    configs = {"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "700"}
+    c = Consumers()
+    c.coordinator = GroupCoordinator(c.store, c.clock, c.config, topics=lambda: dict(c.topics),
+                                     group_configs=lambda group_id: configs)
+    c.coordinator.refresh_partitions()
+    assert (await c.beat("a")).heartbeat_interval_ms == 700
+    c.clock.advance(2.5)  # past the group's session timeout, well within the broker's
+    c.coordinator.tick()
+    assert "a" not in c.coordinator.groups.consumer["g"].members

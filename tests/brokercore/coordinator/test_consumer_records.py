@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brokercore.coordinator import consumer_records as cr
-from brokercore.coordinator.consumer_group import Assignment, MemberState
+from brokercore.coordinator.consumer_group import Assignment, ClassicMemberMetadata, MemberState
 from brokercore.coordinator.reconciliation import MemberAssignment
 from brokercore.coordinator.records import decode_record
 
@@ -71,4 +71,21 @@ def test_the_layout_is_kafkas() -> None:
 def test_tombstones_and_key_4_decode() -> None:
     tombstone = _decoded(cr.key(cr.MEMBER_METADATA_KEY, "g", "m"), None)
     assert (tombstone.key_version, tombstone.value) == (cr.MEMBER_METADATA_KEY, None)
-    assert decode_record(cr.key(4, "g"), b"\x00\x00\x01\x00") is None  # not kept, skipped
+    empty = _decoded(cr.key(4, "g"), b"\x00\x00\x01\x00")
+    assert empty.value == cr.SubscriptionMetadata({})
+    topics = {"t": (str(uuid.UUID(int=3)), 6), "u": (str(uuid.UUID(int=4)), 1)}
+    written = _decoded(cr.key(cr.SUBSCRIPTION_METADATA_KEY, "g"),
+                       cr.subscription_metadata_value(topics))
+    assert written.value == cr.SubscriptionMetadata(topics)
+
+
+def test_a_classic_members_metadata_travels_in_tag_0_of_its_member_record() -> None:
+    classic = ClassicMemberMetadata(45_000, (("range", b"\x00\x01sub"), ("roundrobin", b"")))
+    metadata = cr.MemberMetadata("i", None, "client", "/127.0.0.1", ("t",), None, 30_000,
+                                 None, classic)
+    decoded = _decoded(cr.key(cr.MEMBER_METADATA_KEY, "g", "m"), cr.member_value(metadata))
+    assert decoded.value == metadata
+    plain = cr.MemberMetadata("i", None, "client", "/127.0.0.1", ("t",), None, 30_000, None)
+    assert cr.member_value(plain).endswith(b"\x00")  # no tagged fields at all
+    assert _decoded(cr.key(cr.MEMBER_METADATA_KEY, "g", "m"), cr.member_value(plain)).value \
+        == plain

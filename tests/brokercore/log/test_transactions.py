@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from brokercore.log import InvalidProducerEpochError, PartitionLog
+from brokercore.log import InvalidProducerEpochError, InvalidTxnStateError, PartitionLog
 from brokercore.log.errors import TransactionCoordinatorFencedError
 from brokercore.log.transactions import AbortedTxn
+from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.log.builders import keyed, make_batch, values_in
 from tests.brokercore.log.conftest import OpenLog
 from tests.brokercore.log.test_compaction import everything
@@ -122,3 +123,20 @@ def test_an_open_transaction_deleted_from_the_start_holds_nothing_below_the_log_
     log.append_as_leader(txn_batch(7, 4, count=4), EPOCH)
     log.delete_records_before(4)
     assert log.first_unstable_offset() == 4
+
+
+def test_a_plain_batch_from_a_producer_with_an_open_transaction_is_refused(
+    open_log: OpenLog,
+) -> None:
+    """Kafka's rule: INVALID_TXN_STATE, nothing written; once the marker closes the
+    transaction, the same producer's plain batch at the next sequence goes in."""
+    log = open_log()
+    log.append_as_leader(txn_batch(7, 0), EPOCH)
+    end = log.log_end_offset
+    with pytest.raises(InvalidTxnStateError) as refused:
+        log.append_as_leader(make_batch([b"plain"], producer=(7, 0, 2)), EPOCH)
+    assert refused.value.error_code == ErrorCode.INVALID_TXN_STATE
+    assert log.log_end_offset == end
+    log.append_marker(7, 0, True, 0, EPOCH)
+    log.append_as_leader(make_batch([b"plain"], producer=(7, 0, 2)), EPOCH)
+    assert log.log_end_offset == end + 2

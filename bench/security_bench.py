@@ -1,0 +1,233 @@
+"""What security costs the built-in broker: throughput over SASL_SSL against PLAINTEXT, and
+SCRAM logins per second, side by side in one run.
+
+One broker process (`tests/securebroker.py`: PLAINTEXT, SASL_PLAINTEXT and SASL_SSL
+listeners, a test CA) and the same librdkafka client and 1 KiB values throughout. First it
+times SCRAM-SHA-256 and SCRAM-SHA-512 logins (connect, SaslHandshake, two SaslAuthenticate
+rounds; 4096 iterations, the client's PBKDF2 included) one after another, over
+SASL_PLAINTEXT and over SASL_SSL. Then, in interleaved rounds, it produces (acks=1) and
+consumes a topic over each listener, and prints MB/s, the ratios to PLAINTEXT, and the CPU
+seconds per 100 MB of the broker (from /proc) and of the client (this process, librdkafka's
+threads): where the cost goes. SASL_PLAINTEXT separates the cost of SASL (once per
+connection) from the cost of TLS (per byte).
+
+    .venv/bin/python bench/security_bench.py [--messages 50000] [--rounds 3] [--logins 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import contextlib
+
+from bench.broker_throughput import consume, produce
+from brokercore.config import BrokerConfig
+from brokercore.replication.connection import BrokerConnection
+from brokercore.security.connection import ClientSecurity
+from brokercore.security.listeners import SecurityProtocol
+from brokercore.security.tls import client_context, server_context
+from tests.securebroker import CREDENTIALS, SecuredBroker, start_secured_broker
+
+LISTENERS = ["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL"]
+MECHANISM = "SCRAM-SHA-512"
+
+
+def client_config(broker: SecuredBroker, listener: str) -> dict[str, object]:
+    config: dict[str, object] = {"security.protocol": listener}
+    if listener != "PLAINTEXT":
+        user, password = CREDENTIALS[MECHANISM]
+        config.update({"sasl.mechanism": MECHANISM, "sasl.username": user,
+                       "sasl.password": password, "ssl.ca.location": broker.ca_file})
+    return config
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_round(broker: SecuredBroker, listener: str, topic: str, count: int,
+              value: bytes) -> dict[str, float]:
+    pid = broker.process.proc.pid  # type: ignore[union-attr]
+    extra = client_config(broker, listener)
+    mb = count * len(value) / 1e6
+    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
+    produced = produce(broker.bootstrap(listener), topic, count, value, "1", 1, **extra)
+    produce_cpu, produce_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
+    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
+    read, consumed = consume(broker.bootstrap(listener), topic, **extra)
+    consume_cpu, consume_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
+    read_mb = read * len(value) / 1e6
+    return {"produce": mb / produced, "consume": read_mb / consumed,
+            "produce_cpu": produce_cpu / mb * 100, "consume_cpu": consume_cpu / read_mb * 100,
+            "produce_client": produce_client / mb * 100,
+            "consume_client": consume_client / read_mb * 100}
+
+
+def own_cpu_seconds() -> float:
+    """This process's CPU (librdkafka's threads included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def logins(broker: SecuredBroker, listener: str, mechanism: str, count: int) -> float:
+    """Logins per second, one after another."""
+    user, password = CREDENTIALS[mechanism]
+    config = BrokerConfig({"ssl.truststore.location": broker.ca_file,
+                           "ssl.truststore.type": "PEM"})
+    protocol = SecurityProtocol(listener)
+    context = client_context(config, listener) if protocol.tls else None
+    security = ClientSecurity(protocol, context, mechanism, user, password)
+    start = time.perf_counter()
+    for _ in range(count):
+        connection = await BrokerConnection.open("localhost", broker.ports[listener], "bench",
+                                                 10.0, security)
+        connection.close()
+    return count / (time.perf_counter() - start)
+
+
+async def loopback_cpu(tls: bool, megabytes: int, frame: bytes,
+                       ca: SecuredBroker) -> float:
+    """CPU seconds this process spends moving `megabytes` through an asyncio server that
+    reads them as the broker reads produce requests (readexactly of a frame), over a
+    loopback socket, plain or TLS (the broker's own certificate and context builder)."""
+    server_ctx = client_ctx = None
+    if tls:
+        config = BrokerConfig({"ssl.keystore.type": "PEM",
+                               "ssl.keystore.location": ca.process.overrides[
+                                   "ssl.keystore.location"]})
+        server_ctx = server_context(config, "SSL")
+        client_ctx = client_context(BrokerConfig({"ssl.truststore.type": "PEM",
+                                                  "ssl.truststore.location": ca.ca_file}),
+                                    "SSL")
+    done = asyncio.get_running_loop().create_future()
+    count = megabytes * 1_000_000 // len(frame)
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if server_ctx is not None:
+            await writer.start_tls(server_ctx)
+        for _ in range(count):
+            await reader.readexactly(len(frame))
+        done.set_result(None)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=2**20)
+    port = server.sockets[0].getsockname()[1]
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ctx,
+                                              server_hostname="localhost" if tls else None)
+    start = own_cpu_seconds()
+    for _ in range(count):
+        writer.write(frame)
+        await writer.drain()
+    await done
+    spent = own_cpu_seconds() - start
+    writer.close()
+    server.close()
+    return spent
+
+
+def decrypt_cpu(megabytes: int, frame: bytes, ca: SecuredBroker) -> float:
+    """CPU seconds of OpenSSL alone encrypting and decrypting the same bytes (SSLObjects
+    over memory BIOs, no sockets, no asyncio)."""
+    server_ctx = server_context(BrokerConfig({
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": ca.process.overrides["ssl.keystore.location"]}), "SSL")
+    client_ctx = client_context(BrokerConfig({"ssl.truststore.type": "PEM",
+                                              "ssl.truststore.location": ca.ca_file}), "SSL")
+    pipes = [ssl.MemoryBIO() for _ in range(4)]
+    client = client_ctx.wrap_bio(pipes[0], pipes[1], server_hostname="localhost")
+    server = server_ctx.wrap_bio(pipes[1], pipes[0], server_side=True)
+    for _ in range(10):  # the handshake, turn by turn
+        for side in (client, server):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                side.do_handshake()
+    start = own_cpu_seconds()
+    for _ in range(megabytes * 1_000_000 // len(frame)):
+        client.write(frame)
+        while True:
+            try:
+                server.read(len(frame))
+            except ssl.SSLWantReadError:
+                break
+    return own_cpu_seconds() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=50_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--logins", type=int, default=200)
+    args = parser.parse_args()
+    value = os.urandom(args.size)
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = start_secured_broker(Path(tmp))
+        try:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
+            topics = {name: f"bench-{name.lower()}" for name in LISTENERS}
+            for future in admin.create_topics(
+                    [NewTopic(t, 1, 1) for t in topics.values()]).values():
+                future.result(30)
+            print(f"SCRAM logins per second ({args.logins} one after another, connect and "
+                  "client PBKDF2 included, median of the rounds)")
+            for listener in ("SASL_PLAINTEXT", "SASL_SSL"):
+                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                    rate = statistics.median(
+                        asyncio.run(logins(broker, listener, mechanism, args.logins))
+                        for _ in range(args.rounds))
+                    print(f"  {listener:<15} {mechanism:<14} {rate:8.1f} /s")
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in LISTENERS}
+            for r in range(args.rounds):
+                # Each round starts with another listener, so none always follows the others'
+                # writes (the page cache's writeback is paid by whoever writes next).
+                for name in LISTENERS[r % 3:] + LISTENERS[:r % 3]:
+                    results[name].append(one_round(broker, name, topics[name],
+                                                   args.messages, value))
+            report(results, args)
+            frame = os.urandom(2**20)
+            plain = statistics.median(asyncio.run(loopback_cpu(False, 200, frame, broker))
+                                      for _ in range(args.rounds))
+            tls = statistics.median(asyncio.run(loopback_cpu(True, 200, frame, broker))
+                                    for _ in range(args.rounds))
+            cipher = statistics.median(decrypt_cpu(200, frame, broker)
+                                       for _ in range(args.rounds))
+            print("\nWhere TLS's cost goes: CPU seconds per 100 MB sent and read in 1 MiB "
+                  "frames in one asyncio process (both ends)")
+            print(f"  asyncio loopback, plain      {plain / 2:6.3f}")
+            print(f"  asyncio loopback, TLS        {tls / 2:6.3f}  (+{(tls - plain) / 2:.3f})")
+            print(f"  of which OpenSSL's cipher    {cipher / 2:6.3f}  (SSLObject over memory "
+                  "BIOs: encrypt + decrypt)")
+        finally:
+            broker.process.stop()
+
+
+def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
+    print(f"\n{args.messages} x {args.size} B, acks=1, {MECHANISM}, median of {args.rounds} "
+          "interleaved rounds; CPU seconds per 100 MB of the broker and of the client")
+    print(f"{'listener':<15} {'produce MB/s':>12} {'ratio':>6} {'consume MB/s':>12} "
+          f"{'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
+          f"{'client CPU: produce':>20} {'consume':>8}")
+    median = {name: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+              for name, rounds in results.items()}
+    base = median["PLAINTEXT"]
+    for name, m in median.items():
+        print(f"{name:<15} {m['produce']:12.1f} {m['produce'] / base['produce']:6.2f} "
+              f"{m['consume']:12.1f} {m['consume'] / base['consume']:6.2f} "
+              f"{m['produce_cpu']:20.2f} {m['consume_cpu']:8.2f} "
+              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
