@@ -186,7 +186,7 @@ def encode(text: str, subject: str = "", schema_id: int | None = None,
     where, known = _schema_for(subject, schema_id)
     try:
         datum = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise EncodeError(f"not valid JSON: {exc}") from exc
     if message_type and known.schema_type != formats.PROTOBUF:
         raise EncodeError(f"a message type is for Protobuf; {where} is "

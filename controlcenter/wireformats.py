@@ -78,7 +78,12 @@ def write(schema_type: str, schema: ParsedSchema, schema_id: int, datum: Any,
         problem = json_schema_problem(schema, datum)
         if problem:
             raise WireError(problem)
-        return header + json.dumps(datum, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            text = json.dumps(datum, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+        except ValueError as exc:  # 1e999 parses as infinity, which JSON cannot carry
+            raise WireError(f"{exc}: JSON has no infinity or NaN") from exc
+        return header + text.encode()
     if schema_type == PROTOBUF:
         return header + _write_protobuf(schema, datum, message_type)
     raise WireError(f"schema type {schema_type} is not one the control center writes")
@@ -92,6 +97,13 @@ def json_schema_problem(schema: ParsedSchema, datum: Any) -> str:
         return ""
     where = "/" + "/".join(str(p) for p in error.absolute_path)
     return f"at {where}: {error.message}"
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+             type(None): "null", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _read_protobuf(schema: ParsedSchema, body: bytes) -> Decoded:
@@ -112,10 +124,13 @@ def _write_protobuf(schema: ParsedSchema, datum: Any, message_type: str) -> byte
     from registry.protobuf import wire
 
     indexes = message_indexes(schema.parsed, message_type)
+    cls = wire.message_class(schema, indexes)  # type: ignore[arg-type]
+    if not isinstance(datum, dict):
+        raise WireError(f"a {cls.DESCRIPTOR.full_name} message is a JSON object, not "
+                        f"{json_type(datum)}")
     try:
-        cls = wire.message_class(schema, indexes)  # type: ignore[arg-type]
         message = json_format.ParseDict(datum, cls())
-    except json_format.ParseError as exc:
+    except (json_format.ParseError, TypeError, ValueError) as exc:  # its words, either way
         raise WireError(str(exc)) from exc
     serialized: bytes = message.SerializeToString()
     return encode_message_indexes(indexes) + serialized

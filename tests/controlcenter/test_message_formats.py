@@ -132,6 +132,12 @@ def test_values_that_do_not_fit_are_refused_in_the_schemas_own_words(
         encode('{"id": 1, "amount": 1, "tip": 2}', schema_id=schemas["json"])
     with pytest.raises(EncodeError, match='no field named "colour"'):
         encode('{"colour": "red"}', subject="orders-value")
+    with pytest.raises(EncodeError, match="message is a JSON object, not an array"):
+        encode("[1]", subject="orders-value")
+    with pytest.raises(EncodeError, match="JSON has no infinity"):
+        encode('{"id": 1, "amount": 1e999}', subject="payments-value")
+    with pytest.raises(EncodeError, match="not valid JSON: maximum recursion"):
+        encode("[" * 100_000, subject="payments-value")
     with pytest.raises(EncodeError, match="Invalid enum value WRAPPED"):
         encode('{"status": "WRAPPED"}', subject="orders-value")
     with pytest.raises(EncodeError, match=r"no message shop\.v1\.Gift"):

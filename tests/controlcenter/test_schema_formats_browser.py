@@ -1,7 +1,7 @@
 """JSON Schema and Protobuf in real Chromium against the real ASGI app (Daphne in its own
 process) over the test database and the session's broker: a Protobuf message written by
 confluent-kafka's ProtobufSerializer through the registry's HTTP API is shown decoded in the
-message browser (its schema on the subject page as highlighted .proto), and a JSON Schema
+message browser (then one produced from the page's form: refused in protobuf's words first) (its schema on the subject page as highlighted .proto), and a JSON Schema
 subject's two versions are diffed on its page, both with
 their badges and nothing clipped. Screenshots: var/screenshots/<test name>/."""
 
@@ -22,8 +22,10 @@ from django.test import override_settings
 from google.protobuf import descriptor_pool, message_factory
 from playwright.sync_api import expect
 
+from controlcenter.access import Capability
 from registry.protobuf import compiler
 from tests.controlcenter.browser import Browser, LiveServer, serve
+from tests.controlcenter.conftest import PASSWORD, make_user
 from tests.controlcenter.test_messagebrowser import create
 
 ORDER_PROTO = """syntax = "proto3";
@@ -88,7 +90,8 @@ def test_a_protobuf_message_from_confluents_serializer_is_shown_decoded(
     assert producer.flush(30) == 0
     schema_id = registry.get_latest_version(f"{topic}-value").schema_id
 
-    tab.visit(f"/topics/{topic}/messages/")
+    make_user("producer", Capability.PRODUCE_MESSAGES)
+    tab.login("producer", PASSWORD, then=f"/topics/{topic}/messages/")
     row = tab.page.locator("#message-rows tr.message-row")
     expect(row).to_have_count(1)
     value_cell = row.locator("td").nth(4)
@@ -105,6 +108,26 @@ def test_a_protobuf_message_from_confluents_serializer_is_shown_decoded(
         inside(tab, selector)
     tab.page.locator("#messages-table").screenshot(
         path=str(tab.shots / "protobuf-row.png"))
+
+    # Produce from the page with the same subject: refused in protobuf's words, then taken.
+    tab.page.click("#produce summary")
+    tab.page.fill("#id_produce-subject", f"{topic}-value")
+    tab.page.fill("#id_produce-value", '{"orderId": "ten"}')
+    with tab.page.expect_navigation():
+        tab.page.click("#produce-form button[type=submit]")
+    error = tab.page.locator("#produce-form .errorlist").first
+    assert "Failed to parse orderId field" in (error.text_content() or "")
+    inside(tab, "#produce")
+    tab.snap("refused")
+    tab.page.fill("#id_produce-value", '{"sku": "gm-1", "quantity": 1}')
+    tab.page.fill("#id_produce-message_type", "shop.v1.Order.Line")
+    with tab.page.expect_navigation():
+        tab.page.click("#produce-form button[type=submit]")
+    assert f"Produced protobuf (schema id {schema_id}, shop.v1.Order.Line)" in (
+        tab.page.locator(".messages").text_content() or "")
+    expect(row).to_have_count(2)
+    assert row.first.locator(".format-message").text_content() == "shop.v1.Order.Line"
+    tab.snap("produced")
 
     # The schema the serializer registered, on its page as highlighted .proto text.
     tab.visit(f"/schemas/{topic}-value/")
