@@ -86,8 +86,9 @@ PLACEHOLDERS = {
 
 
 class SchemaForm(forms.Form):
-    schema_type = forms.ChoiceField(choices=SCHEMA_TYPES, initial=AVRO, label="Format",
-                                    required=False)  # absent: Avro, as Confluent's API
+    schema_type = forms.ChoiceField(
+        choices=SCHEMA_TYPES, initial=AVRO, label="Format", required=False,  # absent: Avro
+        widget=forms.Select(attrs={"data-placeholders": json.dumps(PLACEHOLDERS)}))
     schema = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false",
                                      "placeholder": PLACEHOLDERS[AVRO]}),

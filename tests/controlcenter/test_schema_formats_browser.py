@@ -164,4 +164,7 @@ def test_a_json_schema_diff_is_shown_highlighted_on_the_schema_page(
     for selector in ("#schema-diff", "#schema-shown pre", "#schema-register"):
         inside(tab, selector)
     assert tab.page.locator("#id_schema_type").input_value() == "JSON"
+    tab.page.select_option("#id_schema_type", "PROTOBUF")
+    assert tab.page.locator("#id_schema").get_attribute("placeholder", timeout=5000
+                                                        ).startswith('syntax = "proto3";')
     tab.page.locator("#schema-diff").screenshot(path=str(tab.shots / "json-schema-diff.png"))
