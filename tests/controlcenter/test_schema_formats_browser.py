@@ -1,9 +1,10 @@
 """JSON Schema and Protobuf in real Chromium against the real ASGI app (Daphne in its own
 process) over the test database and the session's broker: a Protobuf message written by
 confluent-kafka's ProtobufSerializer through the registry's HTTP API is shown decoded in the
-message browser (then one produced from the page's form: refused in protobuf's words first) (its schema on the subject page as highlighted .proto), and a JSON Schema
-subject's two versions are diffed on its page, both with
-their badges and nothing clipped. Screenshots: var/screenshots/<test name>/."""
+message browser; one produced from the page's form is refused in protobuf's words, then
+taken and shown; the schema is on its subject page as highlighted .proto; a JSON Schema
+subject's two versions are diffed on its page. Badges checked, nothing clipped.
+Screenshots: var/screenshots/<test name>/."""
 
 from __future__ import annotations
 
