@@ -26,6 +26,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from django.conf import settings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from restproxy import openapi_spec
 from restproxy.schemas import reset_registry
 from tests.restproxy.conftest import Proxy
 from tests.restproxy.live import proxy_servers
@@ -296,3 +297,14 @@ def test_a_consumer_of_one_schema_format_refuses_another_s_records(
     assert response.status_code == 422 and response.json()["error_code"] == 42207
     assert "is JSON, not PROTOBUF" in response.json()["message"]
     proxy.delete(instance)
+
+
+@pytest.mark.parametrize("media_type", [JSONSCHEMA, PROTOBUF])
+def test_the_documented_produce_examples_answer(
+        proxy: Proxy, registry_url: str, new_topic: Callable[..., str], media_type: str) -> None:
+    """test_openapi.py runs each operation's first example; these are the others'."""
+    content = openapi_spec.PATHS["/topics/{topic}"]["post"]["requestBody"]["content"]
+    response = proxy.post(f"topics/{new_topic()}", content[media_type]["example"],
+                          content_type=media_type)
+    assert response.status_code == 200, response.content
+    assert response.json()["offsets"][0]["error_code"] is None
