@@ -18,6 +18,8 @@ V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
 AVRO = "application/vnd.kafka.avro.v2+json"
+JSONSCHEMA = "application/vnd.kafka.jsonschema.v2+json"
+PROTOBUF = "application/vnd.kafka.protobuf.v2+json"
 
 
 @pytest.fixture(scope="session")

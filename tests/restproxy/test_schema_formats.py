@@ -28,13 +28,10 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from restproxy import openapi_spec
 from restproxy.schemas import reset_registry
-from tests.restproxy.conftest import Proxy
+from tests.restproxy.conftest import JSONSCHEMA, PROTOBUF, Proxy
 from tests.restproxy.live import proxy_servers
 from tests.restproxy.test_v2_consumers import create, fetch_until, group
 from tests.restproxy.test_v3 import APP, cluster_path
-
-JSONSCHEMA = "application/vnd.kafka.jsonschema.v2+json"
-PROTOBUF = "application/vnd.kafka.protobuf.v2+json"
 
 ORDER = {
     "$schema": "http://json-schema.org/draft-07/schema#",
