@@ -127,13 +127,21 @@ class ProtobufCodec:
         except ApiError as exc:
             raise errors.invalid_schema(exc.message) from exc
         self._message_class = message_class
+        self._classes: dict[tuple[int, ...], Any] = {}
+
+    def message_class(self, indexes: list[int]) -> Any:
+        key = tuple(indexes)
+        found = self._classes.get(key)
+        if found is None:
+            found = self._classes[key] = self._message_class(self.schema, indexes)
+        return found
 
     def encode(self, schema_id: int, datum: Any) -> bytes:
         from google.protobuf import json_format
 
         if not self.schema.parsed.message_type:
             raise errors.invalid_schema(f"schema {schema_id} declares no message")
-        message = self._message_class(self.schema, [0])()
+        message = self.message_class([0])()
         try:
             json_format.ParseDict(datum, message)
         except (json_format.ParseError, TypeError, ValueError, AttributeError) as exc:
@@ -150,7 +158,7 @@ class ProtobufCodec:
 
         try:
             indexes, start = read_message_indexes(data, 5)
-            message = self._message_class(self.schema, indexes).FromString(data[start:])
+            message = self.message_class(indexes).FromString(data[start:])
         except (ValueError, KeyError, DecodeError) as exc:
             raise errors.deserialization_failed(
                 f"Not Protobuf of schema {schema_id}: {exc}") from exc
