@@ -13,7 +13,7 @@ import base64
 import functools
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -23,13 +23,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from django.conf import settings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from restproxy import openapi_spec
-from restproxy.schemas import reset_registry
 from tests.restproxy.conftest import JSONSCHEMA, PROTOBUF, Proxy
-from tests.restproxy.live import proxy_servers
 from tests.restproxy.test_v2_consumers import create, fetch_until, group
 from tests.restproxy.test_v3 import APP, cluster_path
 
@@ -79,19 +76,6 @@ FORMATS: dict[str, tuple[str, str, str, list[Any], list[Any], dict[str, Any]]] =
     "jsonschema": (JSONSCHEMA, "JSONSCHEMA", json.dumps(ORDER), ORDERS, ORDERS, BAD_ORDER),
     "protobuf": (PROTOBUF, "PROTOBUF", READING, READINGS, READINGS_JSON, BAD_READING),
 }
-
-
-@pytest.fixture(scope="module")
-def registry_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[str]:
-    """A real registry process; the in-process proxy registers and looks schemas up there."""
-    with proxy_servers(kafka_bootstrap, tmp_path_factory.mktemp("registry"), processes=0) as urls:
-        previous = settings.SCHEMA_REGISTRY_URL
-        settings.SCHEMA_REGISTRY_URL = urls[0]
-        reset_registry()
-        yield urls[0]
-        settings.SCHEMA_REGISTRY_URL = previous
-        reset_registry()
 
 
 def read_topic(bootstrap: str, topic: str, wanted: int) -> list[tuple[bytes | None, bytes]]:
