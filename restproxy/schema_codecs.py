@@ -12,9 +12,10 @@ schema is 42203 (`errors.json_conversion`), as Confluent's proxy answers.
   Confluent's proxy does, written after the message indexes `[0]` (one 0 byte); read back
   with `MessageToDict`, fields with no presence included at their defaults.
 
-JSON Schema and Protobuf schemas are parsed by the registry's own format modules
-(`registry.json_schema`, `registry.protobuf`), used as libraries: the schema text still
-comes from the registry's HTTP API, so any Confluent-compatible registry works.
+JSON Schema and Protobuf schemas are parsed by the registry's own formats
+(`registry.formats.get(...).parse`, and `registry.protobuf.wire` for message indexes and
+classes), used as libraries: the schema text still comes from the registry's HTTP API, so
+any Confluent-compatible registry works.
 """
 
 from __future__ import annotations
@@ -85,16 +86,21 @@ def jsonable(datum: Any) -> Any:
     return datum
 
 
+def registry_parse(schema_type: str, text: str, references: Sequence[Any]) -> Any:
+    """The registry's own parse of a schema (`registry.formats`), its 42201 as our 42205."""
+    from registry import formats
+
+    try:
+        return formats.get(schema_type).parse(text, references, False)
+    except ApiError as exc:
+        raise errors.invalid_schema(exc.message) from exc
+
+
 class JsonSchemaCodec:
     schema_type = "JSON"
 
     def __init__(self, text: str, references: Sequence[Any]) -> None:
-        from registry.json_schema.schema import parse
-
-        try:
-            self.schema = parse(text, references, False)
-        except ApiError as exc:
-            raise errors.invalid_schema(exc.message) from exc
+        self.schema = registry_parse(self.schema_type, text, references)
         self.validator = self.schema.validator(self.schema.parsed,
                                                registry=self.schema.registry)
 
@@ -119,13 +125,9 @@ class ProtobufCodec:
     schema_type = "PROTOBUF"
 
     def __init__(self, text: str, references: Sequence[Any]) -> None:
-        from registry.protobuf import parse
         from registry.protobuf.wire import message_class
 
-        try:
-            self.schema = parse(text, references, False)
-        except ApiError as exc:
-            raise errors.invalid_schema(exc.message) from exc
+        self.schema = registry_parse(self.schema_type, text, references)
         self._message_class = message_class
         self._classes: dict[tuple[int, ...], Any] = {}
 
