@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 import threading
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from django.conf import settings
@@ -60,7 +61,7 @@ class SchemaRegistry:
             return known
         if schema_type == AVRO:
             AvroCodec(schema)  # a bad schema is 42205 before the registry is asked
-        body = self._call("POST", f"/subjects/{subject}/versions",
+        body = self._call("POST", f"/subjects/{quote(subject, safe='')}/versions",
                           {"schema": schema, "schemaType": schema_type})
         schema_id = int(body["id"])
         self.by_id(schema_id)
@@ -84,7 +85,7 @@ class SchemaRegistry:
 
     def by_subject_version(self, subject: str, version: str | int,
                            schema_type: str | None = None) -> tuple[int, Codec]:
-        body = self._call("GET", f"/subjects/{subject}/versions/{version}")
+        body = self._call("GET", f"/subjects/{quote(subject, safe='')}/versions/{version}")
         schema_id = int(body["id"])
         return schema_id, self.by_id(schema_id, schema_type)
 
@@ -108,8 +109,8 @@ class SchemaRegistry:
             raise errors.invalid_schema("references nest too deeply")
         resolved = []
         for reference in references:
-            body = self._call("GET", f"/subjects/{reference['subject']}/versions/"
-                                     f"{reference['version']}")
+            subject = quote(str(reference.get("subject")), safe="")
+            body = self._call("GET", f"/subjects/{subject}/versions/{reference.get('version')}")
             codec = self._codec(body, depth + 1)
             parsed = getattr(codec, "schema", None)
             if parsed is None:

@@ -289,3 +289,36 @@ def test_the_documented_produce_examples_answer(
                           content_type=media_type)
     assert response.status_code == 200, response.content
     assert response.json()["offsets"][0]["error_code"] is None
+
+
+def test_a_protobuf_schema_with_an_import_registered_as_its_path(
+        proxy: Proxy, registry_url: str, new_topic: Callable[..., str]) -> None:
+    """confluent-kafka's serializer registers each imported file under its path as subject
+    (`mill/place.proto`, a slash inside the subject); the proxy fetches it by that name."""
+    topic = new_topic()
+    place_subject = f"{topic}/mill/place.proto"
+    place = 'syntax = "proto3"; package mill; message Place { string site = 1; }'
+    gate = ('syntax = "proto3"; package mill; import "mill/place.proto"; '
+            'message Gate { Place place = 1; uint32 width = 2; }')
+    headers = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+    quoted = place_subject.replace("/", "%2F")
+    registered = httpx.post(f"{registry_url}/subjects/{quoted}/versions", headers=headers,
+                            json={"schema": place, "schemaType": "PROTOBUF"})
+    assert registered.status_code == 200, registered.text
+    registered = httpx.post(f"{registry_url}/subjects/{topic}-value/versions", headers=headers,
+                            json={"schema": gate, "schemaType": "PROTOBUF", "references": [
+                                {"name": "mill/place.proto", "subject": place_subject,
+                                 "version": 1}]})
+    assert registered.status_code == 200, registered.text
+    schema_id = registered.json()["id"]
+
+    def produce(value: Any) -> Any:
+        return proxy.post(f"topics/{topic}", {"value_schema_id": schema_id,
+                                              "records": [{"value": value}]},
+                          content_type=PROTOBUF)
+
+    refused = produce({"place": {"site": 7}, "width": 2})
+    assert refused.status_code == 422 and refused.json()["error_code"] == 42203
+    assert produce({"place": {"site": "weir"}, "width": 2}).status_code == 200
+    records = consumed(proxy, "protobuf", PROTOBUF, topic, 1)
+    assert [r["value"] for r in records] == [{"place": {"site": "weir"}, "width": 2}]
