@@ -6,41 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from laganalysis.kafka_options import OptionError
-
-
-def create_topic(bootstrap: str, partitions: int) -> str:
-    name = f"ds-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    return name
-
-
-Record = tuple[int, bytes | None, bytes, int | None]  # partition, key, value, timestamp ms
-
-
-def produce(
-    bootstrap: str,
-    topic: str,
-    records: Sequence[Record],
-    compression: str = "none",
-    headers: list[tuple[str, bytes]] | None = None,
-) -> None:
-    """(partition, key, value, timestamp ms) in order."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20}
-    )
-    for partition, key, value, ts in records:
-        producer.produce(topic, value, key, partition=partition, timestamp=ts or 0, headers=headers)
-    assert producer.flush(30) == 0
+from sparkkafka.options import OptionError
+from tests.sparkkafka.topics import Record, create_topic, produce
 
 
 def read(spark: Any, bootstrap: str, **options: str) -> list[Any]:
@@ -197,8 +170,8 @@ def test_bad_options_are_refused_naming_the_option(
 
 
 def test_a_start_before_the_log_start_is_data_loss(kafka_bootstrap: str) -> None:
-    from laganalysis.kafka_options import parse_options
-    from laganalysis.kafka_source import resolve_ranges
+    from sparkkafka.options import parse_options
+    from sparkkafka.source import resolve_ranges
 
     topic = create_topic(kafka_bootstrap, 1)
     produce(kafka_bootstrap, topic, [(0, None, b"x", None)] * 3)
