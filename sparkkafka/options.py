@@ -110,9 +110,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         value_format=fmt["valueformat"],
         key_format=fmt["keyformat"],
         schema_registry_url=opts.get("schema.registry.url"),
-        max_offsets_per_trigger=_int(
-            opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger", 1
-        ),
+        max_offsets_per_trigger=_int(opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger", 1),
     )
 
 
