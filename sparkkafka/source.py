@@ -141,6 +141,17 @@ def admin_client(opts: SourceOptions) -> Any:
     return AdminClient(dict(opts.client))
 
 
+def topic_partitions(client: Mapping[str, str], topics: list[str]) -> dict[str, list[int]]:
+    """Every partition id of each named topic, from the cluster's metadata (a topic the
+    cluster does not have maps to no partitions): what a read of the records alone cannot
+    tell, the partitions holding none."""
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(dict(client)).list_topics(timeout=_ADMIN_TIMEOUT_S)
+    found = {t: sorted(metadata.topics[t].partitions) for t in topics if t in metadata.topics}
+    return {t: found.get(t, []) for t in topics}
+
+
 def matching_partitions(opts: SourceOptions, admin: Any) -> list[TP]:
     """The topic-partitions the options select, as the cluster's metadata has them now."""
     metadata = admin.list_topics(timeout=_ADMIN_TIMEOUT_S)
