@@ -99,6 +99,24 @@ def test_starting_offsets_json_assign_and_headers(
     assert {(h.key, bytes(h.value)) for r in rows for h in r.headers} == {("h", b"1")}
 
 
+def test_a_new_query_starts_at_a_timestamp(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    base = 1_700_000_000_000
+    records = [(i % 2, None, str(i).encode(), base + i * 1000) for i in range(20)]
+    produce(kafka_bootstrap, topic, records)
+    df = stream(spark, kafka_bootstrap, subscribe=topic, startingTimestamp=str(base + 12_000))
+    query = (
+        df.selectExpr("CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName("from_timestamp")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    got = sorted(int(r.value) for r in spark.sql("SELECT * FROM from_timestamp").collect())
+    assert got == list(range(12, 20))
+
+
 def wait_for(check: Callable[[], bool], what: str, seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while not check():
