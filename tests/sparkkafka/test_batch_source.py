@@ -245,6 +245,44 @@ def test_avro_values_decode_through_the_registry_with_the_latest_schema(
     ]
 
 
+def test_from_avro_decodes_a_stream_by_subject(
+    spark: Any, kafka_bootstrap: str, schema_registry: str
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from sparkkafka.avro_columns import from_avro
+
+    topic = create_topic(kafka_bootstrap, 1)
+    client = SchemaRegistryClient({"url": schema_registry})
+    context = SerializationContext(topic, MessageField.VALUE)
+    old = AvroSerializer(client, json.dumps(ORDER_V1))
+    new = AvroSerializer(client, json.dumps(ORDER_V2))
+    values = [
+        old({"id": 1, "amount": 9.5, "tags": ["a"], "state": "NEW"}, context),
+        new({"id": 2, "amount": None, "tags": [], "state": "PAID", "region": "us"}, context),
+    ]
+    produce(kafka_bootstrap, topic, [(0, None, v, None) for v in values])
+    query = (
+        spark.readStream.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .select("offset", from_avro("value", f"{topic}-value", schema_registry).alias("order"))
+        .writeStream.format("memory")
+        .queryName("orders_avro")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    rows = spark.sql("SELECT order.* FROM orders_avro ORDER BY offset").collect()
+    assert [tuple(r) for r in rows] == [
+        (1, 9.5, ["a"], "NEW", "eu"),
+        (2, None, [], "PAID", "us"),
+    ]
+
+
 def test_a_value_that_is_not_wire_format_fails_naming_the_record(
     spark: Any, kafka_bootstrap: str, schema_registry: str
 ) -> None:
