@@ -216,4 +216,5 @@ def from_avro(column: Any, subject: str, registry_url: str) -> Any:
         return decoders[0](None if raw is None else bytes(raw))
 
     target = F.col(column) if isinstance(column, str) else column
-    return F.udf(decode, spark_type(schema))(target)
+    # A lambda: Spark reads a function's type hints as a request for a pandas UDF.
+    return F.udf(lambda raw: decode(raw), spark_type(schema))(target)

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,7 +247,7 @@ def test_avro_values_decode_through_the_registry_with_the_latest_schema(
 
 
 def test_from_avro_decodes_a_stream_by_subject(
-    spark: Any, kafka_bootstrap: str, schema_registry: str
+    spark: Any, kafka_bootstrap: str, schema_registry: str, tmp_path: Path
 ) -> None:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -272,6 +273,7 @@ def test_from_avro_decodes_a_stream_by_subject(
         .select("offset", from_avro("value", f"{topic}-value", schema_registry).alias("order"))
         .writeStream.format("memory")
         .queryName("orders_avro")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
         .trigger(availableNow=True)
         .start()
     )

@@ -90,6 +90,7 @@ def test_starting_offsets_json_assign_and_headers(
         df.selectExpr("offset", "CAST(value AS STRING) AS value", "headers")
         .writeStream.format("memory")
         .queryName("assigned")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
         .trigger(availableNow=True)
         .start()
     )
@@ -99,7 +100,9 @@ def test_starting_offsets_json_assign_and_headers(
     assert {(h.key, bytes(h.value)) for r in rows for h in r.headers} == {("h", b"1")}
 
 
-def test_a_new_query_starts_at_a_timestamp(spark: Any, kafka_bootstrap: str) -> None:
+def test_a_new_query_starts_at_a_timestamp(
+    spark: Any, kafka_bootstrap: str, tmp_path: Path
+) -> None:
     topic = create_topic(kafka_bootstrap, 2)
     base = 1_700_000_000_000
     records = [(i % 2, None, str(i).encode(), base + i * 1000) for i in range(20)]
@@ -109,6 +112,7 @@ def test_a_new_query_starts_at_a_timestamp(spark: Any, kafka_bootstrap: str) -> 
         df.selectExpr("CAST(value AS STRING) AS value")
         .writeStream.format("memory")
         .queryName("from_timestamp")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
         .trigger(availableNow=True)
         .start()
     )
@@ -126,7 +130,7 @@ def wait_for(check: Callable[[], bool], what: str, seconds: float = 60) -> None:
 
 
 def test_a_topic_created_under_the_pattern_joins_the_running_query(
-    spark: Any, kafka_bootstrap: str
+    spark: Any, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     prefix = f"pat-{uuid.uuid4().hex[:8]}"
     first = create_topic(kafka_bootstrap, 1, f"{prefix}-a")
@@ -136,6 +140,7 @@ def test_a_topic_created_under_the_pattern_joins_the_running_query(
         df.selectExpr("topic", "CAST(value AS STRING) AS value")
         .writeStream.format("memory")
         .queryName("pattern")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
         .trigger(processingTime="500 milliseconds")
         .start()
     )
