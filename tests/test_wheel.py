@@ -21,7 +21,7 @@ from brokercluster.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("brokercore", "brokercluster", "clusterclient", "controlcenter", "laganalysis",
-            "registry", "restproxy")
+            "registry", "restproxy", "sparkkafka")
 
 
 def _package_files() -> set[str]:
