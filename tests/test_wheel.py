@@ -21,7 +21,7 @@ from brokercluster.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("apierrors", "brokercore", "brokercluster", "clusterclient", "connect",
-            "controlcenter", "laganalysis", "millrace", "registry", "restproxy")
+            "controlcenter", "laganalysis", "millrace", "registry", "restproxy", "sparkkafka")
 
 
 def _package_files() -> set[str]:
