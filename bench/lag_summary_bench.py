@@ -149,8 +149,8 @@ def main() -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from laganalysis.kafka_source import register
     from laganalysis.session import configure
+    from sparkkafka.datasource import register
 
     builder = configure(SparkSession.builder, "local[2]", "lag-bench")
     spark = builder.config("spark.driver.memory", "4g").getOrCreate()

@@ -258,6 +258,24 @@ class RegisteredSchema(NamedTuple):
     version: int
 
 
+class SchemaText(NamedTuple):
+    """A schema as a person or an API client gives it: Confluent's `schemaType` names."""
+
+    schema: str
+    schema_type: str = "AVRO"
+    references: Sequence[Mapping[str, Any]] = ()
+
+    def request(self) -> registry_actions.SchemaRequest:
+        """The registry's request; 42201 for a schema type it does not know."""
+        return registry_actions.SchemaRequest.from_body({
+            "schema": self.schema, "schemaType": self.schema_type,
+            "references": list(self.references)})
+
+
+def _schema_text(schema: SchemaText | str) -> SchemaText:
+    return schema if isinstance(schema, SchemaText) else SchemaText(schema)
+
+
 
 @contextmanager
 def _registry_words() -> Iterator[None]:
@@ -269,27 +287,32 @@ def _registry_words() -> Iterator[None]:
                           str(exc.error_code)) from exc
 
 
-def check_schema_compatibility(subject: str, schema: str) -> list[str]:
+def check_schema_compatibility(subject: str, schema: SchemaText | str) -> list[str]:
     """Why `schema` may not be registered under `subject` ([]: it may). Changes nothing."""
     with _registry_words():
-        parsed, _ = registry_actions.SchemaRequest(schema).parse(
-            registry_lookups.normalize_configured(subject))
-        return registry_lookups.compatibility_messages(subject, parsed)
+        request = _schema_text(schema).request()
+        parsed, _ = request.parse(registry_lookups.normalize_configured(subject))
+        return registry_lookups.compatibility_messages(subject, parsed,
+                                                       schema_type=request.schema_type)
 
 
-def register_schema_version(actor: Actor, subject: str, schema: str) -> RegisteredSchema:
-    """Test `schema` against the subject's level, then register it (the registry tests
-    again under the subject's lock, so a concurrent change cannot slip through)."""
-    with audited(actor, "schema.register", f"subject {subject}") as note, _registry_words():
-        problems = check_schema_compatibility(subject, schema)
+def register_schema_version(actor: Actor, subject: str,
+                            schema: SchemaText | str) -> RegisteredSchema:
+    """Test `schema` (Avro, JSON Schema or Protobuf) against the subject's level, then
+    register it (the registry tests again under the subject's lock, so a concurrent change
+    cannot slip through)."""
+    text = _schema_text(schema)
+    parameters = {"schema_type": text.schema_type}
+    with audited(actor, "schema.register", f"subject {subject}", parameters) as note, \
+            _registry_words():
+        problems = check_schema_compatibility(subject, text)
         if problems:
             raise registry_errors.incompatible_schema(subject, problems)
-        schema_id = registry_actions.register_schema(
-            subject, registry_actions.SchemaRequest(schema), normalize=False)
+        schema_id = registry_actions.register_schema(subject, text.request(), normalize=False)
         version = next(v.version for v in registry_lookups.subject_versions(subject)
                        if v.schema_id == schema_id)
         note.message = f"schema id {schema_id}, version {version}"
-        note.parameters = {"schema_id": schema_id, "version": version}
+        note.parameters = {**parameters, "schema_id": schema_id, "version": version}
     _notify([("schemas", None), ("subject", subject)],
             f"Subject {subject}: version {version} (schema id {schema_id}) registered.")
     return RegisteredSchema(schema_id, version)

@@ -1,16 +1,26 @@
-"""Side-by-side diff of two Avro schemas as people read them: pretty-printed JSON of the
-registry's canonical text (two-space indent, the registry's attribute order), line by line.
+"""Side-by-side diff of two schemas as people read them, line by line: Avro and JSON Schema
+as pretty-printed JSON of the registry's canonical text (two-space indent, the registry's
+key order), Protobuf as its canonical .proto text. Each line also comes highlighted
+(`highlight.py`) for the pages.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from django.utils.safestring import SafeString
+
+from controlcenter import highlight
+from registry.formats import AVRO, PROTOBUF
 
 
-def pretty(schema_text: str) -> str:
-    """The schema as indented JSON; text that is not JSON (never stored) as it is."""
+def pretty(schema_text: str, schema_type: str = AVRO) -> str:
+    """The schema as people read it: JSON indented, .proto text as it is (and text that is
+    not JSON, never stored, as it is)."""
+    if schema_type == PROTOBUF:
+        return schema_text
     try:
         return json.dumps(json.loads(schema_text), indent=2, ensure_ascii=False)
     except ValueError:
@@ -22,6 +32,10 @@ class Side:
     number: int | None  # line number, None for padding opposite an insertion/deletion
     text: str
     change: str  # "" unchanged, "del", "add", "chg"
+    html: SafeString = field(default=SafeString(""), compare=False)  # `text` highlighted
+
+    def as_json(self) -> dict[str, object]:
+        return {"number": self.number, "text": self.text, "change": self.change}
 
 
 @dataclass(frozen=True)
@@ -33,10 +47,24 @@ class Row:
 _BLANK = Side(None, "", "")
 
 
-def side_by_side(old: str, new: str) -> list[Row]:
+def side_by_side(old: str, new: str, old_type: str = AVRO,
+                 new_type: str | None = None) -> list[Row]:
     """Rows of (old line, new line): equal lines side by side, replaced lines paired,
     deleted lines against a blank on the right, inserted ones against a blank on the left."""
-    a, b = pretty(old).splitlines(), pretty(new).splitlines()
+    new_type = new_type or old_type
+    rows = _rows(pretty(old, old_type).splitlines(), pretty(new, new_type).splitlines())
+    old_html = highlight.lines(pretty(old, old_type), old_type)
+    new_html = highlight.lines(pretty(new, new_type), new_type)
+    return [Row(_lit(r.left, old_html), _lit(r.right, new_html)) for r in rows]
+
+
+def _lit(side: Side, html: list[SafeString]) -> Side:
+    if side.number is None:
+        return side
+    return Side(side.number, side.text, side.change, html[side.number - 1])
+
+
+def _rows(a: list[str], b: list[str]) -> list[Row]:
     rows = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":

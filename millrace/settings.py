@@ -190,6 +190,8 @@ MILLRACE_LAG_HISTORY_RETENTION = env_str("MILLRACE_LAG_HISTORY_RETENTION", "1h=r
 WEB_PORT = env_int("MILLRACE_WEB_PORT", 8000)
 REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)
 RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
+# The platform's Kafka Connect worker (connect/, its own process): Kafka's REST port
+CONNECT_PORT = env_int("MILLRACE_CONNECT_PORT", 8083)
 REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
 RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
 # Web server worker processes (millrace/webserver.py); default: one per core

@@ -1,7 +1,7 @@
 """Content negotiation for the v2 API: embedded formats in Content-Type and Accept.
 
 Confluent names the embedded data format inside the media type:
-`application/vnd.kafka.{binary,json,avro}.v2+json`. Metadata endpoints speak
+`application/vnd.kafka.{binary,json,avro,jsonschema,protobuf}.v2+json`. Metadata endpoints speak
 `application/vnd.kafka.v2+json`; `application/json` (and `*/*`) are generic fallbacks.
 """
 
@@ -20,12 +20,20 @@ class EmbeddedFormat(enum.Enum):
     BINARY = "binary"
     JSON = "json"
     AVRO = "avro"
+    JSONSCHEMA = "jsonschema"
+    PROTOBUF = "protobuf"
+
+    @property
+    def schema_type(self) -> str | None:
+        """The registry's `schemaType` of a format whose data has a registered schema."""
+        return _SCHEMA_TYPES.get(self.value)
 
     @property
     def v2_media_type(self) -> str:
         return f"application/vnd.kafka.{self.value}.v2+json"
 
 
+_SCHEMA_TYPES = {"avro": "AVRO", "jsonschema": "JSON", "protobuf": "PROTOBUF"}
 _VND = re.compile(
     r"^application/vnd\.kafka(?:\.(?P<fmt>[a-z]+))?(?:\.(?P<ver>v[12]))?\+json$"
 )

@@ -1,7 +1,8 @@
 """Embedded formats: REST JSON values to Kafka bytes (produce) and back (fetch).
 
-binary is base64 in JSON; json is any JSON value, stored as its UTF-8 text; avro is JSON
-checked against an Avro schema and stored in the Confluent wire format.
+binary is base64 in JSON; json is any JSON value, stored as its UTF-8 text; avro, jsonschema
+and protobuf are JSON checked against a registered schema and stored in the Confluent wire
+format (schemas.py, schema_codecs.py).
 """
 
 from __future__ import annotations
@@ -35,17 +36,6 @@ def json_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def jsonable(datum: Any) -> Any:
-    """An Avro datum as JSON (bytes as ISO-8859-1 text, as Avro's JSON encoding does)."""
-    if isinstance(datum, dict):
-        return {key: jsonable(value) for key, value in datum.items()}
-    if isinstance(datum, list):
-        return [jsonable(value) for value in datum]
-    if isinstance(datum, bytes):
-        return datum.decode("latin-1")
-    return datum
-
-
 def decode_for(fmt: EmbeddedFormat, data: bytes | None) -> Any:
     """A fetched key or value as the consumer's embedded format presents it."""
     if data is None:
@@ -57,7 +47,7 @@ def decode_for(fmt: EmbeddedFormat, data: bytes | None) -> Any:
             return json.loads(data)
         except ValueError as exc:
             raise errors.deserialization_failed(f"Not JSON: {exc}") from exc
-    return jsonable(schemas.decode(schemas.registry(), data))
+    return schemas.decode(schemas.registry(), data, fmt.schema_type or schemas.AVRO)
 
 
 def b64decode_value(value: Any) -> bytes | None:

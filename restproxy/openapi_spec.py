@@ -17,6 +17,8 @@ V2_JSON = "application/vnd.kafka.v2+json"
 JSON_V2 = "application/vnd.kafka.json.v2+json"
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"
 AVRO_V2 = "application/vnd.kafka.avro.v2+json"
+JSONSCHEMA_V2 = "application/vnd.kafka.jsonschema.v2+json"
+PROTOBUF_V2 = "application/vnd.kafka.protobuf.v2+json"
 V3_JSON = "application/json"
 TOPIC, GROUP, INSTANCE = "orders", "example-group", "example-instance"
 
@@ -58,9 +60,17 @@ TOPIC_PARTITIONS = obj(["partitions"], partitions=array(obj(["topic", "partition
                                                             topic=STR, partition=INT)))
 TOPIC_OFFSETS = obj(["offsets"], offsets=array(obj(["topic", "partition", "offset"],
                                                    topic=STR, partition=INT, offset=INT)))
-V3_DATA = obj(type={"type": "string", "enum": ["BINARY", "JSON", "STRING", "AVRO"]},
-              data={"description": "base64 for BINARY, any JSON for JSON and AVRO"},
-              schema=STR, schema_id=INT, schema_version=INT, subject=STR)
+V3_DATA = obj(type={"type": "string", "enum": ["BINARY", "JSON", "STRING", "AVRO",
+                                                "JSONSCHEMA", "PROTOBUF"],
+                    "description": "left out: the schema's own type when schema_id or "
+                                   "schema_version is given, AVRO with an inline schema, "
+                                   "else BINARY"},
+              data={"description": "base64 for BINARY; any JSON for JSON; JSON matching "
+                                   "the schema for AVRO, JSONSCHEMA and PROTOBUF (the "
+                                   "proto3 JSON mapping); a mismatch is 42203"},
+              schema={"type": "string", "description": "registered under `subject`"},
+              schema_id=INT, schema_version=INT,
+              subject={"type": "string", "description": "default `{topic}-key|value`"})
 
 CONSUMER_CONFIG: dict[str, Any] = {
     "auto.offset.reset": {"type": "string", "enum": ["earliest", "latest"]},
@@ -81,7 +91,8 @@ COMPONENTS: dict[str, Any] = {
     "V2Partition": obj(["partition", "leader"], partition=INT, leader=INT, replicas=array(
         obj(broker=INT, leader=BOOL, in_sync=BOOL))),
     "V2ConsumerRequest": {**obj(
-        name=STR, format={"type": "string", "enum": ["binary", "json", "avro"]},
+        name=STR, format={"type": "string",
+                         "enum": ["binary", "json", "avro", "jsonschema", "protobuf"]},
         **CONSUMER_CONFIG),
         "example": {"name": INSTANCE, "format": "json", "auto.offset.reset": "earliest"}},
     "V2Consumer": obj(["instance_id", "base_uri"], instance_id=STR, base_uri=STR),
@@ -204,7 +215,13 @@ def produce_v2(summary: str, params: tuple[str, ...]) -> dict[str, Any]:
         BINARY_V2: {"schema": ref("V2ProduceRequest"),
                     "example": {"records": [{"value": "aGVsbG8="}]}},
         AVRO_V2: {"schema": ref("V2ProduceRequest"), "example": {
-            "value_schema": '{"type":"string"}', "records": [{"value": "hello"}]}}}}
+            "value_schema": '{"type":"string"}', "records": [{"value": "hello"}]}},
+        JSONSCHEMA_V2: {"schema": ref("V2ProduceRequest"), "example": {
+            "value_schema": '{"type":"object","properties":{"id":{"type":"integer"}}}',
+            "records": [{"value": {"id": 1}}]}},
+        PROTOBUF_V2: {"schema": ref("V2ProduceRequest"), "example": {
+            "value_schema": 'syntax = "proto3"; message Order { int64 id = 1; }',
+            "records": [{"value": {"id": "1"}}]}}}}
     return operation
 
 

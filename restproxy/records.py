@@ -23,17 +23,24 @@ class V2Batch:
     value_schema_id: int | None = None
 
 
-def _avro_schema(topic: str, role: str, body: dict[str, Any]) -> tuple[int, Any] | None:
+def _schema_text(schema: Any) -> str:
+    return schema if isinstance(schema, str) else (formats.json_bytes(schema) or b"").decode()
+
+
+def _integer(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise errors.invalid_payload(f"{what} must be an integer")
+    return value
+
+
+def _v2_schema_id(topic: str, role: str, body: dict[str, Any], schema_type: str) -> int | None:
     inline, by_id = body.get(f"{role}_schema"), body.get(f"{role}_schema_id")
     registry = schemas.registry()
     if inline is not None:
-        text = inline if isinstance(inline, str) else (formats.json_bytes(inline) or b"").decode()
-        return registry.register(f"{topic}-{role}", text), None
+        return registry.register(f"{topic}-{role}", _schema_text(inline), schema_type)
     if by_id is not None:
-        if not isinstance(by_id, int):
-            raise errors.invalid_payload(f"{role}_schema_id must be an integer")
-        registry.by_id(by_id)
-        return by_id, None
+        registry.by_id(_integer(by_id, f"{role}_schema_id"), schema_type)
+        return int(by_id)
     return None
 
 
@@ -42,8 +49,8 @@ def v2_batch(topic: str, partition: int | None, fmt: EmbeddedFormat,
     raw_records = body.get("records")
     if not isinstance(raw_records, list) or not all(isinstance(r, dict) for r in raw_records):
         raise errors.invalid_payload("records must be a list of objects")
-    if fmt is EmbeddedFormat.AVRO:
-        return _v2_avro(topic, partition, raw_records, body)
+    if fmt.schema_type is not None:
+        return _v2_schema(topic, partition, raw_records, body, fmt.schema_type)
     encode = formats.json_bytes if fmt is EmbeddedFormat.JSON else formats.b64decode_value
     records = [
         OutgoingRecord(encode(r.get("value")), encode(r.get("key")), _v2_partition(r, partition))
@@ -59,31 +66,32 @@ def _v2_partition(record: dict[str, Any], partition: int | None) -> int | None:
     return chosen
 
 
-def _v2_avro(topic: str, partition: int | None, raw: list[dict[str, Any]],
-             body: dict[str, Any]) -> V2Batch:
-    key_schema = _avro_schema(topic, "key", body)
-    value_schema = _avro_schema(topic, "value", body)
-    if key_schema is None and any(r.get("key") is not None for r in raw):
+def _v2_schema(topic: str, partition: int | None, raw: list[dict[str, Any]],
+               body: dict[str, Any], schema_type: str) -> V2Batch:
+    key_id = _v2_schema_id(topic, "key", body, schema_type)
+    value_id = _v2_schema_id(topic, "value", body, schema_type)
+    if key_id is None and any(r.get("key") is not None for r in raw):
         raise errors.key_schema_missing()
-    if value_schema is None and any(r.get("value") is not None for r in raw):
+    if value_id is None and any(r.get("value") is not None for r in raw):
         raise errors.value_schema_missing()
     registry = schemas.registry()
-    key_id = key_schema[0] if key_schema else None
-    value_id = value_schema[0] if value_schema else None
     records = []
     for r in raw:
         key = value = None
         if key_id is not None and r.get("key") is not None:
-            key = schemas.encode(key_id, registry.by_id(key_id), r["key"])
+            key = schemas.encode(registry, key_id, r["key"])
         if value_id is not None and r.get("value") is not None:
-            value = schemas.encode(value_id, registry.by_id(value_id), r["value"])
+            value = schemas.encode(registry, value_id, r["value"])
         records.append(OutgoingRecord(value, key, _v2_partition(r, partition)))
     return V2Batch(records, key_id, value_id)
 
 
 # --- v3 ---------------------------------------------------------------------------------
 
-V3_TYPES = {"BINARY", "JSON", "STRING", "AVRO"}
+V3_TYPES = {"BINARY", "JSON", "STRING", "AVRO", "JSONSCHEMA", "PROTOBUF"}
+# v3 data types with a registered schema, and the registry's schemaType of each
+_SCHEMA_TYPES = {"AVRO": schemas.AVRO, "JSONSCHEMA": schemas.JSON, "PROTOBUF": schemas.PROTOBUF}
+_V3_TYPES = {schema_type: kind for kind, schema_type in _SCHEMA_TYPES.items()}
 
 
 @dataclass
@@ -99,10 +107,11 @@ def _v3_data(topic: str, role: str, spec: Any) -> tuple[bytes | None, str | None
     if not isinstance(spec, dict):
         raise errors.bad_request(f"{role} must be an object")
     kind = str(spec.get("type") or "").upper()
-    if not kind:
-        has_schema = any(spec.get(k) is not None for k in ("schema", "schema_id", "schema_version"))
-        kind = "AVRO" if has_schema else "BINARY"
     data = spec.get("data")
+    if not kind:  # a schema's own type, as Confluent reads it (AVRO for an inline one)
+        if any(spec.get(k) is not None for k in ("schema", "schema_id", "schema_version")):
+            return _v3_schema(topic, role, spec, data, None)
+        kind = "BINARY"
     if kind not in V3_TYPES:
         raise errors.bad_request(f"Unsupported {role} type {kind}")
     if kind == "BINARY":
@@ -113,24 +122,31 @@ def _v3_data(topic: str, role: str, spec: Any) -> tuple[bytes | None, str | None
         if data is not None and not isinstance(data, str):
             raise errors.bad_request(f"{role}.data must be a string")
         return (None if data is None else data.encode()), kind
-    return _v3_avro(topic, role, spec, data), kind
+    return _v3_schema(topic, role, spec, data, _SCHEMA_TYPES[kind])
 
 
-def _v3_avro(topic: str, role: str, spec: dict[str, Any], data: Any) -> bytes | None:
+def _v3_schema(topic: str, role: str, spec: dict[str, Any], data: Any,
+               schema_type: str | None) -> tuple[bytes | None, str]:
+    """`data` in the wire format of the schema `spec` names (inline, by id, or a subject's
+    version, latest by default); `schema_type` None takes the schema's own type."""
     registry = schemas.registry()
     subject = spec.get("subject") or f"{topic}-{role}"
+    if not isinstance(subject, str):
+        raise errors.bad_request(f"{role}.subject must be a string")
     if spec.get("schema") is not None:
-        schema_id = registry.register(subject, str(spec["schema"]))
-        parsed = registry.by_id(schema_id)
+        schema_type = schema_type or schemas.AVRO
+        schema_id = registry.register(subject, _schema_text(spec["schema"]), schema_type)
     elif spec.get("schema_id") is not None:
-        schema_id = int(spec["schema_id"])
-        parsed = registry.by_id(schema_id)
+        schema_id = _integer(spec["schema_id"], f"{role}.schema_id")
     else:
         version = spec.get("schema_version")
-        schema_id, parsed = registry.by_subject_version(
-            subject, "latest" if version is None else version
-        )
-    return None if data is None else schemas.encode(schema_id, parsed, data)
+        if version is not None:
+            _integer(version, f"{role}.schema_version")
+        schema_id, _ = registry.by_subject_version(
+            subject, "latest" if version is None else version, schema_type)
+    codec = registry.by_id(schema_id, schema_type)
+    encoded = None if data is None else codec.encode(schema_id, data)
+    return encoded, _V3_TYPES[codec.schema_type]
 
 
 def _timestamp_ms(value: Any) -> int | None:

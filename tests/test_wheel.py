@@ -20,8 +20,8 @@ from kafka import KafkaAdminClient
 from brokercluster.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("apierrors", "brokercore", "brokercluster", "clusterclient", "controlcenter",
-            "laganalysis", "millrace", "registry", "restproxy")
+PACKAGES = ("apierrors", "brokercore", "brokercluster", "clusterclient", "connect",
+            "controlcenter", "laganalysis", "millrace", "registry", "restproxy", "sparkkafka")
 
 
 def _package_files() -> set[str]:

@@ -22,6 +22,7 @@ STATUS_BY_CODE = {
     "GROUP_NOT_EMPTY": 409, "NON_EMPTY_GROUP": 409, "409": 409, "SCHEDULE_EXISTS": 409,
     "GROUP_ID_NOT_FOUND": 404, "UNKNOWN_TOPIC_OR_PART": 404,
     "40401": 404, "40402": 404, "40403": 404, "40408": 404,
+    "42201": 422, "42202": 422, "42203": 422,  # the registry's own statuses for bad input
 }
 
 

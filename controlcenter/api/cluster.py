@@ -28,7 +28,7 @@ from controlcenter import actions, connection
 from controlcenter.access import Capability
 from controlcenter.api.access import AUTHENTICATION, PagesRules
 from controlcenter.api.base import ControlCenterError
-from controlcenter.messagecodec import EncodeError, encode_avro
+from controlcenter.messagecodec import EncodeError, encode
 from controlcenter.models import BrokerState, ClusterState, PartitionState, TopicState
 from controlcenter.pages import messages as message_page
 from controlcenter.pages import topics as topic_page
@@ -272,14 +272,20 @@ class TopicConfigs(Base):
 class ProduceSerializer(serializers.Serializer[Any]):
     key = serializers.CharField(required=False, allow_null=True)
     value = serializers.CharField(required=False, allow_null=True,
-                                  help_text="UTF-8 text, JSON for an Avro subject, or base64 "
-                                            "with encoding=base64")
+                                  help_text="UTF-8 text, JSON with a subject or schema_id, "
+                                            "or base64 with encoding=base64")
     encoding = serializers.ChoiceField(["text", "base64"], default="text")
     headers = serializers.DictField(child=serializers.CharField(), required=False)
     partition = serializers.IntegerField(min_value=0, required=False, allow_null=True)
     subject = serializers.CharField(required=False, allow_blank=True,
                                     help_text="encode the value with this subject's latest "
-                                              "schema (Confluent wire format)")
+                                              "schema (Avro, JSON Schema or Protobuf; "
+                                              "Confluent wire format)")
+    schema_id = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                         help_text="or with this schema (not both)")
+    message_type = serializers.CharField(required=False, allow_blank=True,
+                                         help_text="Protobuf: the message's full name "
+                                                   "(default: the schema's first)")
 
 
 class TopicMessages(Base):
@@ -330,8 +336,10 @@ class TopicMessages(Base):
 
 def _value(data: dict[str, Any]) -> tuple[bytes | None, int | None]:
     text = data.get("value")
-    if data.get("subject"):
-        return encode_avro(data["subject"], text or "")
+    if data.get("subject") or data.get("schema_id") is not None:
+        encoded = encode(text or "", data.get("subject") or "", data.get("schema_id"),
+                         data.get("message_type") or "")
+        return encoded.value, encoded.schema_id
     if text is None:
         return None, None
     if data.get("encoding") == "base64":

@@ -18,13 +18,15 @@ from controlcenter import actions, schemadiff
 from controlcenter.access import Capability
 from controlcenter.api.base import ControlCenterError, ControlCenterView, refusal
 from controlcenter.pages import schemas as pages
-from registry import lookups
+from registry import formats, lookups
 from registry.compatibility import Level
 from registry.models import Config
 
 
 class SubjectSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
+    schemaType = serializers.CharField(source="schema_type",  # Confluent's key
+                                       help_text="its latest version's: AVRO, JSON, PROTOBUF")
     versions = serializers.IntegerField()
     latest = serializers.IntegerField()
     compatibility = serializers.CharField(help_text="the subject's own level; '' = global")
@@ -34,11 +36,30 @@ class VersionSerializer(serializers.Serializer[Any]):
     version = serializers.IntegerField()
     id = serializers.IntegerField(source="schema_id")
     schema = serializers.CharField(source="schema.text")
+    schemaType = serializers.CharField(source="schema.schema_type")
+    references = serializers.ListField(source="schema.references",
+                                       child=serializers.DictField())
 
 
-SCHEMA_BODY = inline_serializer("SchemaBody", {"schema": serializers.CharField()})
+SCHEMA_BODY = inline_serializer("SchemaBody", {
+    "schema": serializers.CharField(),
+    "schemaType": serializers.ChoiceField(choices=list(formats.TYPES), required=False,
+                                          help_text="AVRO when absent, as Confluent's"),
+    "references": serializers.ListField(child=serializers.DictField(), required=False)})
 LEVEL_BODY = inline_serializer("CompatibilityBody", {
     "compatibility": serializers.ChoiceField(choices=[level.value for level in Level])})
+
+
+def schema_text(body: Any) -> actions.SchemaText:
+    """A register or test body, in Confluent's keys; 42201 when it holds no schema."""
+    schema = body.get("schema") if isinstance(body, dict) else None
+    if not isinstance(schema, str):
+        raise ControlCenterError(422, "42201", "The body has no schema string.")
+    schema_type = body.get("schemaType") or formats.AVRO
+    references = body.get("references") or []
+    if not isinstance(schema_type, str) or not isinstance(references, list):
+        raise ControlCenterError(422, "42201", "schemaType is a string, references a list.")
+    return actions.SchemaText(schema, schema_type, references)
 
 
 def _versions(subject: str) -> list[Any]:
@@ -60,7 +81,8 @@ class SubjectListView(ControlCenterView):
         page = Paginator(rows, pages.PER_PAGE).get_page(request.query_params.get("page"))
         return Response({"count": page.paginator.count, "page": page.number,
                          "global_compatibility": lookups.compatibility_level(None).value,
-                         "results": SubjectSerializer(page.object_list, many=True).data})
+                         "results": SubjectSerializer(pages.with_types(list(page.object_list)),
+                                                      many=True).data})
 
 
 class SubjectView(ControlCenterView):
@@ -85,11 +107,9 @@ class SubjectView(ControlCenterView):
                    request=SCHEMA_BODY, responses=inline_serializer("Registered", {
                        "id": serializers.IntegerField(), "version": serializers.IntegerField()}))
     def post(self, request: Request, subject: str) -> Response:
-        schema = request.data.get("schema") if isinstance(request.data, dict) else None
-        if not isinstance(schema, str):
-            raise ControlCenterError(422, "42201", "The body has no schema string.")
         try:
-            registered = actions.register_schema_version(request._request, subject, schema)
+            registered = actions.register_schema_version(request._request, subject,
+                                                         schema_text(request.data))
         except actions.ActionError as exc:
             raise refusal(exc) from exc
         return Response({"id": registered.schema_id, "version": registered.version})
@@ -101,9 +121,8 @@ class CompatibilityCheckView(ControlCenterView):
                        "is_compatible": serializers.BooleanField(),
                        "messages": serializers.ListField(child=serializers.CharField())}))
     def post(self, request: Request, subject: str) -> Response:
-        schema = request.data.get("schema") if isinstance(request.data, dict) else None
         try:
-            problems = actions.check_schema_compatibility(subject, str(schema or ""))
+            problems = actions.check_schema_compatibility(subject, schema_text(request.data))
         except actions.ActionError as exc:
             raise refusal(exc) from exc
         return Response({"is_compatible": not problems, "messages": problems})
@@ -127,10 +146,12 @@ class DiffView(ControlCenterView):
         except (KeyError, ValueError):
             raise ControlCenterError(404, "40402", "from and to must name "
                                      f"versions of {subject}: {sorted(by_number)}") from None
-        rows = schemadiff.side_by_side(old.schema.text, new.schema.text)
+        rows = schemadiff.side_by_side(old.schema.text, new.schema.text,
+                                       old.schema.schema_type, new.schema.schema_type)
         return Response({"from": old.version, "to": new.version,
                          "changed": schemadiff.changed_lines(rows),
-                         "rows": [{"left": vars(r.left), "right": vars(r.right)} for r in rows]})
+                         "rows": [{"left": r.left.as_json(), "right": r.right.as_json()}
+                                  for r in rows]})
 
 
 class CompatibilityView(ControlCenterView):

@@ -1,7 +1,8 @@
 """The Messages page of a topic: browse (partition, offset or time, newest first or from the
 beginning), filter on key, header and value server-side, download what is shown as JSON or
 CSV, follow new messages live (the tail, pushed over the page's websocket by livetail.py),
-and produce one message (Avro with a subject).
+and produce one message (text, or JSON in Avro, JSON Schema or Protobuf with a subject or a
+schema id: `messagecodec.encode`).
 
 Unlike the other cluster pages this one reads Kafka while rendering: records are not in
 the collector's tables. Every read is one bounded `RecordReader` call (record count, bytes,
@@ -23,9 +24,10 @@ from clusterclient import ClusterRequestError, ClusterUnavailable
 from controlcenter import actions, connection, messagebrowser
 from controlcenter.access import Capability, requires
 from controlcenter.messagebrowser import MessagePage, MessageQuery
-from controlcenter.messagecodec import EncodeError, encode_avro
+from controlcenter.messagecodec import KINDS, LABELS, Encoded, EncodeError, encode
 from controlcenter.models import ClusterState, TopicState
 from controlcenter.pages.banners import cluster_banners
+from registry.models import SubjectVersion
 
 
 class BrowseForm(forms.Form):
@@ -94,7 +96,7 @@ def topic_messages(request: HttpRequest, name: str) -> HttpResponse:
     context = {"cluster": cluster, "banners": cluster_banners(cluster), "topic_name": name,
                "topic": TopicState.objects.filter(name=name).first(), "form": form,
                "page": page, "error": error, "produce_form": ProduceForm(),
-               "query_string": request.GET.urlencode()}
+               "query_string": request.GET.urlencode(), "schema_subjects": schema_subjects()}
     return render(request, "controlcenter/messages.html", context)
 
 
@@ -112,14 +114,25 @@ class ProduceForm(forms.Form):
     prefix = "produce"  # its fields share the page with the browse form's key and value
     key = forms.CharField(required=False, widget=forms.TextInput(attrs={"placeholder": "(none)"}))
     value = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
-                            help_text="Text as UTF-8, or JSON for an Avro subject.")
+                            help_text="Text as UTF-8, or JSON with a schema.")
     headers = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
                               help_text="One name=value per line.")
     partition = forms.IntegerField(min_value=0, required=False,
                                    help_text="Empty: the producer's partitioner chooses.")
-    subject = forms.CharField(max_length=255, required=False, label="Avro subject",
-                              help_text="Encode the value with this subject's latest schema "
-                                        "(Confluent wire format).")
+    subject = forms.CharField(
+        max_length=255, required=False, label="Schema subject",
+        widget=forms.TextInput(attrs={"list": "produce-subjects", "autocomplete": "off"}),
+        help_text="Encode the value with this subject's latest schema (Avro, JSON Schema or "
+                  "Protobuf, Confluent wire format).")
+    schema_id = forms.IntegerField(min_value=1, required=False, label="or schema id")
+    message_type = forms.CharField(max_length=255, required=False, label="Protobuf message",
+                                   help_text="Full name; empty: the schema's first message.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if (data.get("subject") or "").strip() and data.get("schema_id") is not None:
+            self.add_error("schema_id", "Give either a subject or a schema id.")
+        return data
 
     def clean_headers(self) -> list[tuple[str, bytes]]:
         headers = []
@@ -139,27 +152,49 @@ def produce(request: HttpRequest, name: str) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            value, schema_id = _value_bytes(data["value"], data["subject"])
+            encoded = _encoded(data)
             produced = actions.produce_message(
-                request, name, value, data["key"].encode() if data["key"] else None,
-                data["headers"], data["partition"], schema_id)
+                request, name, encoded.value if encoded else _text(data["value"]),
+                data["key"].encode() if data["key"] else None,
+                data["headers"], data["partition"], encoded.schema_id if encoded else None)
         except EncodeError as exc:
             form.add_error("value", str(exc))
         except actions.ActionError as exc:
             form.add_error(None, str(exc))
         else:
-            flash.success(request, f"Produced to {name} partition {produced.partition} at "
-                                   f"offset {produced.offset}.")
+            what = (f"{LABELS.get(encoded.kind, encoded.kind)} (schema id {encoded.schema_id}"
+                    f"{', ' + encoded.message_type if encoded.message_type else ''}) "
+                    if encoded else "")
+            flash.success(request, f"Produced {what}to {name} partition {produced.partition} "
+                                   f"at offset {produced.offset}.")
             return redirect("messages", name=name)
     cluster = ClusterState.current()
     context = {"cluster": cluster, "banners": cluster_banners(cluster), "topic_name": name,
                "topic": TopicState.objects.filter(name=name).first(),
                "form": BrowseForm(), "page": None, "error": "", "produce_form": form,
-               "produce_open": True}
+               "produce_open": True, "schema_subjects": schema_subjects()}
     return render(request, "controlcenter/messages.html", context, status=400)
 
 
-def _value_bytes(text: str, subject: str) -> tuple[bytes | None, int | None]:
-    if subject.strip():
-        return encode_avro(subject.strip(), text)
-    return (text.encode() if text else None), None
+def _encoded(data: dict[str, Any]) -> Encoded | None:
+    subject, schema_id = (data.get("subject") or "").strip(), data.get("schema_id")
+    message_type = (data.get("message_type") or "").strip()
+    if not subject and schema_id is None:
+        if message_type:
+            raise EncodeError("A Protobuf message needs a subject or a schema id.")
+        return None
+    return encode(data["value"], subject, schema_id, message_type)
+
+
+def _text(text: str) -> bytes | None:
+    return text.encode() if text else None
+
+
+def schema_subjects() -> list[tuple[str, str]]:
+    """(subject, its latest version's format) for the produce form's suggestions."""
+    latest: dict[str, str] = {}
+    rows = (SubjectVersion.objects.filter(deleted=False).order_by("subject__name", "version")
+            .values_list("subject__name", "schema__schema_type")[:5000])
+    for subject, schema_type in rows:
+        latest[subject] = LABELS.get(KINDS.get(schema_type, ""), KINDS.get(schema_type, ""))
+    return sorted(latest.items())

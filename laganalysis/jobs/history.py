@@ -15,13 +15,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from laganalysis.jobs.result import ParamError
-from laganalysis.kafka_source import FORMAT, register
 from laganalysis.records import (
     CLUSTER_EVENT_DDL,
     CLUSTER_EVENTS_TOPIC,
     LAG_SAMPLE_DDL,
     LAG_SAMPLES_TOPIC,
 )
+from sparkkafka.datasource import FORMAT, register
 
 
 def lag_samples(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:

@@ -2,13 +2,16 @@
 
 Reads the topics with the millrace-kafka source (params: ``bootstrap``, ``topics``, optional
 ``since``/``until`` as record timestamps). A partition is hot when it holds at least
-``hot_factor`` (default 1.5) times the mean messages of its topic's partitions.
+``hot_factor`` (default 1.5) times the mean messages of its topic's partitions. The partitions
+come from the topic's metadata, so a partition with no record in the window counts (as 0
+messages) in the mean, the shares and the skew: a topic whose traffic all goes to 1 of 10
+partitions shows that one as hot, with max/mean 10.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -16,6 +19,7 @@ from pyspark.sql import functions as F
 from laganalysis.eta import skew
 from laganalysis.jobs.history import kafka_reader, window_bounds
 from laganalysis.jobs.result import JobResult, ParamError, Series, Table
+from sparkkafka.source import topic_partitions
 
 PARTITION_COLUMNS = ("topic", "partition", "messages", "bytes", "share", "hot")
 KEY_COLUMNS = ("topic", "key", "messages", "bytes", "share")
@@ -42,23 +46,20 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
         ),
     )
     data.cache()
-    per_partition = data.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("messages"), F.sum("size").alias("bytes")
-    )
-    topic_total = Window.partitionBy("topic")
-    partitions = (
-        per_partition.withColumn("share", F.col("messages") / F.sum("messages").over(topic_total))
-        .withColumn("hot", F.col("messages") >= hot_factor * F.avg("messages").over(topic_total))
-        .orderBy("topic", "partition")
+    counted = (
+        data.groupBy("topic", "partition")
+        .agg(F.count(F.lit(1)).alias("messages"), F.sum("size").alias("bytes"))
         .collect()
     )
+    metadata = topic_partitions({"bootstrap.servers": str(params["bootstrap"])}, topics)
+    partitions = _with_empty_partitions(counted, metadata, hot_factor)
     keys = _top_keys(data, top_keys)
     distinct = {
         r.topic: r.n for r in data.groupBy("topic").agg(F.countDistinct("key").alias("n")).collect()
     }
     data.unpersist()
     result = JobResult("hot_partitions")
-    result.tables["partitions"] = Table.of(PARTITION_COLUMNS, [r.asDict() for r in partitions])
+    result.tables["partitions"] = Table.of(PARTITION_COLUMNS, [r._asdict() for r in partitions])
     result.tables["keys"] = Table.of(KEY_COLUMNS, keys)
     result.tables["topics"] = Table.of(TOPIC_COLUMNS, _topic_rows(partitions, keys, distinct))
     result.charts["messages_per_partition"] = Series(
@@ -66,6 +67,34 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
         {"messages": [float(r.messages) for r in partitions]},
     )
     return result
+
+
+class PartitionRow(NamedTuple):
+    topic: str
+    partition: int
+    messages: int
+    bytes: int
+    share: float
+    hot: bool
+
+
+def _with_empty_partitions(
+    counted: list[Any], metadata: Mapping[str, list[int]], hot_factor: float
+) -> list[PartitionRow]:
+    """Every partition of every topic, the ones without a record as zeros; shares and hotness
+    against the mean over all of them."""
+    found = {(r.topic, r.partition): (int(r.messages), int(r.bytes or 0)) for r in counted}
+    rows = []
+    for topic in sorted(metadata):
+        ids = sorted(set(metadata[topic]) | {p for t, p in found if t == topic})
+        total = sum(found.get((topic, p), (0, 0))[0] for p in ids)
+        mean = total / len(ids) if ids else 0.0
+        for p in ids:
+            messages, size = found.get((topic, p), (0, 0))
+            share = messages / total if total else 0.0
+            hot = messages > 0 and messages >= hot_factor * mean
+            rows.append(PartitionRow(topic, p, messages, size, share, hot))
+    return rows
 
 
 def _read(spark: SparkSession, params: Mapping[str, Any], topics: list[str]) -> DataFrame:
@@ -101,7 +130,7 @@ def _top_keys(data: DataFrame, limit: int) -> list[dict[str, Any]]:
 
 
 def _topic_rows(
-    partitions: list[Any], keys: list[dict[str, Any]], distinct: dict[str, int]
+    partitions: list[PartitionRow], keys: list[dict[str, Any]], distinct: dict[str, int]
 ) -> list[dict[str, Any]]:
     rows = []
     for topic in sorted({r.topic for r in partitions}):

@@ -36,7 +36,7 @@ def platform_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
         [sys.executable, "manage.py", "platform", "--any-port", "--data-dir", str(data)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        endpoints = wait_for_endpoints(proc, timeout=120)
+        endpoints = wait_for_endpoints(proc, timeout=180)
         yield LiveServer(endpoints["Control center"].rstrip("/"))
     finally:
         proc.send_signal(signal.SIGINT)

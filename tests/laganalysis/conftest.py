@@ -22,8 +22,8 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from laganalysis.kafka_source import register
     from laganalysis.session import configure
+    from sparkkafka.datasource import register
 
     session = configure(SparkSession.builder, "local[2]").getOrCreate()
     register(session)

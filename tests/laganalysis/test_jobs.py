@@ -200,6 +200,30 @@ def test_hot_partitions_and_key_skew_from_topic_data(spark: Any, kafka_bootstrap
     assert math.isclose(t["partition_max_over_mean"], 350 / 125)
 
 
+def test_partitions_without_records_count_toward_skew(spark: Any, kafka_bootstrap: str) -> None:
+    """All traffic to 1 of 10 partitions: the nine empty ones come from the topic's metadata,
+    so the one is hot and the skew is the worst a 10-partition topic can have."""
+    topic = f"hot-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 10, 1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
+    for i in range(200):
+        producer.produce(topic, b"v", f"k{i}".encode(), partition=3)
+    assert producer.flush(30) == 0
+    result = JOBS["hot_partitions"](spark, {"bootstrap": kafka_bootstrap, "topics": [topic]})
+    out = result.to_json()
+    parts = rows(out, "partitions")
+    assert [(r["partition"], r["messages"]) for r in parts] == [
+        (p, 200 if p == 3 else 0) for p in range(10)
+    ]
+    assert [r["hot"] for r in parts] == [p == 3 for p in range(10)]
+    assert [r["share"] for r in parts] == [1.0 if p == 3 else 0.0 for p in range(10)]
+    (t,) = rows(out, "topics")
+    assert t["partitions"] == 10
+    assert math.isclose(t["partition_max_over_mean"], 10.0)
+    assert math.isclose(t["partition_gini"], gini([200.0] + [0.0] * 9))
+
+
 def test_history_round_trips_through_the_samples_topic(
     spark: Any, kafka_bootstrap: str, tmp_path: Path
 ) -> None:

@@ -32,7 +32,7 @@ from tests.compat.clients import new_topic
 pytestmark = pytest.mark.slow
 
 
-def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 90) -> dict[str, str]:
+def wait_for_endpoints(proc: subprocess.Popen[str], timeout: float = 180) -> dict[str, str]:
     return endpoints_in("".join(wait_for_output(proc, timeout)))
 
 
@@ -40,7 +40,8 @@ def endpoints_in(text: str) -> dict[str, str]:
     """The endpoint table the platform printed, and the admin password if it printed one."""
     endpoints = {
         name: re.search(rf"{name}\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-        for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy")
+        for name in ("Kafka bootstrap", "Control center", "Schema registry", "REST proxy",
+                     "Kafka Connect")
     }
     admin = re.search(r"Admin login\s+user admin, password (\S+)  \(shown only this once\)", text)
     if admin:
@@ -48,7 +49,7 @@ def endpoints_in(text: str) -> dict[str, str]:
     return endpoints
 
 
-def wait_for_output(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
+def wait_for_output(proc: subprocess.Popen[str], timeout: float = 180) -> list[str]:
     """The platform's output up to its "Press Ctrl-C" line."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
@@ -180,6 +181,12 @@ def test_platform_serves_every_endpoint(running: Running) -> None:
     assert_admin_signs_in(endpoints["Control center"], endpoints["admin password"])
     assert get(endpoints["Schema registry"] + "/subjects") == "[]"
     assert topic in get(endpoints["REST proxy"] + "/topics")
+    # The Connect worker answers Kafka's REST API, on the cluster the platform runs.
+    connect = httpx.get(endpoints["Kafka Connect"] + "/").json()
+    assert connect["version"] and connect["kafka_cluster_id"]
+    plugins = httpx.get(endpoints["Kafka Connect"] + "/connector-plugins").json()
+    classes = {p["class"] for p in plugins}
+    assert "org.apache.kafka.connect.file.FileStreamSourceConnector" in classes
 
 
 def replicas(admin: AdminClient, topic: str) -> list[int] | None:
@@ -289,6 +296,7 @@ def test_ctrl_c_stops_everything(running: Running) -> None:
     assert running.proc.returncode == 0, output
     assert "cluster is [DOWN]" in output
     assert "celery worker is [DOWN]" in output and "celery beat is [DOWN]" in output
+    assert "connect is [DOWN]" in output
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
 
 

@@ -13,11 +13,15 @@ from django.test import Client
 
 from restproxy.client import reset_gateway
 from restproxy.instances.manager import manager
+from restproxy.schemas import reset_registry
+from tests.restproxy.live import proxy_servers
 
 V2 = "application/vnd.kafka.v2+json"
 BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
 AVRO = "application/vnd.kafka.avro.v2+json"
+JSONSCHEMA = "application/vnd.kafka.jsonschema.v2+json"
+PROTOBUF = "application/vnd.kafka.protobuf.v2+json"
 
 
 @pytest.fixture(scope="session")
@@ -79,3 +83,17 @@ def new_topic(admin: AdminClient) -> Callable[..., str]:
             future.result(15)
         return name
     return make
+
+
+@pytest.fixture(scope="module")
+def registry_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[str]:
+    """A real registry process for the module; the in-process proxy registers and looks
+    schemas up there."""
+    with proxy_servers(kafka_bootstrap, tmp_path_factory.mktemp("registry"), processes=0) as urls:
+        previous = settings.SCHEMA_REGISTRY_URL
+        settings.SCHEMA_REGISTRY_URL = urls[0]
+        reset_registry()
+        yield urls[0]
+        settings.SCHEMA_REGISTRY_URL = previous
+        reset_registry()

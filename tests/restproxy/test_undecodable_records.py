@@ -13,38 +13,22 @@ import io
 import json
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import fastavro
 import httpx
 import pytest
 from confluent_kafka import Producer
-from django.conf import settings
 
 from restproxy.instances.instance import IDLE_BUFFER_LIMIT
 from restproxy.instances.manager import manager
-from restproxy.schemas import reset_registry
 from tests.restproxy.conftest import AVRO, JSON, Proxy
-from tests.restproxy.live import proxy_servers
 from tests.restproxy.test_v2_consumers import create, group
 from tests.restproxy.test_v2_stream import ndjson, read_stream
 
 COUNT = 6
 SCHEMA = {"type": "record", "name": "Reading", "fields": [{"name": "n", "type": "int"}]}
-
-
-@pytest.fixture(scope="module")
-def registry_url(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[str]:
-    """A real registry process; the in-process proxy looks Avro schemas up there."""
-    with proxy_servers(kafka_bootstrap, tmp_path_factory.mktemp("registry"), processes=0) as urls:
-        previous = settings.SCHEMA_REGISTRY_URL
-        settings.SCHEMA_REGISTRY_URL = urls[0]
-        reset_registry()
-        yield urls[0]
-        settings.SCHEMA_REGISTRY_URL = previous
-        reset_registry()
 
 
 def json_values() -> tuple[Callable[[int], bytes], str]:

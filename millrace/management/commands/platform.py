@@ -3,7 +3,8 @@
 Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
 KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then the web server
 (`millrace.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
-center, the schema registry and the REST proxy, waits for each to be ready,
+center, the schema registry and the REST proxy, the collector, Celery, and a Kafka Connect
+worker (`python -m connect`), waits for each to be ready,
 prints the endpoints and the commands to try a failover, restarts a child that exits on its
 own (three exits in a minute stop the platform), and on Ctrl-C stops everything in
 reverse order.
@@ -52,6 +53,8 @@ class Command(BaseCommand):
         parser.add_argument("--web-port", type=int, default=settings.WEB_PORT)
         parser.add_argument("--registry-port", type=int, default=settings.REGISTRY_PORT)
         parser.add_argument("--restproxy-port", type=int, default=settings.RESTPROXY_PORT)
+        parser.add_argument("--connect-port", type=int, default=settings.CONNECT_PORT,
+                            help="the Kafka Connect worker's REST API (MILLRACE_CONNECT_PORT)")
         parser.add_argument("--workers", type=int, default=settings.WEB_WORKERS,
                             help="web server processes (MILLRACE_WEB_WORKERS)")
         parser.add_argument("--any-port", action="store_true",
@@ -66,7 +69,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         host: str = opts["host"]
         brokers: int = opts["brokers"]
-        ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port")}
+        ports = {k: opts[k] for k in ("kafka_port", "web_port", "registry_port", "restproxy_port",
+                                      "connect_port")}
         ports["collector_metrics_port"] = settings.MILLRACE_COLLECTOR_METRICS_PORT
         if opts["any_port"]:
             ports = {k: free_port(host) for k in ports}
@@ -92,7 +96,9 @@ class Command(BaseCommand):
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir),
-                     *self._celery(web.env, data_dir)]
+                     *self._celery(web.env, data_dir),
+                     self._connect(host, ports["connect_port"], bootstrap, data_dir,
+                                   None if external else brokers)]
         self._run(children, host, ports, bootstrap, data_dir, external)
 
     def _migrate(self, env: dict[str, str]) -> None:
@@ -183,6 +189,37 @@ class Command(BaseCommand):
             lambda: "beat: Starting" in beat.output(), env)
         return [worker, beat]
 
+    def _connect(self, host: str, port: int, bootstrap: str, data_dir: Path,
+                 brokers: int | None) -> Child:
+        """A Kafka Connect worker in distributed mode (connect/README.md), configured with
+        Kafka's keys in a properties file under the data dir; more workers join it with the
+        same group.id. Its internal topics are replicated as the platform's topics are (an
+        external cluster: Kafka's default of 3)."""
+        replication = min(3, brokers) if brokers else 3
+        folder = data_dir / "connect"
+        folder.mkdir(parents=True, exist_ok=True)
+        properties = folder / "worker.properties"
+        properties.write_text("\n".join([
+            "# Written by `manage.py platform` on each start: Kafka's connect-distributed keys.",
+            f"bootstrap.servers={bootstrap}",
+            "group.id=millrace-connect",
+            f"listeners=http://{host}:{port}",
+            "config.storage.topic=connect-configs",
+            "offset.storage.topic=connect-offsets",
+            "status.storage.topic=connect-status",
+            *(f"{kind}.storage.replication.factor={replication}"
+              for kind in ("config", "offset", "status")),
+            "key.converter=org.apache.kafka.connect.json.JsonConverter",
+            "value.converter=org.apache.kafka.connect.json.JsonConverter",
+            # the built-in cluster has transactions; an external one may not allow them
+            f"exactly.once.source.support={'disabled' if brokers is None else 'enabled'}",
+            f"plugin.path={folder / 'plugins'}",
+            "",
+        ]))
+        url = f"http://{host}:{port}/"
+        return Child("connect", [sys.executable, "-m", "connect", "--config", str(properties)],
+                     data_dir / "logs" / "connect.log", lambda: http_ok(url))
+
     def _run(self, children: list[Child], host: str, ports: dict[str, int], bootstrap: str,
              data_dir: Path, external: bool) -> None:
         stop = threading.Event()
@@ -239,6 +276,8 @@ class Command(BaseCommand):
                                 f"(also {web}/{settings.REGISTRY_PREFIX})"),
             ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
+            ("Kafka Connect", f"http://{host}:{ports['connect_port']}  "
+                              "(Kafka's Connect REST API; worker group millrace-connect)"),
             ("OpenAPI", f"{web}/api/docs/"),
             ("Admin login", self.admin_login),
             *self._secure_rows(),

@@ -6,41 +6,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from laganalysis.kafka_options import OptionError
-
-
-def create_topic(bootstrap: str, partitions: int) -> str:
-    name = f"ds-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    return name
-
-
-Record = tuple[int, bytes | None, bytes, int | None]  # partition, key, value, timestamp ms
-
-
-def produce(
-    bootstrap: str,
-    topic: str,
-    records: Sequence[Record],
-    compression: str = "none",
-    headers: list[tuple[str, bytes]] | None = None,
-) -> None:
-    """(partition, key, value, timestamp ms) in order."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20}
-    )
-    for partition, key, value, ts in records:
-        producer.produce(topic, value, key, partition=partition, timestamp=ts or 0, headers=headers)
-    assert producer.flush(30) == 0
+from sparkkafka.options import OptionError
+from tests.sparkkafka.topics import Record, create_topic, produce
 
 
 def read(spark: Any, bootstrap: str, **options: str) -> list[Any]:
@@ -197,8 +171,8 @@ def test_bad_options_are_refused_naming_the_option(
 
 
 def test_a_start_before_the_log_start_is_data_loss(kafka_bootstrap: str) -> None:
-    from laganalysis.kafka_options import parse_options
-    from laganalysis.kafka_source import resolve_ranges
+    from sparkkafka.options import parse_options
+    from sparkkafka.source import resolve_ranges
 
     topic = create_topic(kafka_bootstrap, 1)
     produce(kafka_bootstrap, topic, [(0, None, b"x", None)] * 3)
@@ -269,6 +243,45 @@ def test_avro_values_decode_through_the_registry_with_the_latest_schema(
         (1, 9.5, ["a"], "NEW", "eu"),
         (2, None, [], "PAID", "eu"),
         (3, 1.0, ["b", "c"], "NEW", "us"),
+    ]
+
+
+def test_from_avro_decodes_a_stream_by_subject(
+    spark: Any, kafka_bootstrap: str, schema_registry: str, tmp_path: Path
+) -> None:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from sparkkafka.avro_columns import from_avro
+
+    topic = create_topic(kafka_bootstrap, 1)
+    client = SchemaRegistryClient({"url": schema_registry})
+    context = SerializationContext(topic, MessageField.VALUE)
+    old = AvroSerializer(client, json.dumps(ORDER_V1))
+    new = AvroSerializer(client, json.dumps(ORDER_V2))
+    values = [
+        old({"id": 1, "amount": 9.5, "tags": ["a"], "state": "NEW"}, context),
+        new({"id": 2, "amount": None, "tags": [], "state": "PAID", "region": "us"}, context),
+    ]
+    produce(kafka_bootstrap, topic, [(0, None, v, None) for v in values])
+    query = (
+        spark.readStream.format("millrace-kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .select("offset", from_avro("value", f"{topic}-value", schema_registry).alias("order"))
+        .writeStream.format("memory")
+        .queryName("orders_avro")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    rows = spark.sql("SELECT order.* FROM orders_avro ORDER BY offset").collect()
+    assert [tuple(r) for r in rows] == [
+        (1, 9.5, ["a"], "NEW", "eu"),
+        (2, None, [], "PAID", "us"),
     ]
 
 

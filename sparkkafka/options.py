@@ -50,6 +50,7 @@ class SourceOptions:
     value_format: str = "binary"
     key_format: str = "binary"
     schema_registry_url: str | None = None
+    max_offsets_per_trigger: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def topic_matches(self, topic: str) -> bool:
@@ -109,6 +110,54 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         value_format=fmt["valueformat"],
         key_format=fmt["keyformat"],
         schema_registry_url=opts.get("schema.registry.url"),
+        max_offsets_per_trigger=_int(opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger", 1),
+    )
+
+
+# Options a streaming read refuses, as Spark's Kafka source does: a stream has no end.
+_BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+
+
+def parse_stream_options(options: Mapping[str, str]) -> SourceOptions:
+    """Spark's Kafka source options for ``readStream``."""
+    given = {k.lower() for k in options}
+    for name in _BATCH_ONLY:
+        if name.lower() in given:
+            raise OptionError(f"option {name} is for batch queries; a streaming read has no end")
+    return parse_options(options)
+
+
+DELIVERY_GUARANTEES = ("exactly-once", "at-least-once")
+# Producer settings the sink owns in exactly-once mode.
+_SINK_OWNED = {"transactional.id"}
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    client: Mapping[str, str]  # kafka.-prefixed producer settings, prefix removed
+    topic: str | None = None  # wins over a topic column, as in Spark
+    delivery_guarantee: str = "exactly-once"
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Spark's Kafka sink options (``kafka.*``, ``topic``) and ``deliveryGuarantee``."""
+    opts = {k.lower(): v for k, v in options.items()}
+    client = {k[len("kafka.") :]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+    if "bootstrap.servers" not in client:
+        raise OptionError("option kafka.bootstrap.servers is required")
+    owned = sorted(_SINK_OWNED & set(client))
+    if owned:
+        raise OptionError(f"kafka.{owned[0]} is set by the sink and cannot be given")
+    guarantee = opts.get("deliveryguarantee", "exactly-once").lower()
+    if guarantee not in DELIVERY_GUARANTEES:
+        raise OptionError("deliveryGuarantee must be exactly-once or at-least-once")
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise OptionError("option topic must name a topic")
+    return SinkOptions(
+        client=client,
+        topic=topic.strip() if topic else None,
+        delivery_guarantee=guarantee,
     )
 
 

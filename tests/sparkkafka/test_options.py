@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from laganalysis.kafka_options import (
+from sparkkafka.options import (
     DEFAULT_MAX_RECORDS_PER_PARTITION,
     OffsetRange,
     OptionError,

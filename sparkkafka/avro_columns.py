@@ -198,3 +198,23 @@ def _python_types(schema: Schema) -> tuple[type, ...]:
         "date": (date,),
         "uuid": (UUID, str),
     }.get(kind, (datetime,))
+
+
+def from_avro(column: Any, subject: str, registry_url: str) -> Any:
+    """Spark's ``from_avro`` for the Confluent wire format, by subject: a column of the latest
+    schema under ``subject`` as its Spark type, each value read with its own writer schema (by
+    id) resolved to that one. ``column`` is a BINARY column or its name; works on batch and
+    streaming frames alike (``value`` of a ``readStream``, say)."""
+    from pyspark.sql import functions as F
+
+    schema = Registry(registry_url).latest(subject)
+    decoders: list[Callable[[bytes | None], Any]] = []  # one per Python worker, made lazily
+
+    def decode(raw: bytes | None) -> Any:
+        if not decoders:
+            decoders.append(decoder(Registry(registry_url), schema))
+        return decoders[0](None if raw is None else bytes(raw))
+
+    target = F.col(column) if isinstance(column, str) else column
+    # A lambda: Spark reads a function's type hints as a request for a pandas UDF.
+    return F.udf(lambda raw: decode(raw), spark_type(schema))(target)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -35,18 +35,17 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from laganalysis.avro_columns import AvroError, Registry, decoder, spark_type
-from laganalysis.kafka_options import (
+from sparkkafka.avro_columns import AvroError, Registry, decoder
+from sparkkafka.offsets import TP
+from sparkkafka.options import (
     EARLIEST,
     LATEST,
     OffsetRange,
     OptionError,
     SourceOptions,
-    parse_options,
     plan_slices,
 )
 
-FORMAT = "millrace-kafka"
 # Spark's Kafka source's columns. Built as types, not DDL: parsing DDL needs a SparkContext,
 # which the Python worker that asks a data source for its schema does not have.
 COLUMNS = [
@@ -78,25 +77,6 @@ class KafkaSlice(InputPartition):
     end: int
 
 
-class KafkaDataSource(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> StructType:
-        opts = parse_options(self.options)
-        avro = {column: spark_type(schema) for column, schema in _avro_schemas(opts).items()}
-        fields = [
-            StructField(f.name, avro.get(f.name, f.dataType), f.nullable)
-            for f in (*COLUMNS, *([HEADERS] if opts.include_headers else []))
-        ]
-        return StructType(fields)
-
-    def reader(self, schema: StructType) -> KafkaReader:
-        opts = parse_options(self.options)
-        return KafkaReader(opts, _avro_schemas(opts))
-
-
 class KafkaReader(DataSourceReader):
     def __init__(self, options: SourceOptions, avro: Mapping[str, Any] | None = None) -> None:
         self.options = options
@@ -125,15 +105,12 @@ class KafkaReader(DataSourceReader):
 
 def resolve_ranges(opts: SourceOptions) -> list[OffsetRange]:
     """The [start, end) offsets of every matching topic-partition, from the cluster."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(dict(opts.client))
-    metadata = admin.list_topics(timeout=_ADMIN_TIMEOUT_S)
-    tps = _topic_partitions(opts, {t: list(m.partitions) for t, m in metadata.topics.items()})
+    admin = admin_client(opts)
+    tps = matching_partitions(opts, admin)
     if not tps:
         return []
-    earliest = _list_offsets(admin, {tp: "earliest" for tp in tps})
-    latest = _list_offsets(admin, {tp: "latest" for tp in tps})
+    earliest = list_offsets(opts, admin, dict.fromkeys(tps, "earliest"))
+    latest = list_offsets(opts, admin, dict.fromkeys(tps, "latest"))
     starts = _starts(opts, admin, tps, earliest, latest)
     ends = _ends(opts, admin, tps, latest)
     ranges = []
@@ -147,7 +124,38 @@ def resolve_ranges(opts: SourceOptions) -> list[OffsetRange]:
     return ranges
 
 
-TP = tuple[str, int]
+def starting_offsets(opts: SourceOptions, admin: Any) -> dict[TP, int]:
+    """Where a new streaming query starts in each matching partition (startingOffsets,
+    startingTimestamp and friends, resolved to offsets for the checkpoint)."""
+    tps = matching_partitions(opts, admin)
+    if not tps:
+        return {}
+    earliest = list_offsets(opts, admin, dict.fromkeys(tps, "earliest"))
+    latest = list_offsets(opts, admin, dict.fromkeys(tps, "latest"))
+    return _starts(opts, admin, tps, earliest, latest)
+
+
+def admin_client(opts: SourceOptions) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(dict(opts.client))
+
+
+def topic_partitions(client: Mapping[str, str], topics: list[str]) -> dict[str, list[int]]:
+    """Every partition id of each named topic, from the cluster's metadata (a topic the
+    cluster does not have maps to no partitions): what a read of the records alone cannot
+    tell, the partitions holding none."""
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(dict(client)).list_topics(timeout=_ADMIN_TIMEOUT_S)
+    found = {t: sorted(metadata.topics[t].partitions) for t in topics if t in metadata.topics}
+    return {t: found.get(t, []) for t in topics}
+
+
+def matching_partitions(opts: SourceOptions, admin: Any) -> list[TP]:
+    """The topic-partitions the options select, as the cluster's metadata has them now."""
+    metadata = admin.list_topics(timeout=_ADMIN_TIMEOUT_S)
+    return _topic_partitions(opts, {t: list(m.partitions) for t, m in metadata.topics.items()})
 
 
 def _topic_partitions(opts: SourceOptions, topics: Mapping[str, list[int]]) -> list[TP]:
@@ -171,7 +179,7 @@ def _starts(
 ) -> dict[TP, int]:
     by_time = _timestamps(opts.starting_timestamp, opts.starting_by_timestamp, tps, "starting")
     if by_time is not None:
-        found = _list_offsets(admin, by_time)
+        found = list_offsets(opts, admin, by_time)
         if opts.timestamp_strategy == "error":
             late = [f"{t}-{p}" for (t, p), o in found.items() if o < 0]
             if late:
@@ -196,7 +204,7 @@ def _starts(
 def _ends(opts: SourceOptions, admin: Any, tps: list[TP], latest: dict[TP, int]) -> dict[TP, int]:
     by_time = _timestamps(opts.ending_timestamp, opts.ending_by_timestamp, tps, "ending")
     if by_time is not None:
-        found = _list_offsets(admin, by_time)
+        found = list_offsets(opts, admin, by_time)
         return {tp: latest[tp] if o < 0 else o for tp, o in found.items()}
     return _specific(opts.ending, tps, {}, latest, "endingOffsets")
 
@@ -244,8 +252,14 @@ def _require_all(
     return {tp: given[tp] for tp in tps}
 
 
-def _list_offsets(admin: Any, specs: Mapping[TP, str | int]) -> dict[TP, int]:
-    from confluent_kafka import TopicPartition
+def list_offsets(
+    opts: SourceOptions, admin: Any, specs: Mapping[TP, str | int], skip_unknown: bool = False
+) -> dict[TP, int]:
+    """One batched ListOffsets: "earliest", "latest" or a timestamp per partition. "latest" is
+    the last stable offset when the consumer reads committed (librdkafka's default), so a read
+    never waits on an open transaction it cannot see. ``skip_unknown`` leaves out partitions
+    the cluster no longer has instead of failing."""
+    from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     def spec(kind: str | int) -> Any:
@@ -255,9 +269,20 @@ def _list_offsets(admin: Any, specs: Mapping[TP, str | int]) -> dict[TP, int]:
             return OffsetSpec.latest()
         return OffsetSpec.for_timestamp(int(kind))
 
+    committed = opts.client.get("isolation.level", "read_committed") == "read_committed"
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     request = {TopicPartition(t, p): spec(kind) for (t, p), kind in specs.items()}
-    futures = admin.list_offsets(request, request_timeout=_ADMIN_TIMEOUT_S)
-    return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+    if not request:
+        return {}
+    futures = admin.list_offsets(request, isolation_level=level, request_timeout=_ADMIN_TIMEOUT_S)
+    found = {}
+    for tp, future in futures.items():
+        try:
+            found[(tp.topic, tp.partition)] = future.result().offset
+        except KafkaException as exc:
+            if not skip_unknown or exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+    return found
 
 
 def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch]:
@@ -395,7 +420,7 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _avro_schemas(opts: SourceOptions) -> dict[str, Any]:
+def avro_schemas(opts: SourceOptions) -> dict[str, Any]:
     """column -> the latest schema of its subject, the same for every topic read."""
     formats = {"key": opts.key_format, "value": opts.value_format}
     columns = [c for c, f in formats.items() if f == "avro"]
@@ -428,8 +453,3 @@ def _topics_read(opts: SourceOptions) -> set[str]:
 
     metadata = AdminClient(dict(opts.client)).list_topics(timeout=_ADMIN_TIMEOUT_S)
     return {t for t in metadata.topics if not t.startswith("__") and opts.topic_matches(t)}
-
-
-def register(spark: Any) -> None:
-    """Make ``spark.read.format("millrace-kafka")`` available in this session."""
-    spark.dataSource.register(KafkaDataSource)

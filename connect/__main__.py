@@ -1,0 +1,55 @@
+"""`python -m connect --config worker.properties`: one distributed worker."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+from confluent_kafka import KafkaException
+
+from connect.config import WorkerConfig
+from connect.configdef import ConfigException
+from connect.endpoints import router
+from connect.herder import Herder
+from connect.plugins import Plugins
+from connect.rest import ConnectApp
+
+log = logging.getLogger("connect")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m connect",
+                                     description="A Kafka Connect worker (distributed mode).")
+    parser.add_argument("--config", required=True, help="worker properties file")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = WorkerConfig.from_file(args.config)
+    except (OSError, ConfigException) as exc:
+        print(f"connect: {exc}", file=sys.stderr)
+        return 2
+    herder = Herder(config, Plugins(config.plugin_path))
+    try:
+        herder.start()
+    except (KafkaException, TimeoutError) as exc:
+        # e.g. a replication factor the cluster cannot give, or no cluster at all
+        print(f"connect: could not set up the worker's internal topics: {exc}",
+              file=sys.stderr)
+        return 1
+    server = uvicorn.Server(uvicorn.Config(
+        ConnectApp(herder, router), host=config.rest_host or "0.0.0.0", port=config.rest_port,
+        log_level="warning", lifespan="on"))
+    log.info("Kafka Connect worker %s: REST API on %s", herder.worker_id, config.advertised_url)
+    try:
+        server.run()
+    finally:
+        herder.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The connectors that ship with the worker, one module per connector."""

@@ -1,0 +1,389 @@
+"""Running tasks: each task on a thread of its own, with its own Kafka client.
+
+A source task's records and, when exactly-once sources are enabled, its offsets go to Kafka
+in one transaction per poll (KIP-618: the transactional id `<group.id>-<connector>-<task>`
+fences a zombie of the same task on another worker). Otherwise records are produced and the
+offsets written every `offset.flush.interval.ms` after the producer flushed (at least once).
+
+A sink task consumes in the group `connect-<connector>`, committing offsets after the
+task's `flush()`, so a record is in the sink at least once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from connect.api import (
+    DataException,
+    OffsetStorageReader,
+    RetriableException,
+    SinkRecord,
+    SinkTask,
+    SinkTaskContext,
+    SourceRecord,
+    SourceTask,
+    SourceTaskContext,
+    Task,
+)
+from connect.converters import Converter
+from connect.storage import OffsetStore, dumps, partition_key
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[str, str | None], None]  # state, trace
+
+
+@dataclass
+class TaskSetup:
+    connector: str
+    task_id: int
+    config: dict[str, str]
+    connector_config: dict[str, str]
+    task_class: type[Task]
+    key_converter: Converter
+    value_converter: Converter
+    client_settings: dict[str, str]
+    report: Report
+    group_id: str
+    flush_interval_s: float
+    exactly_once: bool
+
+
+class TaskRunner:
+    """Runs one task until stopped; the thread reports RUNNING, PAUSED, FAILED, UNASSIGNED."""
+
+    def __init__(self, setup: TaskSetup) -> None:
+        self.setup = setup
+        self.task = setup.task_class()
+        self.stopping = threading.Event()
+        self.paused = False
+        self.tolerate_all = setup.connector_config.get("errors.tolerance", "none") == "all"
+        self.thread = threading.Thread(
+            target=self._main, name=f"task-{setup.connector}-{setup.task_id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 10) -> None:
+        self.stopping.set()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    def pause(self, paused: bool) -> None:
+        if paused != self.paused:
+            self.paused = paused
+            self.setup.report("PAUSED" if paused else "RUNNING", None)
+
+    def failed(self) -> bool:
+        return not self.thread.is_alive() and not self.stopping.is_set()
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except Exception:  # the task's own failure: FAILED, with the trace, the worker goes on
+            trace = traceback.format_exc()
+            log.error("task %s-%d failed:\n%s", self.setup.connector, self.setup.task_id, trace)
+            self.setup.report("FAILED", trace)
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def tolerate(self, exc: DataException, what: str) -> None:
+        if not self.tolerate_all:
+            raise exc
+        if self.setup.connector_config.get("errors.log.enable", "false") == "true":
+            log.warning("task %s-%d: skipping %s: %s", self.setup.connector,
+                        self.setup.task_id, what, exc)
+
+
+class SourceTaskRunner(TaskRunner):
+    def __init__(self, setup: TaskSetup, offsets: OffsetStore,
+                 on_topic: Callable[[str], None]) -> None:
+        super().__init__(setup)
+        self.offsets = offsets
+        self.on_topic = on_topic
+        self.seen_topics: set[str] = set()
+        self.pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def _producer(self) -> Producer:
+        settings: dict[str, Any] = {**self.setup.client_settings, "acks": "all",
+                                    "enable.idempotence": True, "linger.ms": 5,
+                                    "delivery.report.only.error": True}
+        if self.setup.exactly_once:
+            settings["transactional.id"] = (
+                f"{self.setup.group_id}-{self.setup.connector}-{self.setup.task_id}")
+        return Producer(settings)
+
+    def run(self) -> None:
+        producer = self._producer()
+        if self.setup.exactly_once:
+            producer.init_transactions(30)  # fences a zombie, aborts what it left open
+        self.offsets.log.read_to_end()
+        task = self.task
+        assert isinstance(task, SourceTask)
+        task.initialize(SourceTaskContext(OffsetStorageReader(
+            self.offsets.of(self.setup.connector)), self.setup.config))
+        task.start(self.setup.config)
+        self.setup.report("PAUSED" if self.paused else "RUNNING", None)
+        last_flush = time.monotonic()
+        try:
+            while not self.stopping.is_set():
+                if self.paused:
+                    time.sleep(0.1)
+                    continue
+                records = self._poll(task)
+                if records:
+                    self._send(producer, records)
+                if (not self.setup.exactly_once and
+                        time.monotonic() - last_flush > self.setup.flush_interval_s):
+                    self._commit_offsets(producer, task)
+                    last_flush = time.monotonic()
+        finally:
+            task.stop()
+        if not self.setup.exactly_once:
+            self._commit_offsets(producer, task)
+        self.setup.report("UNASSIGNED", None)
+
+    @staticmethod
+    def _poll(task: SourceTask) -> list[SourceRecord] | None:
+        try:
+            return task.poll()
+        except RetriableException as exc:
+            log.info("source task poll: %s; polling again", exc)
+            return None
+
+    def _send(self, producer: Producer, records: list[SourceRecord]) -> None:
+        failures: list[KafkaError] = []
+
+        def delivered(err: KafkaError | None, _msg: Any) -> None:
+            if err is not None:
+                failures.append(err)
+        if self.setup.exactly_once:
+            producer.begin_transaction()
+        last: dict[int, SourceRecord] = {}  # by partition object: most tasks reuse one
+        for record in records:
+            self._produce(producer, record, delivered)
+            last[id(record.source_partition)] = record
+        for record in last.values():
+            self.pending[partition_key(record.source_partition)] = (
+                dict(record.source_partition), dict(record.source_offset))
+        if self.setup.exactly_once:
+            self._write_offsets(producer)
+            producer.commit_transaction(30)
+            self.pending.clear()
+            self.task.commit()  # type: ignore[attr-defined]
+        else:
+            producer.poll(0)
+        if failures:
+            raise KafkaException(failures[0])
+
+    def _produce(self, producer: Producer, record: SourceRecord,
+                 delivered: Callable[[KafkaError | None, Any], None]) -> None:
+        try:
+            key = self.setup.key_converter.from_connect_data(record.topic, record.key_schema,
+                                                              record.key)
+            value = self.setup.value_converter.from_connect_data(
+                record.topic, record.value_schema, record.value)
+        except DataException as exc:
+            self.tolerate(exc, f"a record for {record.topic}")
+            return
+        extra: dict[str, Any] = {}
+        if record.partition is not None:
+            extra["partition"] = record.partition
+        if record.timestamp is not None:
+            extra["timestamp"] = record.timestamp
+        if record.headers:
+            extra["headers"] = list(record.headers)
+        while True:
+            try:
+                producer.produce(record.topic, value, key, on_delivery=delivered, **extra)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if record.topic not in self.seen_topics:
+            self.seen_topics.add(record.topic)
+            self.on_topic(record.topic)
+
+    def _write_offsets(self, producer: Producer) -> None:
+        for partition, offset in self.pending.values():
+            producer.produce(self.offsets.log.topic, value=dumps(offset),
+                             key=OffsetStore.record_key(self.setup.connector, partition))
+
+    def _commit_offsets(self, producer: Producer, task: SourceTask) -> None:
+        if not self.pending:
+            return
+        if producer.flush(30) > 0:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        self._write_offsets(producer)
+        producer.flush(30)
+        self.pending.clear()
+        task.commit()
+
+
+class SinkTaskRunner(TaskRunner):
+    def __init__(self, setup: TaskSetup, dlq_replication: int = 3) -> None:
+        super().__init__(setup)
+        self.consumed: dict[tuple[str, int], int] = {}
+        config = setup.connector_config
+        self.dlq_topic = config.get("errors.deadletterqueue.topic.name", "").strip()
+        self.dlq_headers = config.get("errors.deadletterqueue.context.headers.enable") == "true"
+        self.dlq: Producer | None = None
+        self.paused_partitions = False
+        self.failing = False
+
+    def _consumer(self) -> Consumer:
+        overrides = {k[len("consumer.override."):]: v
+                     for k, v in self.setup.connector_config.items()
+                     if k.startswith("consumer.override.")}
+        consumer = Consumer({
+            **self.setup.client_settings, "group.id": f"connect-{self.setup.connector}",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            # librdkafka's 1,000 ms: once its prefetch queue is full a partition's next fetch
+            # waits a second, which a task slower than the fetcher hits on every refill
+            "fetch.queue.backoff.ms": 20, **overrides})
+        config = self.setup.connector_config
+        topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+        regex = config.get("topics.regex", "").strip()
+        consumer.subscribe(topics or ["^" + regex.lstrip("^")], on_assign=self._on_assign,
+                           on_revoke=self._on_revoke)
+        return consumer
+
+    def run(self) -> None:
+        task = self.task
+        assert isinstance(task, SinkTask)
+        task.initialize(SinkTaskContext(self.setup.config))
+        task.start(self.setup.config)
+        if self.dlq_topic:
+            self._ensure_dlq()
+        self.consumer = self._consumer()
+        self.setup.report("PAUSED" if self.paused else "RUNNING", None)
+        last_commit = time.monotonic()
+        try:
+            while not self.stopping.is_set():
+                batch = self._consume_unless_paused()
+                records = self._convert(batch)
+                if records:
+                    task.put(records)
+                if time.monotonic() - last_commit > self.setup.flush_interval_s:
+                    self._commit(task)
+                    last_commit = time.monotonic()
+            self._commit(task)
+        except BaseException:
+            self.failing = True  # nothing of the failed batch is flushed or committed
+            raise
+        finally:
+            self.consumer.close()  # runs _on_revoke, which commits unless failing
+            task.stop()
+        self.setup.report("UNASSIGNED", None)
+
+    def _consume_unless_paused(self) -> list[Any]:
+        """A batch, or nothing while paused (the consumer keeps polling, so it stays in its
+        group, but its partitions are paused)."""
+        if self.paused or self.paused_partitions:
+            assignment = self.consumer.assignment()
+            if self.paused:
+                # again each time: a rebalance may have assigned partitions since
+                self.consumer.pause(assignment)
+                self.paused_partitions = True
+            else:  # only once after pausing: a resume restarts the partition's fetcher
+                self.consumer.resume(assignment)
+                self.paused_partitions = False
+        self.failing = False
+        return list(self.consumer.consume(1000, 0.5))
+
+    def _convert(self, batch: list[Any]) -> list[SinkRecord]:
+        records = []
+        key_converter = self.setup.key_converter.to_connect_data
+        value_converter = self.setup.value_converter.to_connect_data
+        for msg in batch:
+            if msg.error() is not None:
+                if msg.error().fatal():
+                    raise KafkaException(msg.error())
+                log.info("sink %s: %s", self.setup.connector, msg.error())  # e.g. no topic yet
+                continue
+            topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            self.consumed[(topic, partition)] = offset + 1
+            try:
+                key_schema, key = key_converter(topic, msg.key())
+                schema, value = value_converter(topic, msg.value())
+            except DataException as exc:
+                self._to_dlq(msg, exc)
+                continue
+            headers = msg.headers()
+            records.append(SinkRecord(topic, partition, offset, key, key_schema, value, schema,
+                                      msg.timestamp()[1], tuple(headers) if headers else ()))
+        return records
+
+    def _to_dlq(self, msg: Any, exc: DataException) -> None:
+        self.tolerate(exc, f"{msg.topic()}-{msg.partition()}@{msg.offset()}")
+        if self.dlq is None:
+            return
+        headers = []
+        if self.dlq_headers:
+            headers = [("__connect.errors.topic", msg.topic().encode()),
+                       ("__connect.errors.partition", str(msg.partition()).encode()),
+                       ("__connect.errors.offset", str(msg.offset()).encode()),
+                       ("__connect.errors.connector.name", self.setup.connector.encode()),
+                       ("__connect.errors.task.id", str(self.setup.task_id).encode()),
+                       ("__connect.errors.stage", b"VALUE_CONVERTER"),
+                       ("__connect.errors.exception.class.name",
+                        b"org.apache.kafka.connect.errors.DataException"),
+                       ("__connect.errors.exception.message", str(exc).encode())]
+        self.dlq.produce(self.dlq_topic, key=msg.key(), value=msg.value(), headers=headers)
+        self.dlq.poll(0)
+
+    def _ensure_dlq(self) -> None:
+        replication = int(self.setup.connector_config.get(
+            "errors.deadletterqueue.topic.replication.factor", "3"))
+        admin = AdminClient(self.setup.client_settings)
+        future = admin.create_topics([NewTopic(self.dlq_topic, 1, replication)])[self.dlq_topic]
+        try:
+            future.result(30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        self.dlq = Producer({**self.setup.client_settings, "acks": "all"})
+
+    def _commit(self, task: SinkTask, only: list[tuple[str, int]] | None = None) -> None:
+        offsets = {tp: o for tp, o in self.consumed.items() if only is None or tp in only}
+        if not offsets:
+            return
+        task.flush(offsets)
+        if self.dlq is not None:
+            self.dlq.flush(30)
+        try:
+            self.consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in
+                                          offsets.items()], asynchronous=False)
+        except KafkaException as exc:  # a rebalance took the partitions: they come again
+            log.warning("sink %s: commit failed: %s", self.setup.connector, exc)
+        for tp in offsets:
+            self.consumed.pop(tp, None)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)  # done here, so that the pause below holds
+        if self.paused:  # assigned while paused: not one record until resumed
+            consumer.pause(partitions)
+            self.paused_partitions = True
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        task = self.task
+        assert isinstance(task, SinkTask)
+        if not self.failing:
+            self._commit(task, [(p.topic, p.partition) for p in partitions])
+
+
+def setup_converters(props: Mapping[str, str], worker_props: Mapping[str, str]
+                     ) -> tuple[Converter, Converter]:
+    from connect.converters import build_converter
+    return (build_converter(props, "key.converter", True, worker_props),
+            build_converter(props, "value.converter", False, worker_props))

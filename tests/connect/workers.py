@@ -1,0 +1,118 @@
+"""Connect workers as real processes (`python -m connect --config ...`) on free ports, and
+the small waits the tests share."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from confluent_kafka import Consumer, TopicPartition
+
+from brokercluster.ports import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class WorkerProcess:
+    def __init__(self, data_dir: Path, bootstrap: str, group: str,
+                 extra: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.props = {
+            "bootstrap.servers": bootstrap, "group.id": group,
+            "config.storage.topic": f"{group}-configs", "offset.storage.topic": f"{group}-offsets",
+            "status.storage.topic": f"{group}-status",
+            "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1", "offset.storage.partitions": "3",
+            "status.storage.partitions": "2", "listeners": f"http://127.0.0.1:{self.port}",
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "offset.flush.interval.ms": "500", "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "1000", **(extra or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.output = data_dir / f"worker-{self.port}.out"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 40) -> WorkerProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self.data_dir / f"worker-{self.port}.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "connect", "--config",
+                                          str(config)], cwd=REPO, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        wait_for(lambda: self._answers(), timeout, f"the worker never answered:\n{self.log()}")
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the worker exited:\n{self.log()}")
+        try:
+            return httpx.get(self.url + "/", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def log(self) -> str:
+        return self.output.read_text(errors="replace")[-6000:] if self.output.exists() else ""
+
+    def stop(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.kill(self.proc.pid, sig)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=30)
+
+    def request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        return httpx.request(method, self.url + path, json=body, timeout=60)
+
+
+def wait_for(check: Callable[[], Any], timeout: float, message: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(message or "timed out")
+        time.sleep(0.2)
+
+
+def read_topic(bootstrap: str, topic: str, expected: int, timeout: float = 30) -> list[bytes]:
+    """Every committed record of `topic` (waiting until at least `expected` arrived)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    parts = wait_for(lambda: consumer.list_topics(topic, timeout=10).topics[topic].partitions,
+                     timeout, f"topic {topic} never appeared")
+    consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+    values: list[bytes] = []
+    deadline, quiet = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline and (len(values) < expected or quiet < 3):
+        batch = consumer.consume(1000, 0.5)
+        quiet = 0 if batch else quiet + 1
+        values += [m.value() for m in batch if m.error() is None]
+    consumer.close()
+    return values
