@@ -96,9 +96,12 @@ class Command(BaseCommand):
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir),
-                     *self._celery(web.env, data_dir),
-                     self._connect(host, ports["connect_port"], bootstrap, data_dir,
-                                   None if external else brokers)]
+                     *self._celery(web.env, data_dir)]
+        # The Connect worker's group membership (connect/membership.py) speaks PLAINTEXT
+        # only, so it cannot join on a secured cluster: not started under --secure.
+        if self.secure is None:
+            children.append(self._connect(host, ports["connect_port"], bootstrap, data_dir,
+                                          None if external else brokers))
         self._run(children, host, ports, bootstrap, data_dir, external)
 
     def _migrate(self, env: dict[str, str]) -> None:
@@ -277,7 +280,9 @@ class Command(BaseCommand):
             ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
             ("Kafka Connect", f"http://{host}:{ports['connect_port']}  "
-                              "(Kafka's Connect REST API; worker group millrace-connect)"),
+                              "(Kafka's Connect REST API; worker group millrace-connect)"
+             if self.secure is None else "not started under --secure (its group "
+                                         "membership speaks PLAINTEXT only)"),
             ("OpenAPI", f"{web}/api/docs/"),
             ("Admin login", self.admin_login),
             *self._secure_rows(),
