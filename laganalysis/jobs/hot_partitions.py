@@ -51,7 +51,8 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
         .agg(F.count(F.lit(1)).alias("messages"), F.sum("size").alias("bytes"))
         .collect()
     )
-    metadata = topic_partitions({"bootstrap.servers": str(params["bootstrap"])}, topics)
+    metadata = topic_partitions({**dict(params.get("kafka_config") or {}),
+                                 "bootstrap.servers": str(params["bootstrap"])}, topics)
     partitions = _with_empty_partitions(counted, metadata, hot_factor)
     keys = _top_keys(data, top_keys)
     distinct = {
