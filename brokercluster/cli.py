@@ -18,6 +18,7 @@ from typing import Any
 
 from brokercluster.control import ACTIONS, NoSupervisor, request
 from brokercluster.layout import SOCKET_NAME, ClusterLayout, LayoutError
+from brokercluster.probe import probe_security
 from brokercluster.supervisor import Supervisor
 from brokercore.config import BrokerConfig, ConfigError
 from brokercore.security.scram import parse_add_scram
@@ -48,6 +49,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         metavar="MECHANISM=[name=..,password=..]",
                         help="a SCRAM user for the new cluster (kafka-storage format "
                              "--add-scram), repeatable")
+    parser.add_argument("--kafka-listener", default=None, metavar="NAME",
+                        help="the name of each broker's Kafka listener (default PLAINTEXT); "
+                             "secure it with --override listener.security.protocol.map=...")
     parser.add_argument("--json", action="store_true", help="machine-readable answer")
     args = parser.parse_args(argv)
     if args.action is None:
@@ -55,9 +59,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             parser.error("a broker id and --json go with an ACTION")
     else:
         if (args.brokers is not None or args.base_port is not None or args.override
-                or args.add_scram):
-            parser.error("--brokers, --base-port, --override and --add-scram are for starting "
-                         "the cluster")
+                or args.add_scram or args.kafka_listener):
+            parser.error("--brokers, --base-port, --override, --add-scram and --kafka-listener "
+                         "are for starting the cluster")
         if (args.action == "status") != (args.id is None):
             parser.error("status takes no broker id" if args.action == "status"
                          else f"{args.action} needs a broker id")
@@ -69,7 +73,7 @@ def main(argv: list[str]) -> int:
     data_dir: Path = args.data_dir.resolve()
     if args.action is None:
         return run(data_dir, args.brokers or 3, args.base_port or 9092, args.override,
-                   args.add_scram)
+                   args.add_scram, args.kafka_listener or "PLAINTEXT")
     message: dict[str, Any] = {"action": args.action}
     if args.id is not None:
         message["id"] = args.id
@@ -91,17 +95,19 @@ def main(argv: list[str]) -> int:
 
 
 def run(data_dir: Path, brokers: int, base_port: int, overrides: list[str],
-        add_scram: list[str] | None = None) -> int:
+        add_scram: list[str] | None = None, kafka_listener: str = "PLAINTEXT") -> int:
+    extra = dict(item.split("=", 1) for item in overrides if "=" in item)
     try:
-        layout = ClusterLayout(brokers, base_port, data_dir)
-        # Checked once here, so that a typo fails now rather than in N brokers' logs.
+        layout = ClusterLayout(brokers, base_port, data_dir, kafka_listener)
+        # Checked once here, so that a typo fails now rather than in N brokers' logs; the
+        # first node's whole config also gives the status probe its way in (probe.py).
         BrokerConfig.load(None, overrides)
+        probe_security(layout, extra)
         for user in add_scram or []:
             parse_add_scram(user)
     except (LayoutError, ConfigError, ValueError) as exc:
         print(f"brokercluster: {exc}", file=sys.stderr)
         return 2
-    extra = dict(item.split("=", 1) for item in overrides)
     try:
         return asyncio.run(Supervisor(layout, extra, add_scram=add_scram).run())
     except NoSupervisor as exc:

@@ -40,6 +40,9 @@ class ClusterLayout:
     brokers: int
     base_port: int
     data_dir: Path
+    # The name of the Kafka listener on each node's Kafka port: PLAINTEXT, or a name the
+    # operator's listener.security.protocol.map secures (README, "A secured cluster").
+    kafka_listener: str = "PLAINTEXT"
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= MAX_BROKERS:
@@ -77,7 +80,8 @@ class ClusterLayout:
         return {
             "node.id": str(node_id),
             # The Kafka listener first: brokers that predate the quorum serve listeners[0].
-            "listeners": f"PLAINTEXT://{HOST}:{n.kafka_port},CONTROLLER://{HOST}:{n.controller_port}",
+            "listeners": f"{self.kafka_listener}://{HOST}:{n.kafka_port},"
+                         f"CONTROLLER://{HOST}:{n.controller_port}",
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.voters": self.voters,
             "log.dirs": str(n.log_dir),

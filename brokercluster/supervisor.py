@@ -26,7 +26,7 @@ from brokercluster.control import (
     supervisor_alive,
 )
 from brokercluster.layout import HOST, ClusterLayout, NodeLayout
-from brokercluster.probe import observe
+from brokercluster.probe import observe, probe_security
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class Supervisor:
             n.node_id: BrokerChild(n, self._args(n, overrides), self.say) for n in layout.nodes
         }
         self.stopping = False
+        self.probe_security = probe_security(layout, overrides)
 
     def _args(self, node: NodeLayout, overrides: dict[str, str]) -> list[str]:
         args = [sys.executable, "-m", "brokercore",
@@ -188,7 +189,8 @@ class Supervisor:
     async def status(self) -> dict[str, Any]:
         up = [c for c in self.children.values() if c.state is BrokerState.RUNNING]
         views = await asyncio.gather(*(
-            observe(c.node_id, HOST, c.node.kafka_port, c.node.metrics_port) for c in up))
+            observe(c.node_id, HOST, c.node.kafka_port, c.node.metrics_port,
+                    security=self.probe_security) for c in up))
         seen = {v.node_id: v for v in views if v is not None}
         brokers = []
         for child in self.children.values():

@@ -154,7 +154,8 @@ def produce_message(actor: Actor, topic: str, value: bytes | None, key: bytes | 
     with audited(actor, "topic.produce", f"topic {topic}", parameters) as note, \
             _system_words():
         produced = produce(connection.bootstrap_servers(), topic, value, key, list(headers),
-                           partition, timeout=connection.TIMEOUT)
+                           partition, timeout=connection.TIMEOUT,
+                           config=connection.client_config())
         note.message = f"partition {produced.partition} offset {produced.offset}"
     return produced
 

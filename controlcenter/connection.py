@@ -23,7 +23,8 @@ def cluster() -> ClusterClient:
     with _lock:
         if _client is None or _client.bootstrap_servers != settings.KAFKA_BOOTSTRAP_SERVERS:
             _client = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS,
-                                    {"client.id": "millrace-controlcenter"}, timeout=TIMEOUT)
+                                    {**client_config(), "client.id": "millrace-controlcenter"},
+                                    timeout=TIMEOUT)
         return _client
 
 
@@ -50,14 +51,22 @@ def supervisor() -> SupervisorClient | None:
 def record_reader() -> RecordReader:
     """A bounded reader for one message-browsing request (close it, or use `with`)."""
     return RecordReader(settings.KAFKA_BOOTSTRAP_SERVERS,
-                        {"client.id": "millrace-message-browser"}, timeout=TIMEOUT)
+                        {**client_config(), "client.id": "millrace-message-browser"},
+                        timeout=TIMEOUT)
 
 
 def record_follower() -> RecordFollower:
     """A reader that stays on a topic, for one live tail (controlcenter/livetail.py)."""
     return RecordFollower(settings.KAFKA_BOOTSTRAP_SERVERS,
-                          {"client.id": "millrace-live-tail", "fetch.max.bytes": str(4 << 20),
+                          {**client_config(), "client.id": "millrace-live-tail",
+                           "fetch.max.bytes": str(4 << 20),
                            "queued.max.messages.kbytes": str(8 << 10)}, timeout=TIMEOUT)
+
+
+def client_config() -> dict[str, str]:
+    """The librdkafka keys every client of the control center adds: a secured cluster's
+    login (settings.KAFKA_CLIENT_CONFIG), or nothing."""
+    return dict(settings.KAFKA_CLIENT_CONFIG)
 
 
 def bootstrap_servers() -> str:

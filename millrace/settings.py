@@ -30,6 +30,18 @@ def env_int(name: str, default: int) -> int:
     return default if raw is None or raw == "" else int(raw)
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A librdkafka / Java properties file's `key=value` lines (no escapes or continuations:
+    what `platform --secure` writes and kcat reads)."""
+    config = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", "!")) and "=" in line:
+            key, _, value = line.partition("=")
+            config[key.strip()] = value.strip()
+    return config
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
@@ -150,6 +162,18 @@ LOGOUT_REDIRECT_URL = "/"
 KAFKA_BOOTSTRAP_SERVERS = env_str(
     "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 )
+# A librdkafka properties file (security.protocol, sasl.*, ssl.ca.location ...) whose keys
+# every Kafka client of the platform adds to its own: `platform --secure` points it at the
+# services' SASL_SSL login (millrace/README.md, "A secured platform"). Empty: none.
+MILLRACE_KAFKA_CLIENT_CONFIG = env_str("MILLRACE_KAFKA_CLIENT_CONFIG", "")
+KAFKA_CLIENT_CONFIG: dict[str, str] = {
+    key: value for key, value in (
+        read_properties(Path(MILLRACE_KAFKA_CLIENT_CONFIG))
+        if MILLRACE_KAFKA_CLIENT_CONFIG else {}).items()
+    if key != "bootstrap.servers"  # KAFKA_BOOTSTRAP_SERVERS says where
+}
+# `manage.py platform --secure` (or MILLRACE_SECURE=1): the secured built-in cluster.
+MILLRACE_SECURE = env_bool("MILLRACE_SECURE", False)
 
 # --- The collector (controlcenter/README.md, "The collector") -----------------------------
 MILLRACE_COLLECT_INTERVAL_S = float(env_str("MILLRACE_COLLECT_INTERVAL_S", "5"))

@@ -49,6 +49,7 @@ LOOP_DRAIN_MIN_RECORDS = 10
 
 def base_config() -> dict[str, Any]:
     return {
+        **settings.KAFKA_CLIENT_CONFIG,  # a secured cluster's login (platform --secure)
         "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
         "client.id": "millrace-restproxy",
     }

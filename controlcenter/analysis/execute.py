@@ -66,7 +66,9 @@ def run_analysis(run_id: int, worker: str = "") -> str:
     scratch = settings.MILLRACE_ANALYSIS_DIR / str(run_id)
     shutil.rmtree(scratch, ignore_errors=True)
     command = runner.JobCommand(
-        job=run.job, params={**run.parameters, "bootstrap": settings.KAFKA_BOOTSTRAP_SERVERS},
+        job=run.job, params={**run.parameters, "bootstrap": settings.KAFKA_BOOTSTRAP_SERVERS,
+                             **({"kafka_config": settings.KAFKA_CLIENT_CONFIG}
+                                if settings.KAFKA_CLIENT_CONFIG else {})},
         out=scratch / "result.json", master=master, tag=f"millrace-analysis-{run_id}")
     try:
         outcome = runner.run_job(command, lambda p: _progress(run, p),

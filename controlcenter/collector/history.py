@@ -10,6 +10,7 @@ librdkafka and moves on; a failed delivery is counted and logged, never retried 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -22,9 +23,11 @@ from . import clientlog
 log = logging.getLogger(__name__)
 
 class HistoryTopics:
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient,
+                 client_config: Mapping[str, str] | None = None) -> None:
         self.client = client
         self.producer = Producer({
+            **(client_config or {}),
             "bootstrap.servers": client.bootstrap_servers, "client.id": "millrace-collector",
             "linger.ms": 50, "compression.type": "lz4", "queue.buffering.max.messages": 1000000,
             "message.timeout.ms": 60000,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -35,6 +36,8 @@ class CollectorConfig:
     retention: Policy | None = None
     cluster_name: str = "millrace"
     history_topics: bool = True
+    # librdkafka keys every client adds (KAFKA_CLIENT_CONFIG: a secured cluster's login)
+    client_config: Mapping[str, str] = field(default_factory=dict)
 
 
 class PhaseClock:
@@ -68,13 +71,15 @@ class Collector:
         # 10,000-partition ListOffsets (2-4 s here) well inside it.
         probe = max(1.0, config.interval / 2)
         self.client = ClusterClient(config.bootstrap_servers, {
+            **config.client_config,
             "client.id": "millrace-collector", "logger": clientlog.librdkafka,
             "reconnect.backoff.ms": 1000, "reconnect.backoff.max.ms": 30000,
         }, timeout=max(5.0, 2 * config.interval), metadata_ttl=0.0)
         self.sampler = Sampler(self.client, config.supervisor_dir, probe_timeout=probe)
         self.analyzer = Analyzer()
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
-        self.history = HistoryTopics(self.client) if config.history_topics else None
+        self.history = (HistoryTopics(self.client, config.client_config)
+                        if config.history_topics else None)
         self.metrics = LagMetrics(config.cluster_name)
         self.pusher = Pusher()  # renders and sends what changed, off the cycle
         self.reachable: bool | None = None  # None until the first cycle

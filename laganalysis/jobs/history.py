@@ -47,9 +47,14 @@ def window_bounds(params: Mapping[str, Any]) -> tuple[float | None, float | None
     return since, until
 
 
-def kafka_reader(spark: SparkSession, bootstrap: str) -> Any:
+def kafka_reader(spark: SparkSession, params: Mapping[str, Any]) -> Any:
+    """The source reading params' ``bootstrap``, with the librdkafka keys of the optional
+    ``kafka_config`` (a secured cluster's login: the platform's KAFKA_CLIENT_CONFIG)."""
     register_once(spark)
-    return spark.read.format(FORMAT).option("kafka.bootstrap.servers", bootstrap)
+    reader = spark.read.format(FORMAT).option("kafka.bootstrap.servers", str(params["bootstrap"]))
+    for key, value in dict(params.get("kafka_config") or {}).items():
+        reader = reader.option(f"kafka.{key}", str(value))
+    return reader
 
 
 def register_once(spark: SparkSession) -> None:
@@ -66,7 +71,7 @@ def _records(
     if params.get(path_key):
         text = spark.read.text(str(params[path_key]))
     elif params.get("bootstrap"):
-        text = kafka_reader(spark, str(params["bootstrap"])).option("subscribe", topic).load()
+        text = kafka_reader(spark, params).option("subscribe", topic).load()
         text = text.select(F.col("value").cast("string").alias("value"))
     else:
         raise ParamError(f"give bootstrap (the cluster holding {topic}) or {path_key}")

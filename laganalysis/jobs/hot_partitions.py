@@ -51,7 +51,8 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
         .agg(F.count(F.lit(1)).alias("messages"), F.sum("size").alias("bytes"))
         .collect()
     )
-    metadata = topic_partitions({"bootstrap.servers": str(params["bootstrap"])}, topics)
+    metadata = topic_partitions({**dict(params.get("kafka_config") or {}),
+                                 "bootstrap.servers": str(params["bootstrap"])}, topics)
     partitions = _with_empty_partitions(counted, metadata, hot_factor)
     keys = _top_keys(data, top_keys)
     distinct = {
@@ -100,7 +101,7 @@ def _with_empty_partitions(
 def _read(spark: SparkSession, params: Mapping[str, Any], topics: list[str]) -> DataFrame:
     if not params.get("bootstrap"):
         raise ParamError("give bootstrap, the cluster holding the topics")
-    reader = kafka_reader(spark, str(params["bootstrap"])).option("subscribe", ",".join(topics))
+    reader = kafka_reader(spark, params).option("subscribe", ",".join(topics))
     since, until = window_bounds(params)
     if since is not None:
         # A partition with nothing newer than `since` contributes nothing, not an error.

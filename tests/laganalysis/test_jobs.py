@@ -23,6 +23,7 @@ from tests.laganalysis.history import (
     write_events,
     write_samples,
 )
+from tests.securebroker import start_secured_broker
 
 
 def gini(values: list[float]) -> float:
@@ -256,3 +257,27 @@ def test_history_round_trips_through_the_samples_topic(
     result = JOBS["eta"](spark, {"bootstrap": kafka_bootstrap, "groups": [tag]}).to_json()
     (group,) = rows(result, "groups")
     assert group["eta_seconds"] == 500.0 and group["total_lag"] == 1200
+
+
+def test_a_job_reads_a_secured_cluster_with_the_platforms_kafka_config(
+        spark: Any, tmp_path: Path) -> None:
+    """`kafka_config` (the platform's KAFKA_CLIENT_CONFIG under `platform --secure`) logs
+    the job's Kafka source in over SASL_SSL."""
+    broker = start_secured_broker(tmp_path / "broker")
+    try:
+        login = {"security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN",
+                 "sasl.username": "alice", "sasl.password": "alice-secret",
+                 "ssl.ca.location": broker.ca_file}
+        secured = broker.bootstrap("SASL_SSL")
+        topic = f"secured-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": secured, **login})
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+        producer = Producer({"bootstrap.servers": secured, **login})
+        for i in range(10):
+            producer.produce(topic, b"v", f"k{i}".encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+        params = {"bootstrap": secured, "topics": [topic]}
+        out = JOBS["hot_partitions"](spark, {**params, "kafka_config": login}).to_json()
+        assert [r["messages"] for r in rows(out, "partitions")] == [5, 5]
+    finally:
+        broker.process.stop()

@@ -36,7 +36,8 @@ class Command(BaseCommand):
             bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS, interval=opts["interval"],
             supervisor_dir=cluster_dir if cluster_dir.is_dir() else None,
             retention=Policy.parse(settings.MILLRACE_LAG_HISTORY_RETENTION),
-            cluster_name=settings.MILLRACE_CLUSTER_NAME))
+            cluster_name=settings.MILLRACE_CLUSTER_NAME,
+            client_config=settings.KAFKA_CLIENT_CONFIG))
         try:
             if opts["once"]:
                 took = collector.cycle()

@@ -8,6 +8,11 @@ worker (`python -m connect`), waits for each to be ready,
 prints the endpoints and the commands to try a failover, restarts a child that exits on its
 own (three exits in a minute stop the platform), and on Ctrl-C stops everything in
 reverse order.
+
+With --secure (or MILLRACE_SECURE=1) the built-in cluster is secured (millrace/secure.py,
+README "A secured platform"): SASL_SSL only, the authorizer on, the platform's services
+logged in as a super user, an `admin` SCRAM user whose password is printed once, and the
+control center requiring login.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokercluster.ports import free_base_port, free_port
 from millrace import platform_cluster
 from millrace.management.children import Child, http_ok
+from millrace.secure import KAFKA_LISTENER, SecureFiles
 
 # CLUSTER.md: the built-in cluster's brokers listen on the loopback interface.
 CLUSTER_HOST = "127.0.0.1"
@@ -56,6 +62,9 @@ class Command(BaseCommand):
         parser.add_argument("--data-dir", type=Path, default=settings.DATA_DIR)
         parser.add_argument("--external", action="store_true",
                             help="use KAFKA_BOOTSTRAP_SERVERS instead of the built-in cluster")
+        parser.add_argument("--secure", action="store_true", default=settings.MILLRACE_SECURE,
+                            help="SASL_SSL, ACLs and logins on the built-in cluster "
+                                 "(MILLRACE_SECURE=1)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         host: str = opts["host"]
@@ -70,14 +79,29 @@ class Command(BaseCommand):
         external = opts["external"] or "KAFKA_BOOTSTRAP_SERVERS" in os.environ
         bootstrap = (settings.KAFKA_BOOTSTRAP_SERVERS if external else ",".join(
             f"{CLUSTER_HOST}:{ports['kafka_port'] + i}" for i in range(brokers)))
+        self.secure: SecureFiles | None = None
+        self.client_config: Path | None = None
+        if opts["secure"]:
+            if external:
+                raise CommandError("--secure secures the built-in cluster; an external "
+                                   "cluster's clients are configured with "
+                                   "MILLRACE_KAFKA_CLIENT_CONFIG")
+            self.secure = SecureFiles.ensure(data_dir)
         children = [] if external else [self._cluster(brokers, ports["kafka_port"], data_dir)]
         web = self._web(host, ports, bootstrap, data_dir, opts["workers"])
+        if self.secure is not None:
+            service, self.client_config = self.secure.write_client_configs(bootstrap)
+            web.env.update({"MILLRACE_KAFKA_CLIENT_CONFIG": str(service),
+                            "MILLRACE_UI_LOGIN_REQUIRED": "1", "MILLRACE_SECURE": "1"})
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir),
-                     *self._celery(web.env, data_dir),
-                     self._connect(host, ports["connect_port"], bootstrap, data_dir,
-                                   None if external else brokers)]
+                     *self._celery(web.env, data_dir)]
+        # The Connect worker's group membership (connect/membership.py) speaks PLAINTEXT
+        # only, so it cannot join on a secured cluster: not started under --secure.
+        if self.secure is None:
+            children.append(self._connect(host, ports["connect_port"], bootstrap, data_dir,
+                                          None if external else brokers))
         self._run(children, host, ports, bootstrap, data_dir, external)
 
     def _migrate(self, env: dict[str, str]) -> None:
@@ -102,7 +126,12 @@ class Command(BaseCommand):
     def _cluster(self, brokers: int, base_port: int, data_dir: Path) -> Child:
         args = [sys.executable, "-m", "brokercluster", "--brokers", str(brokers),
                 "--base-port", str(base_port), "--data-dir", str(data_dir / "cluster")]
-        for key, value in platform_cluster.broker_config(brokers).items():
+        config = platform_cluster.broker_config(brokers)
+        if self.secure is not None:
+            config.update(self.secure.broker_config())
+            args += ["--kafka-listener", KAFKA_LISTENER,
+                     *(f"--add-scram={user}" for user in self.secure.add_scram())]
+        for key, value in config.items():
             args += ["--override", f"{key}={value}"]
 
         def ready() -> bool:
@@ -243,16 +272,20 @@ class Command(BaseCommand):
         web = f"http://{host}:{ports['web_port']}"
         rows = [
             ("Kafka bootstrap", bootstrap + ("  (external)" if external else
-                                             f"  ({bootstrap.count(',') + 1} brokers)")),
+                                             f"  ({bootstrap.count(',') + 1} brokers"
+                                             f"{', SASL_SSL' if self.secure else ''})")),
             ("Control center", f"{web}/"),
             ("Schema registry", f"http://{host}:{ports['registry_port']}  "
                                 f"(also {web}/{settings.REGISTRY_PREFIX})"),
             ("REST proxy", f"http://{host}:{ports['restproxy_port']}  "
                            f"(also {web}/{settings.RESTPROXY_PREFIX})"),
             ("Kafka Connect", f"http://{host}:{ports['connect_port']}  "
-                              "(Kafka's Connect REST API; worker group millrace-connect)"),
+                              "(Kafka's Connect REST API; worker group millrace-connect)"
+             if self.secure is None else "not started under --secure (its group "
+                                         "membership speaks PLAINTEXT only)"),
             ("OpenAPI", f"{web}/api/docs/"),
             ("Admin login", self.admin_login),
+            *self._secure_rows(),
             ("Lag metrics", f"http://127.0.0.1:{ports['collector_metrics_port']}/metrics"
                             "  (kafka-lag-exporter names)"),
             ("Lag analytics", f"{web}/analytics/  (Spark {settings.SPARK_MASTER_URL}, "
@@ -271,6 +304,18 @@ class Command(BaseCommand):
             self._print_failover(data_dir / "cluster")
         self.stdout.write("\nPress Ctrl-C to stop.")
         self.stdout.flush()
+
+    def _secure_rows(self) -> list[tuple[str, str]]:
+        """The secured cluster's lines: the admin's librdkafka config and Kafka login."""
+        if self.secure is None or self.client_config is None:
+            return []
+        new = self.secure.admin_password_new
+        return [
+            ("Client config", f"{self.client_config}  (SASL_SSL, SCRAM-SHA-512 user admin; "
+                              "kcat -F, confluent-kafka)"),
+            ("Kafka admin", f"user admin, password {new}  (shown only this once)" if new
+             else f"user admin  (password in {self.client_config})"),
+        ]
 
     def _print_failover(self, cluster_dir: Path) -> None:
         python, where = _short(Path(sys.executable)), _short(cluster_dir)
