@@ -53,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     reporter = threading.Thread(target=_report, args=(spark, args.tag, stop_progress), daemon=True)
     reporter.start()
     try:
-        result = JOBS[args.job](spark, params)
-        stop_progress.set()
-        reporter.join(timeout=5)  # its final counts come before the ending
+        try:
+            result = JOBS[args.job](spark, params)
+        finally:
+            stop_progress.set()
+            reporter.join(timeout=5)  # its last counts come before the ending, whatever it is
         if cancelled.is_set():
             return _emit({"event": "cancelled"}, EXIT_CANCELLED)
         _write_atomically(Path(args.out), {**result.to_json(), "params": params})
@@ -67,8 +69,6 @@ def main(argv: list[str] | None = None) -> int:
             return _emit({"event": "cancelled"}, EXIT_CANCELLED)
         return _fail(type(exc).__name__, readable_error(exc), EXIT_FAILED)
     finally:
-        stop_progress.set()
-        reporter.join(timeout=2)
         spark.stop()
 
 

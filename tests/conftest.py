@@ -9,8 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from tests.brokerproc import BrokerProcess
+
+# Hypothesis' per-example deadline is a timing assertion: on two cores shared with brokers and
+# JVMs an example can take 10x its quiet time. Examples stay bounded by max_examples.
+settings.register_profile("millrace", deadline=None)
+settings.load_profile("millrace")
 
 if TYPE_CHECKING:
     from tests.sparkcluster import SparkCluster

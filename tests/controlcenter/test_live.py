@@ -164,7 +164,7 @@ async def test_a_publish_from_another_process_reaches_the_page_over_redis() -> N
         page = await connect("groups")
         text = events.fragment_message("groups-table", "<tr>g1</tr>")
         await _in_thread(publish_from_another_process, layers, "groups", text)
-        assert await page.receive_from(timeout=10) == text
+        assert await page.receive_from(timeout=30) == text
         await page.disconnect()
 
 

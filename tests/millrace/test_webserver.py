@@ -73,7 +73,7 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
 def test_it_serves_each_app_at_the_root_of_its_port_and_under_its_prefix(server: Server) -> None:
     assert httpx.get(f"{server.web}/healthz").text == "ok"
     for registry in (server.registry, f"{server.web}/schema-registry"):
-        assert httpx.get(f"{registry}/schemas/types").json() == ["AVRO"]
+        assert httpx.get(f"{registry}/schemas/types").json() == ["JSON", "PROTOBUF", "AVRO"]
         missing = httpx.get(f"{registry}/schemas/ids/987654")
         assert missing.status_code == 404
         assert missing.json() == {"error_code": 40403, "message": "Schema 987654 not found"}
