@@ -38,6 +38,7 @@ from django.conf import settings  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.http import HttpResponseBase  # noqa: E402
 
+import httpauth  # noqa: E402
 import registry.lane  # noqa: E402
 import restproxy.lane  # noqa: E402
 from controlcenter.routing import websocket_urlpatterns  # noqa: E402
@@ -211,8 +212,10 @@ class HttpRouter:
 
 
 lane = FastLane(ApiHandler(), [
-    (settings.REGISTRY_PORT, settings.REGISTRY_PREFIX, registry.lane.routes()),
-    (settings.RESTPROXY_PORT, settings.RESTPROXY_PREFIX, restproxy.lane.routes()),
+    (settings.REGISTRY_PORT, settings.REGISTRY_PREFIX,
+     httpauth.guard_lane(httpauth.REGISTRY, registry.lane.routes())),
+    (settings.RESTPROXY_PORT, settings.RESTPROXY_PREFIX,
+     httpauth.guard_lane(httpauth.RESTPROXY, restproxy.lane.routes())),
 ])
 application = ProtocolTypeRouter({
     "http": HttpRouter(lane, django_asgi_app),
