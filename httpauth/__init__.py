@@ -25,11 +25,12 @@ from django.http import HttpResponse
 from apierrors import ApiError
 
 from .authfile import AuthfileWatch
-from .basic import Forbidden, Unauthorized, Unavailable, parse_basic
+from .basic import FORBIDDEN, UNAUTHORIZED, Forbidden, Unauthorized, Unavailable, parse_basic
 from .kafkalogin import LoginUnavailable, kafka_login
 
-__all__ = ["Forbidden", "Principal", "Unauthorized", "Unavailable", "authenticate",
-           "enabled", "registry_authfile", "respond"]
+__all__ = ["FORBIDDEN", "UNAUTHORIZED", "Forbidden", "Principal", "Unauthorized",
+           "Unavailable", "authenticate", "enabled", "guard_lane", "registry_authfile",
+           "respond"]
 
 REGISTRY, RESTPROXY = "registry", "restproxy"
 CONTENT_TYPES = {REGISTRY: "application/vnd.schemaregistry.v1+json",
@@ -112,35 +113,41 @@ def registry_authfile() -> AuthfileWatch | None:
     return _authfiles[path]
 
 
+def _store_key(app: str, username: str) -> str:
+    """The cache's key: an authfile's user is not the cluster's user of the same name."""
+    uses_authfile = app == REGISTRY and registry_authfile() is not None
+    return f"authfile\0{username}" if uses_authfile else username
+
+
 def cached(app: str, header: str | None) -> Principal | None:
-    """The principal without blocking: a cached login (or an authfile user), else None.
+    """The principal without blocking, from an accepted login still cached; else None.
     Raises Unauthorized for a header that is no Basic credential."""
     username, password = parse_basic(header)
-    authfile = registry_authfile() if app == REGISTRY else None
-    if authfile is not None:
-        if authfile.current().authenticate(username, password):
-            return Principal(username, password)
-        raise Unauthorized("Unauthorized: unknown user or wrong password")
-    if verified.hit(username, password):
+    if verified.hit(_store_key(app, username), password):
         return Principal(username, password)
     return None
 
 
 def authenticate(app: str, header: str | None) -> Principal:
-    """The caller, from the Authorization header; may log in to the cluster (blocking)."""
+    """The caller, from the Authorization header. Blocking: a login to the cluster, or an
+    authfile's password hash (scrypt takes tens of milliseconds), so not on a loop."""
     principal = cached(app, header)
     if principal is not None:
         return principal
     username, password = parse_basic(header)
-    try:
-        accepted = kafka_login(kafka_config(), username, password,
-                               settings.MILLRACE_HTTP_AUTH_TIMEOUT_S)
-    except LoginUnavailable as exc:
-        raise Unavailable(f"Credentials could not be verified: the cluster did not "
-                          f"answer ({exc})") from None
+    authfile = registry_authfile() if app == REGISTRY else None
+    if authfile is not None:
+        accepted = authfile.current().authenticate(username, password)
+    else:
+        try:
+            accepted = kafka_login(kafka_config(), username, password,
+                                   settings.MILLRACE_HTTP_AUTH_TIMEOUT_S)
+        except LoginUnavailable as exc:
+            raise Unavailable(f"Credentials could not be verified: the cluster did not "
+                              f"answer ({exc})") from None
     if not accepted:
         raise Unauthorized("Unauthorized: unknown user or wrong password")
-    verified.add(username, password, settings.MILLRACE_HTTP_AUTH_CACHE_S)
+    verified.add(_store_key(app, username), password, settings.MILLRACE_HTTP_AUTH_CACHE_S)
     return Principal(username, password)
 
 
