@@ -10,6 +10,7 @@ Django middleware here (`BasicAuthMiddleware`) and the fast lane (`millrace/asgi
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import hmac
 import json
@@ -48,6 +49,13 @@ class Principal:
     password: str = field(repr=False)
 
 
+# The caller of the request being served, for code with no request at hand (the REST
+# proxy's Kafka clients, `principal_config`). Set by the middleware and the lane guard;
+# each ASGI request runs in a task of its own, so a value never outlives its request there.
+current_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "millrace_principal", default=None)
+
+
 def enabled() -> bool:
     return bool(getattr(settings, "MILLRACE_HTTP_AUTH", False))
 
@@ -63,6 +71,12 @@ def kafka_config() -> dict[str, Any]:
     if settings.MILLRACE_HTTP_AUTH_SSL_CA_LOCATION:
         config["ssl.ca.location"] = settings.MILLRACE_HTTP_AUTH_SSL_CA_LOCATION
     return config
+
+
+def principal_config(principal: Principal) -> dict[str, Any]:
+    """A Kafka client config that logs in as the principal (the REST proxy's clients)."""
+    return {**kafka_config(), "sasl.username": principal.username,
+            "sasl.password": principal.password}
 
 
 class VerifiedCache:
@@ -179,6 +193,7 @@ def guard_lane(app: str, routes: list[LaneRoute]) -> list[LaneRoute]:
                 except ApiError as error:
                     return respond(error, app)
                 scope[SCOPE_KEY] = principal
+                current_principal.set(principal)  # this request's task only
             return await handler(scope, params, body)
 
         return handle

@@ -19,7 +19,7 @@ from django.http.response import HttpResponseBase
 
 from apierrors import ApiError
 
-from . import REGISTRY, RESTPROXY, authenticate, cached, enabled, respond
+from . import REGISTRY, RESTPROXY, authenticate, cached, current_principal, enabled, respond
 
 URLCONFS = {"registry.root_urls": REGISTRY, "restproxy.root_urls": RESTPROXY}
 
@@ -50,13 +50,18 @@ class BasicAuthMiddleware:
         if self.is_async:
             return self._acall(request)
         app = api_of(request) if enabled() else None
-        if app is not None:
-            try:
-                request.millrace_principal = authenticate(  # type: ignore[attr-defined]
-                    app, request.META.get("HTTP_AUTHORIZATION"))
-            except ApiError as error:
-                return respond(error, app)
-        return self.get_response(request)
+        if app is None:
+            return self.get_response(request)
+        try:
+            principal = authenticate(app, request.META.get("HTTP_AUTHORIZATION"))
+        except ApiError as error:
+            return respond(error, app)
+        request.millrace_principal = principal  # type: ignore[attr-defined]
+        token = current_principal.set(principal)  # a sync thread serves many requests
+        try:
+            return self.get_response(request)
+        finally:
+            current_principal.reset(token)
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:
         app = api_of(request) if enabled() else None
@@ -68,5 +73,8 @@ class BasicAuthMiddleware:
             except ApiError as error:
                 return respond(error, app)
             request.millrace_principal = principal  # type: ignore[attr-defined]
+            # Not reset: the request's task ends with it, and a streamed answer (a v3
+            # produce stream) still talks to Kafka as the caller after this returns.
+            current_principal.set(principal)
         response: HttpResponseBase = await self.get_response(request)
         return response

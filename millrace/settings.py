@@ -184,6 +184,9 @@ RESTPROXY_CONSUMER_REQUEST_TIMEOUT_MS = env_int("RESTPROXY_CONSUMER_REQUEST_TIME
 RESTPROXY_CONSUMER_MAX_BYTES = env_int("RESTPROXY_CONSUMER_MAX_BYTES", 64 * 1024 * 1024)
 RESTPROXY_MAX_REQUEST_BYTES = env_int("RESTPROXY_MAX_REQUEST_BYTES", 64 * 1024 * 1024)
 RESTPROXY_V3_BATCH_MAX_ENTRIES = env_int("RESTPROXY_V3_BATCH_MAX_ENTRIES", 10)
+# With MILLRACE_HTTP_AUTH the proxy talks to Kafka as each caller: how long one caller's
+# producer and admin client are kept after their last use.
+RESTPROXY_PRINCIPAL_CLIENT_IDLE_S = float(env_str("RESTPROXY_PRINCIPAL_CLIENT_IDLE_S", "300"))
 
 # --- HTTP Basic on the registry and the REST proxy (httpauth/README.md) -------------------
 # The one switch: on, both APIs (and their fast lanes) answer 401 without the credentials of
