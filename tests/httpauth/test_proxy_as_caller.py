@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,9 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 from django.conf import settings
 from django.test import override_settings
@@ -32,6 +36,7 @@ from restproxy import client as proxy_client
 from tests.securebroker import SCRAM_USERS, start_secured_broker
 
 USER, PASSWORD = SCRAM_USERS["SCRAM-SHA-512"]
+OTHER, OTHER_PASSWORD = "bob", "bob-secret"  # a second SCRAM-SHA-512 user, no ACLs
 PROXY = "/" + settings.RESTPROXY_PREFIX.rstrip("/")
 BINARY = "application/vnd.kafka.binary.v2+json"
 
@@ -53,9 +58,17 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     user = f"User:{USER}"
     acls = [AclBinding(ResourceType.TOPIC, "granted", ResourcePatternType.LITERAL, user, "*",
                        AclOperation.WRITE, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.TOPIC, "granted", ResourcePatternType.LITERAL, user, "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
+            AclBinding(ResourceType.GROUP, "rest-", ResourcePatternType.PREFIXED, user, "*",
+                       AclOperation.READ, AclPermissionType.ALLOW),
             AclBinding(ResourceType.TOPIC, "read-only", ResourcePatternType.LITERAL, user,
                        "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
     for future in admin.create_acls(acls).values():
+        future.result(15)
+    bob = UserScramCredentialUpsertion(
+        OTHER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), OTHER_PASSWORD.encode())
+    for future in admin.alter_user_scram_credentials([bob]).values():
         future.result(15)
     try:
         yield secured
@@ -77,15 +90,18 @@ def auth_on(broker: Any, transactional_db: None) -> Iterator[None]:
         proxy_client.reset_gateway()
 
 
-def asgi(method: str, path: str, body: Any = None) -> httpx.Response:
+def asgi(method: str, path: str, body: Any = None, user: str = USER,
+         content_type: str = BINARY) -> httpx.Response:
+    password = OTHER_PASSWORD if user == OTHER else PASSWORD
     async def send() -> httpx.Response:
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1",
                                      timeout=60) as c:
             return await c.request(method, PROXY + path,
                                    content=json.dumps(body) if body is not None else None,
-                                   headers={"Authorization": basic(USER, PASSWORD),
-                                            "Content-Type": BINARY})
+                                   headers={"Authorization": basic(user, password),
+                                            "Content-Type": content_type,
+                                            "Accept": "application/vnd.kafka.binary.v2+json"})
 
     return async_to_sync(send)()
 
@@ -127,3 +143,46 @@ def test_callers_clients_are_pooled_and_expire(auth_on: None) -> None:
     proxy_client.principal_clients.expire(idle_s=-1)
     assert len(proxy_client.principal_clients) == 0
     assert asgi("POST", "/topics/granted", RECORDS).status_code == 200
+
+
+V2 = "application/vnd.kafka.v2+json"
+
+
+def fetch(instance: str, user: str = USER) -> httpx.Response:
+    """Records of the instance, polled until some come or an error does."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = asgi("GET", f"{instance}/records?timeout=500", user=user)
+        if response.status_code != 200 or response.json() or time.monotonic() > deadline:
+            return response
+
+
+def test_consumer_instances_consume_as_their_creator(auth_on: None) -> None:
+    assert asgi("POST", "/topics/granted", RECORDS).status_code == 200
+    created = asgi("POST", "/consumers/rest-g1", {"format": "binary",
+                                                  "auto.offset.reset": "earliest"},
+                   content_type=V2)
+    assert created.status_code == 200, created.content
+    instance = f"/consumers/rest-g1/instances/{created.json()['instance_id']}"
+    assert asgi("POST", f"{instance}/subscription", {"topics": ["granted"]},
+                content_type=V2).status_code == 204
+    records = fetch(instance)
+    assert records.status_code == 200 and records.json(), records.content
+    # another user of the cluster does not see this user's instance
+    other = asgi("GET", f"{instance}/records", user=OTHER)
+    assert other.status_code == 404 and other.json()["error_code"] == 40403
+    assert asgi("DELETE", instance, user=OTHER, content_type=V2).status_code == 404
+    assert asgi("DELETE", instance, content_type=V2).status_code == 204
+
+
+def test_a_consumer_without_read_is_refused_not_left_waiting(auth_on: None) -> None:
+    created = asgi("POST", "/consumers/rest-g2", {"format": "binary",
+                                                  "auto.offset.reset": "earliest"},
+                   content_type=V2)
+    instance = f"/consumers/rest-g2/instances/{created.json()['instance_id']}"
+    assert asgi("POST", f"{instance}/subscription", {"topics": ["read-only"]},
+                content_type=V2).status_code == 204
+    refused = fetch(instance)
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["error_code"] == 40301
+    asgi("DELETE", instance, content_type=V2)
