@@ -466,8 +466,26 @@ def topic(name: str) -> TopicMetadata:
     found = cached.topics.get(name) if cached is not None else None
     if found is None or found.error is not None:
         need_thread()
-        return client.topic(name)
+        try:
+            return client.topic(name)
+        except ClusterRequestError as exc:
+            if exc.code == KafkaError.UNKNOWN_TOPIC_OR_PART and httpauth.current_principal.get():
+                _check_described(client, name)
+            raise
     return found
+
+
+def _check_described(client: ClusterClient, name: str) -> None:
+    """A topic missing from a caller's metadata may be one their ACLs hide: asked for by
+    name, Kafka answers TOPIC_AUTHORIZATION_FAILED for it, which is 403 40301 (Confluent's
+    answer), not 40401."""
+    try:
+        named = client.admin.list_topics(topic=name, timeout=ADMIN_TIMEOUT).topics.get(name)
+    except KafkaException:
+        return
+    error = named.error if named is not None else None
+    if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise errors.from_kafka(error, name)
 
 
 def check_partition(topic_name: str, partition: int) -> None:

@@ -18,6 +18,7 @@ from django.test import Client, override_settings
 
 import httpauth
 from millrace.asgi import application
+from restproxy import client as proxy_client
 from tests.securebroker import SCRAM_USERS, start_secured_broker
 
 USER, PASSWORD = SCRAM_USERS["SCRAM-SHA-512"]
@@ -38,6 +39,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         yield secured
     finally:
+        proxy_client.reset_gateway()  # its producer was pointed at this broker
         secured.process.stop()
 
 

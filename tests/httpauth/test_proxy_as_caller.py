@@ -116,6 +116,8 @@ def test_the_caller_s_acls_decide_a_produce(auth_on: None) -> None:
     refused = asgi("POST", "/topics/read-only", RECORDS)
     assert refused.status_code == 403, refused.content
     assert refused.json()["error_code"] == 40301
+    hidden = asgi("POST", "/topics/hidden", RECORDS)  # not even DESCRIBE: not hidden as 404
+    assert (hidden.status_code, hidden.json()["error_code"]) == (403, 40301), hidden.content
     # v3 as well
     v3 = asgi("GET", "/v3/clusters")
     cluster_id = v3.json()["data"][0]["cluster_id"]
