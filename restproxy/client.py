@@ -399,14 +399,16 @@ class PrincipalClients:
             self.expire()
         return found
 
-    def expire(self, idle_s: float | None = None) -> None:
+    def expire(self, idle_s: float | None = None, wait: bool = False) -> None:
         idle = settings.RESTPROXY_PRINCIPAL_CLIENT_IDLE_S if idle_s is None else idle_s
         now = time.monotonic()
         with self._lock:
             self._swept = now
             gone = [key for key, clients in self._clients.items() if now - clients.used > idle]
             closing = [self._clients.pop(key) for key in gone]
-        if closing:
+        if closing and wait:
+            _close_all(closing)
+        elif closing:
             threading.Thread(target=_close_all, args=(closing,), name="restproxy-caller-close",
                              daemon=True).start()
 
@@ -430,7 +432,7 @@ def reset_gateway() -> None:
             _gateway.close()
         _gateway, _cluster = None, None
         _shortfalls.clear()
-    principal_clients.expire(idle_s=-1)
+    principal_clients.expire(idle_s=-1, wait=True)
 
 
 # topic -> (until when it is trusted, its shortfall); kept as long as metadata is
