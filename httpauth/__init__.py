@@ -14,6 +14,7 @@ import contextvars
 import hashlib
 import hmac
 import json
+import logging
 import os
 import threading
 import time
@@ -25,7 +26,7 @@ from django.http import HttpResponse
 
 from apierrors import ApiError
 
-from .authfile import AuthfileWatch
+from .authfile import AuthfileError, AuthfileWatch
 from .basic import FORBIDDEN, UNAUTHORIZED, Forbidden, Unauthorized, Unavailable, parse_basic
 from .kafkalogin import LoginUnavailable, kafka_login
 
@@ -38,6 +39,7 @@ CONTENT_TYPES = {REGISTRY: "application/vnd.schemaregistry.v1+json",
                  RESTPROXY: "application/vnd.kafka.v2+json"}
 SCOPE_KEY = "millrace.principal"  # where a lane request's principal is kept in the scope
 CACHE_MAX = 10_000
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,12 @@ def registry_authfile() -> AuthfileWatch | None:
     if not path:
         return None
     if path not in _authfiles:
-        _authfiles[path] = AuthfileWatch(path)
+        try:
+            _authfiles[path] = AuthfileWatch(path)
+        except (OSError, AuthfileError) as exc:
+            # never an open registry, never a 500: refused until the file reads
+            logger.error("registry authfile %s unreadable: %s", path, exc)
+            raise Unavailable("The registry's authfile cannot be read") from None
     return _authfiles[path]
 
 

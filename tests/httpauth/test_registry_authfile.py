@@ -103,3 +103,13 @@ def test_permissions_per_subject_and_for_the_global_config(authfile: None) -> No
         == {"general-other", "general-value"}
     assert call("admin", "GET", "/subjects").json() == [
         "general-other", "general-value", "private-value"]
+
+
+def test_an_unreadable_authfile_refuses_everyone_with_503(tmp_path: Path,
+                                                         transactional_db: None) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"users": [{"username": "admin"}]')  # not even JSON
+    with override_settings(MILLRACE_HTTP_AUTH=True, MILLRACE_REGISTRY_AUTHFILE=str(broken)):
+        for path in ("/subjects", "/schemas/ids/1"):
+            refused = call("admin", "GET", path)
+            assert refused.status_code == 503 and refused.json()["error_code"] == 50302
