@@ -19,6 +19,7 @@ Websockets accept only pages of our own origin (AllowedHostsOriginValidator: the
 header's host must be in ALLOWED_HOSTS) and carry the session's user (AuthMiddlewareStack).
 """
 
+import asyncio
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -38,6 +39,7 @@ from django.conf import settings  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.http import HttpResponseBase  # noqa: E402
 
+import httpauth  # noqa: E402
 import registry.lane  # noqa: E402
 import restproxy.lane  # noqa: E402
 from controlcenter.routing import websocket_urlpatterns  # noqa: E402
@@ -207,12 +209,20 @@ class HttpRouter:
         server = scope.get("server")
         port = server[1] if server else None
         is_api = port in self.api_ports or scope["path"].startswith(self.api_prefixes)
+        if is_api and httpauth.enabled():
+            # The lane guard keeps the caller in a context variable for the whole request
+            # (a streamed answer included): a task of its own, as uvicorn gives every
+            # request, so it never reaches whoever called the application in process.
+            await asyncio.create_task(self.api(scope, receive, send))
+            return
         await (self.api if is_api else self.pages)(scope, receive, send)
 
 
 lane = FastLane(ApiHandler(), [
-    (settings.REGISTRY_PORT, settings.REGISTRY_PREFIX, registry.lane.routes()),
-    (settings.RESTPROXY_PORT, settings.RESTPROXY_PREFIX, restproxy.lane.routes()),
+    (settings.REGISTRY_PORT, settings.REGISTRY_PREFIX,
+     httpauth.guard_lane(httpauth.REGISTRY, registry.lane.routes())),
+    (settings.RESTPROXY_PORT, settings.RESTPROXY_PREFIX,
+     httpauth.guard_lane(httpauth.RESTPROXY, restproxy.lane.routes())),
 ])
 application = ProtocolTypeRouter({
     "http": HttpRouter(lane, django_asgi_app),

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "millrace.ports.PortRoutingMiddleware",
+    "httpauth.middleware.BasicAuthMiddleware",
     "millrace.index.IndexPageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -96,7 +97,7 @@ MIDDLEWARE = [
 # request never waits for Django's one sync thread.
 API_MIDDLEWARE = [
     "millrace.ports.PortRoutingMiddleware",
-    "millrace.index.IndexPageMiddleware",
+    "httpauth.middleware.BasicAuthMiddleware",
     "millrace.index.IndexPageMiddleware",
     "millrace.api_middleware.ContentLengthMiddleware",
 ]
@@ -208,6 +209,29 @@ RESTPROXY_CONSUMER_REQUEST_TIMEOUT_MS = env_int("RESTPROXY_CONSUMER_REQUEST_TIME
 RESTPROXY_CONSUMER_MAX_BYTES = env_int("RESTPROXY_CONSUMER_MAX_BYTES", 64 * 1024 * 1024)
 RESTPROXY_MAX_REQUEST_BYTES = env_int("RESTPROXY_MAX_REQUEST_BYTES", 64 * 1024 * 1024)
 RESTPROXY_V3_BATCH_MAX_ENTRIES = env_int("RESTPROXY_V3_BATCH_MAX_ENTRIES", 10)
+# With MILLRACE_HTTP_AUTH the proxy talks to Kafka as each caller: how long one caller's
+# producer and admin client are kept after their last use.
+RESTPROXY_PRINCIPAL_CLIENT_IDLE_S = float(env_str("RESTPROXY_PRINCIPAL_CLIENT_IDLE_S", "300"))
+
+# --- HTTP Basic on the registry and the REST proxy (httpauth/README.md) -------------------
+# The one switch: on, both APIs (and their fast lanes) answer 401 without the credentials of
+# one of the cluster's SCRAM users, verified by logging in to the cluster as them.
+MILLRACE_HTTP_AUTH = env_bool("MILLRACE_HTTP_AUTH", False)
+MILLRACE_HTTP_AUTH_REALM = env_str("MILLRACE_HTTP_AUTH_REALM", "millrace")
+# The cluster's SASL listener for those logins (empty: KAFKA_BOOTSTRAP_SERVERS), its
+# security.protocol, mechanism and CA file (PEM; for SASL_SSL).
+MILLRACE_HTTP_AUTH_BOOTSTRAP_SERVERS = env_str("MILLRACE_HTTP_AUTH_BOOTSTRAP_SERVERS", "")
+MILLRACE_HTTP_AUTH_SECURITY_PROTOCOL = env_str("MILLRACE_HTTP_AUTH_SECURITY_PROTOCOL",
+                                               "SASL_PLAINTEXT")
+MILLRACE_HTTP_AUTH_SASL_MECHANISM = env_str("MILLRACE_HTTP_AUTH_SASL_MECHANISM", "SCRAM-SHA-512")
+MILLRACE_HTTP_AUTH_SSL_CA_LOCATION = env_str("MILLRACE_HTTP_AUTH_SSL_CA_LOCATION", "")
+# How long an accepted login is trusted without asking the cluster again, and how long a
+# login may take before the request is answered 503.
+MILLRACE_HTTP_AUTH_CACHE_S = float(env_str("MILLRACE_HTTP_AUTH_CACHE_S", "60"))
+MILLRACE_HTTP_AUTH_TIMEOUT_S = float(env_str("MILLRACE_HTTP_AUTH_TIMEOUT_S", "10"))
+# A Karapace authfile: its users log in to the registry and its permissions decide per
+# subject and for the global config (read, write). Empty: every registry user may do all.
+MILLRACE_REGISTRY_AUTHFILE = env_str("MILLRACE_REGISTRY_AUTHFILE", "")
 
 # --- Redis: when set, Channels, Celery and the cache use it --------------------------------
 REDIS_URL = env_str("REDIS_URL", "")

@@ -29,6 +29,8 @@ from rest_framework.exceptions import APIException
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 
+import httpauth
+
 from . import errors, params, views
 from .cache import memory_only
 from .negotiation import JSON, OCTET_STREAM, V1, VND, RegistryNegotiation
@@ -67,6 +69,8 @@ class LaneRequest:
 def _handler(view_class: type[views.RegistryView]) -> LaneHandler:
     async def handle(scope: dict[str, Any], path: dict[str, str], body: LaneBody
                      ) -> HttpResponseBase | None:
+        if httpauth.enabled() and httpauth.registry_authfile() is not None:
+            return None  # the authfile's permissions are checked by the view, in Django
         headers = _headers(scope)
         negotiated = _negotiated(headers.get("accept", ""))
         kwargs = _kwargs(path)

@@ -21,6 +21,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+import httpauth
+
 from . import actions, errors, formats, lookups, params
 from .cache import NotInMemory, memory_only, need_database, trying_memory
 from .compatibility import Level
@@ -44,10 +46,46 @@ class RegistryView(APIView):
         if "subject" in self.kwargs:
             subject = params.path_value(self.kwargs["subject"])
             self.kwargs["subject"] = params.qualified_subject(subject)
+        self.authorize(request)
+
+    # POSTs that only read: a lookup in a subject and a compatibility test.
+    reading_posts = False
+
+    def authorize(self, request: Request) -> None:
+        """With a Karapace authfile (httpauth/authfile.py): Read or Write on
+        `Subject:<subject>`, on `Config:` for the global config and mode, and Read on any
+        subject using a schema id; 403 (40301) otherwise. List views filter instead."""
+        allowed = _allowed(request)
+        if allowed is None:
+            return
+        write = request.method not in ("GET", "HEAD", "OPTIONS") and not self.reading_posts
+        if "subject" in self.kwargs:
+            resources = [f"Subject:{self.kwargs['subject']}"]
+        elif isinstance(self, (ConfigView, ModeView)):
+            resources = ["Config:"]
+        elif "schema_id" in self.kwargs:
+            need_database()
+            resources = [f"Subject:{name}" for name in SubjectVersion.objects.filter(
+                schema_id=self.kwargs["schema_id"]).values_list("subject__name", flat=True)]
+        else:
+            return  # the root, the types, the contexts and the lists (filtered)
+        if not allowed(write, resources):
+            raise errors.RegistryError(403, httpauth.FORBIDDEN, "Forbidden")
 
     @staticmethod
     def flag(request: Request, name: str) -> bool:
         return params.flag(request.query_params, name)
+
+
+def _allowed(request: Request) -> Callable[[bool, list[str]], bool] | None:
+    """Whether the caller may read (False) or write (True) one of the resources, when a
+    Karapace authfile decides (httpauth/README.md); None: everything is allowed."""
+    authfile = httpauth.registry_authfile() if httpauth.enabled() else None
+    principal = getattr(getattr(request, "_request", request), "millrace_principal", None)
+    if authfile is None or principal is None:
+        return None
+    rules = authfile.current()
+    return lambda write, resources: rules.allows(principal.username, write, resources)
 
 
 def _schema_request(request: Request) -> actions.SchemaRequest:
@@ -85,10 +123,14 @@ class SubjectListView(RegistryView):
         names = every - live if deleted_only else every if self.flag(request, "deleted") else live
         prefix = request.query_params.get("subjectPrefix", "")
         names = {n for n in names if n.startswith(prefix)}
+        allowed = _allowed(request)
+        if allowed is not None:
+            names = {n for n in names if allowed(False, [f"Subject:{n}"])}
         return Response(params.page(request.query_params, sorted(names)))
 
 
 class SubjectView(RegistryView):
+    reading_posts = True
     memory_methods = frozenset({"POST"})
 
     def post(self, request: Request, subject: str) -> Response:
@@ -189,7 +231,9 @@ class SchemaListView(RegistryView):
         prefix = request.query_params.get("subjectPrefix", "")
         if prefix:
             rows = rows.filter(subject__name__startswith=prefix)
-        bodies = [lookups.version_body(r) for r in rows]
+        allowed = _allowed(request)
+        bodies = [lookups.version_body(r) for r in rows
+                  if allowed is None or allowed(False, [f"Subject:{r.subject.name}"])]
         if self.flag(request, "latestOnly"):
             latest = {body["subject"]: body for body in bodies}
             bodies = list(latest.values())
@@ -243,6 +287,8 @@ class SchemaTypesView(RegistryView):
 
 class CompatibilityView(RegistryView):
     """Test a schema against one version (`version` given) or all versions of a subject."""
+
+    reading_posts = True
 
     def post(self, request: Request, subject: str, version: str | None = None) -> Response:
         schema_request = _schema_request(request)

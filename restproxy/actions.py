@@ -46,9 +46,14 @@ class V2Produce:
 
     batch: records.V2Batch
     pending: PendingBatch
+    # The broker's ACLs refused the caller (answered 403 40301, not per record): set by
+    # `answer`.
+    refusal: errors.RestProxyError | None = None
 
     async def answer(self) -> dict[str, Any]:
         reports = await self.pending.all_done_within(PRODUCE_TIMEOUT)
+        self.refusal = next((errors.from_kafka(r.error) for r in reports
+                             if r.error is not None and errors.is_refusal(r.error)), None)
         return {
             "key_schema_id": self.batch.key_schema_id,
             "value_schema_id": self.batch.value_schema_id,

@@ -11,6 +11,7 @@ cache is fresh (a refresh blocks, so it needs a thread: api.py).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from django.conf import settings
 
+import httpauth
 from clusterclient import (
     AcksAllShortfall,
     ClusterClient,
@@ -48,11 +50,18 @@ LOOP_DRAIN_MIN_RECORDS = 10
 
 
 def base_config() -> dict[str, Any]:
-    return {
-        **settings.KAFKA_CLIENT_CONFIG,  # a secured cluster's login (platform --secure)
+    """The Kafka config of the proxy's clients: as the caller when HTTP auth gave one
+    (`httpauth.current_principal`; SASL with their credentials), else the proxy's own (with
+    a secured cluster's login from KAFKA_CLIENT_CONFIG: platform --secure)."""
+    config: dict[str, Any] = {
+        **settings.KAFKA_CLIENT_CONFIG,
         "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
         "client.id": "millrace-restproxy",
     }
+    principal = httpauth.current_principal.get()
+    if principal is not None:
+        config.update(httpauth.principal_config(principal))
+    return config
 
 
 @dataclass
@@ -300,8 +309,12 @@ _gateway_lock = threading.Lock()
 
 
 def gateway() -> KafkaGateway:
-    """The process's gateway, created on first use (settings are read then, not at import)."""
+    """The process's gateway, created on first use (settings are read then, not at import);
+    the caller's own when the request has a principal (`PrincipalClients`)."""
     global _gateway
+    principal = httpauth.current_principal.get()
+    if principal is not None:
+        return principal_clients.get(principal).gateway()
     found = _gateway
     if found is not None:  # the hot path: no lock once it exists
         return found
@@ -312,13 +325,105 @@ def gateway() -> KafkaGateway:
 
 
 def cluster() -> ClusterClient:
-    """The process's cluster client, created on first use from settings."""
+    """The process's cluster client, created on first use from settings; the caller's own
+    when the request has a principal."""
     global _cluster
+    principal = httpauth.current_principal.get()
+    if principal is not None:
+        return principal_clients.get(principal).cluster()
     with _gateway_lock:
         if _cluster is None:
-            _cluster = ClusterClient(settings.KAFKA_BOOTSTRAP_SERVERS, base_config(),
-                                     timeout=ADMIN_TIMEOUT, metadata_ttl=METADATA_TTL)
+            _cluster = _new_cluster()
         return _cluster
+
+
+def _new_cluster() -> ClusterClient:
+    config = base_config()
+    return ClusterClient(config["bootstrap.servers"], config, timeout=ADMIN_TIMEOUT,
+                         metadata_ttl=METADATA_TTL)
+
+
+class CallerClients:
+    """One principal's producer (a `KafkaGateway`) and cluster client, made on first use
+    while that principal's request is being served, so they log in as the caller."""
+
+    def __init__(self) -> None:
+        self.used = time.monotonic()
+        self._gateway: KafkaGateway | None = None
+        self._cluster: ClusterClient | None = None
+        self._lock = threading.Lock()
+
+    def gateway(self) -> KafkaGateway:
+        self.used = time.monotonic()
+        if self._gateway is None:
+            with self._lock:
+                if self._gateway is None:
+                    self._gateway = KafkaGateway()
+        return self._gateway
+
+    def cluster(self) -> ClusterClient:
+        self.used = time.monotonic()
+        if self._cluster is None:
+            with self._lock:
+                if self._cluster is None:
+                    self._cluster = _new_cluster()
+        return self._cluster
+
+    def close(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+
+
+class PrincipalClients:
+    """The pool of callers' clients, by user and password (a password change gets new
+    clients; the old ones expire), each closed once idle for
+    RESTPROXY_PRINCIPAL_CLIENT_IDLE_S. Expiry is checked as the pool is used, at most
+    every few seconds, and the closing (a flush) runs on a thread of its own."""
+
+    SWEEP_S = 5.0
+
+    def __init__(self) -> None:
+        self._clients: dict[bytes, CallerClients] = {}
+        self._lock = threading.Lock()
+        self._swept = time.monotonic()
+
+    @staticmethod
+    def _key(principal: httpauth.Principal) -> bytes:
+        return hashlib.sha256(f"{principal.username}\0{principal.password}".encode()).digest()
+
+    def get(self, principal: httpauth.Principal) -> CallerClients:
+        key = self._key(principal)
+        found = self._clients.get(key)
+        if found is None:
+            with self._lock:
+                found = self._clients.setdefault(key, CallerClients())
+        if time.monotonic() - self._swept > self.SWEEP_S:
+            self.expire()
+        return found
+
+    def expire(self, idle_s: float | None = None, wait: bool = False) -> None:
+        idle = settings.RESTPROXY_PRINCIPAL_CLIENT_IDLE_S if idle_s is None else idle_s
+        now = time.monotonic()
+        with self._lock:
+            self._swept = now
+            gone = [key for key, clients in self._clients.items() if now - clients.used > idle]
+            closing = [self._clients.pop(key) for key in gone]
+        if closing and wait:
+            _close_all(closing)
+        elif closing:
+            threading.Thread(target=_close_all, args=(closing,), name="restproxy-caller-close",
+                             daemon=True).start()
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+
+def _close_all(closing: list[CallerClients]) -> None:
+    for clients in closing:
+        clients.close()
+
+
+principal_clients = PrincipalClients()
 
 
 def reset_gateway() -> None:
@@ -329,6 +434,7 @@ def reset_gateway() -> None:
             _gateway.close()
         _gateway, _cluster = None, None
         _shortfalls.clear()
+    principal_clients.expire(idle_s=-1, wait=True)
 
 
 # topic -> (until when it is trusted, its shortfall); kept as long as metadata is
@@ -364,8 +470,26 @@ def topic(name: str) -> TopicMetadata:
     found = cached.topics.get(name) if cached is not None else None
     if found is None or found.error is not None:
         need_thread()
-        return client.topic(name)
+        try:
+            return client.topic(name)
+        except ClusterRequestError as exc:
+            if exc.code == KafkaError.UNKNOWN_TOPIC_OR_PART and httpauth.current_principal.get():
+                _check_described(client, name)
+            raise
     return found
+
+
+def _check_described(client: ClusterClient, name: str) -> None:
+    """A topic missing from a caller's metadata may be one their ACLs hide: asked for by
+    name, Kafka answers TOPIC_AUTHORIZATION_FAILED for it, which is 403 40301 (Confluent's
+    answer), not 40401."""
+    try:
+        named = client.admin.list_topics(topic=name, timeout=ADMIN_TIMEOUT).topics.get(name)
+    except KafkaException:
+        return
+    error = named.error if named is not None else None
+    if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        raise errors.from_kafka(error, name)
 
 
 def check_partition(topic_name: str, partition: int) -> None:

@@ -196,7 +196,26 @@ def from_cluster(exc: ClusterRequestError | ClusterUnavailable) -> RestProxyErro
     return _by_code(exc.code, exc.message, exc.topic or "")
 
 
+_FORBIDDEN = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    KafkaError.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
+}
+_UNAUTHENTICATED = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
+
+
+def is_refusal(error: KafkaError) -> bool:
+    """An authorization or authentication failure of the caller (403 / 401)."""
+    return error.code() in _FORBIDDEN or error.code() in _UNAUTHENTICATED
+
+
 def _by_code(code: int, text: str, topic: str) -> RestProxyError:
+    # The broker's ACLs refused the caller (the proxy talks to Kafka as them): Confluent's
+    # 40301, never a retry until a timeout.
+    if code in _FORBIDDEN:
+        return RestProxyError(403, 40301, text or "Not authorized")
+    if code in _UNAUTHENTICATED:
+        return RestProxyError(401, 40101, text or "Authentication failed")
     if code in _NOT_FOUND:
         return topic_not_found(topic)
     if code in _NO_PARTITION:

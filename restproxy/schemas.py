@@ -19,6 +19,8 @@ from urllib.parse import quote
 import httpx
 from django.conf import settings
 
+import httpauth
+
 from . import errors
 from .api import need_thread
 from .schema_codecs import AvroCodec, Codec, JsonSchemaCodec, ProtobufCodec
@@ -40,9 +42,13 @@ class SchemaRegistry:
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         need_thread()
+        # With HTTP auth on, the registry is asked as the caller too (one identity store).
+        principal = httpauth.current_principal.get()
+        auth = (principal.username, principal.password) if principal is not None else None
         try:
             response = self.http.request(
-                method, path, json=body, headers={"Content-Type": REGISTRY_CONTENT_TYPE}
+                method, path, json=body, headers={"Content-Type": REGISTRY_CONTENT_TYPE},
+                auth=auth,
             )
         except httpx.HTTPError as exc:
             raise errors.schema_registry_failure(str(exc)) from exc

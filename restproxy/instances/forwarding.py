@@ -38,7 +38,8 @@ def _target(request: Request, owner_url: str) -> tuple[str, dict[str, str]]:
     if query:
         url = f"{url}?{query}"
     headers = {FORWARDED_HEADER: "1"}
-    for meta, name in (("CONTENT_TYPE", "Content-Type"), ("HTTP_ACCEPT", "Accept")):
+    for meta, name in (("CONTENT_TYPE", "Content-Type"), ("HTTP_ACCEPT", "Accept"),
+                       ("HTTP_AUTHORIZATION", "Authorization")):  # the owner authenticates too
         if request.META.get(meta):
             headers[name] = request.META[meta]
     return url, headers

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+import httpauth
+
 from .. import errors
 from ..client import base_config
 from ..content_types import EmbeddedFormat
@@ -67,6 +69,11 @@ def message_size(message: Message) -> int:
 class ConsumerInstance:
     def __init__(self, group: str, name: str, config: InstanceConfig) -> None:
         self.group, self.name, self.config = group, name, config
+        # Built here, in the creating request's context: with HTTP auth on, the consumer
+        # logs in as that caller (base_config), and only that caller may use the instance.
+        self.kafka_config = config.consumer_config(group, name)
+        principal = httpauth.current_principal.get()
+        self.user = principal.username if principal is not None else None
         self.consumer: Consumer | None = None
         self.pending: deque[Message] = deque()
         self.returned: dict[tuple[str, int], int] = {}
@@ -92,7 +99,7 @@ class ConsumerInstance:
     # --- the owner thread -----------------------------------------------------------------
     def _run(self) -> None:
         try:
-            self.consumer = Consumer(self.config.consumer_config(self.group, self.name))
+            self.consumer = Consumer(self.kafka_config)
         except KafkaException as exc:
             self._ready.set_exception(errors.invalid_consumer_config(str(exc.args[0])))
             return
@@ -241,7 +248,8 @@ class ConsumerInstance:
             self.pending.append(message)
         elif error.code() != KafkaError._PARTITION_EOF:
             logger.info("consumer %s/%s: %s", self.group, self.name, error.str())
-            if error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            if (error.fatal() or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                    or errors.is_refusal(error)):  # the caller's ACLs: 403, not a wait
                 raise errors.from_kafka(error, str(message.topic() or ""))
 
     def _take(self, max_bytes: int, oversize: bool) -> list[Message]:

@@ -23,6 +23,8 @@ from django.conf import settings
 from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
 from django.db import IntegrityError, close_old_connections
 
+import httpauth
+
 from .. import errors
 from ..api import need_thread
 from ..models import ConsumerInstanceOwner
@@ -140,6 +142,7 @@ class ConsumerManager:
         with self._lock:
             instance = self._instances.get((group, name))
         if isinstance(instance, ConsumerInstance):
+            _check_user(instance)
             return Location(instance=instance)
         if not internal_url() or forwarded:
             raise errors.consumer_instance_not_found(group, name)
@@ -162,8 +165,13 @@ class ConsumerManager:
 
     def delete(self, group: str, name: str) -> None:
         with self._lock:
-            instance = self._instances.pop((group, name), None)
-        if not isinstance(instance, ConsumerInstance):
+            instance = self._instances.get((group, name))
+            # another caller's instance is not found to this one, and stays
+            if isinstance(instance, ConsumerInstance) and _is_callers(instance):
+                del self._instances[(group, name)]
+            else:
+                instance = None
+        if instance is None:
             raise errors.consumer_instance_not_found(group, name)
         self._forget(instance)
 
@@ -233,3 +241,15 @@ _manager = ConsumerManager()
 
 def manager() -> ConsumerManager:
     return _manager
+
+
+def _is_callers(instance: ConsumerInstance) -> bool:
+    """Whether the request's caller (HTTP auth) created the instance; True without auth."""
+    principal = httpauth.current_principal.get()
+    return principal is None or instance.user is None or principal.username == instance.user
+
+
+def _check_user(instance: ConsumerInstance) -> None:
+    """Another caller's instance is not found (each caller has instances of its own)."""
+    if not _is_callers(instance):
+        raise errors.consumer_instance_not_found(instance.group, instance.name)

@@ -98,7 +98,10 @@ def produce(request: Request, topic: str, partition: int | None) -> Response:
     produced = actions.produce_v2(topic, partition, fmt, body)
 
     async def answer() -> Response:
-        return Response(await produced.answer())
+        body = await produced.answer()
+        if produced.refusal is not None:  # the caller's ACLs: Confluent's 403 40301
+            return Response(produced.refusal.body(), status=produced.refusal.status)
+        return Response(body)
 
     return Later(answer)
 

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from millrace.secure import SecureFiles
 from millrace.settings import read_properties
 from tests.brokerproc import REPO
-from tests.millrace.test_platform import Running, get, wait_for_output, wait_until
+from tests.millrace.test_platform import Running, wait_for_output, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -90,10 +90,18 @@ def test_confluent_kafka_and_kcat_work_with_the_client_config(running: Running) 
 
     # The platform's own clients log in too: the REST proxy reads the topic list, and the
     # collector's snapshot brings the topic to the overview, seen once signed in.
-    rest = running.endpoint("REST proxy")
+    # The registry and the proxy answer nothing without credentials (HTTP Basic, the
+    # cluster's SCRAM users); with the admin's, the proxy talks to Kafka as the admin.
+    rest, registry = running.endpoint("REST proxy"), running.endpoint("Schema registry")
+    for url in (rest + "/topics", registry + "/subjects"):
+        refused = httpx.get(url, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error_code"] == 40101, url
+        assert refused.headers["www-authenticate"].startswith("Basic")
+    admin_login = ("admin", config["sasl.password"])
+    assert httpx.get(registry + "/subjects", auth=admin_login, timeout=30).json() == []
 
     def listed() -> list[str] | None:
-        topics: list[str] = json.loads(get(rest + "/topics"))
+        topics: list[str] = httpx.get(rest + "/topics", auth=admin_login, timeout=30).json()
         return topics if topic in topics else None
 
     wait_until("the REST proxy to list the topic", listed)

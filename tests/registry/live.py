@@ -68,7 +68,7 @@ def _wait_ready(url: str, server: subprocess.Popen[bytes]) -> None:
         if server.poll() is not None:
             raise RuntimeError(f"registry server at {url} exited with {server.returncode}")
         with suppress(httpx.HTTPError):
-            if httpx.get(url + "/", timeout=2).status_code == 200:
+            if httpx.get(url + "/", timeout=2).status_code in (200, 401):  # 401: auth on
                 return
         time.sleep(0.2)
     raise RuntimeError(f"registry server at {url} did not start")

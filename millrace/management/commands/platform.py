@@ -92,7 +92,13 @@ class Command(BaseCommand):
         if self.secure is not None:
             service, self.client_config = self.secure.write_client_configs(bootstrap)
             web.env.update({"MILLRACE_KAFKA_CLIENT_CONFIG": str(service),
-                            "MILLRACE_UI_LOGIN_REQUIRED": "1", "MILLRACE_SECURE": "1"})
+                            "MILLRACE_UI_LOGIN_REQUIRED": "1", "MILLRACE_SECURE": "1",
+                            # the registry and the proxy ask HTTP Basic of the cluster's
+                            # SCRAM users (httpauth/README.md), checked by a login here
+                            "MILLRACE_HTTP_AUTH": "1",
+                            "MILLRACE_HTTP_AUTH_SECURITY_PROTOCOL": "SASL_SSL",
+                            "MILLRACE_HTTP_AUTH_SASL_MECHANISM": "SCRAM-SHA-512",
+                            "MILLRACE_HTTP_AUTH_SSL_CA_LOCATION": str(self.secure.ca_file)})
         self._migrate(web.env)
         self.admin_login = self._ensure_admin(web.env)
         children += [web, self._collector(web.env, ports, data_dir),
