@@ -16,7 +16,7 @@ run: $(STAMP)
 TEST_WORKERS ?= 2
 
 test: $(STAMP) system-packages lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS).
 faults: $(STAMP)
