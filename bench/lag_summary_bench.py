@@ -3,14 +3,19 @@ in pandas in one process, over 1M and 10M generated history rows; and the millra
 Source's read throughput against a plain confluent-kafka consumer loop over the same topic.
 
     .venv/bin/python bench/lag_summary_bench.py [--rows 1000000 10000000] [--messages 500000]
+        [--baseline DIR] [--rounds 1] [--no-source]
 
 Both sides of each pair read the same input in the same run (history from one Parquet file,
-records from one topic on a built-in broker); the ratios are what to compare.
+records from one topic on a built-in broker); the ratios are what to compare. ``--baseline DIR``
+also times the lag summary of an older source tree (``git worktree add DIR REV`` or an export
+of ``git archive REV``: its ``laganalysis/jobs/lag_summary.py`` is loaded beside this one, in
+the same Spark session), alternating with this tree's and pandas' in every round.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import tempfile
@@ -58,9 +63,22 @@ def generate_history(rows: int, path: Path) -> None:
     pq.write_table(table, path)
 
 
-def spark_summary(spark: Any, path: Path) -> tuple[float, int]:
-    from laganalysis.jobs.lag_summary import summarize
+def load_summarize(tree: Path | None) -> Any:
+    """``summarize`` of this tree, or of the lag-summary module of an older tree."""
+    if tree is None:
+        from laganalysis.jobs.lag_summary import summarize
 
+        return summarize
+    spec = importlib.util.spec_from_file_location(
+        "baseline_lag_summary", tree / "laganalysis" / "jobs" / "lag_summary.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.summarize
+
+
+def spark_summary(spark: Any, path: Path, summarize: Any) -> tuple[float, int]:
     started = time.perf_counter()
     rows = summarize(spark.read.parquet(str(path))).collect()
     return time.perf_counter() - started, len(rows)
@@ -145,6 +163,14 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--messages", type=int, default=500_000)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="an older source tree whose lag summary runs beside this one",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="timed rounds per size (median)")
+    parser.add_argument("--no-source", action="store_true", help="skip the Data Source read")
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -156,17 +182,39 @@ def main() -> None:
     spark = builder.config("spark.driver.memory", "4g").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    sides = {"spark": load_summarize(None)}
+    if args.baseline:
+        sides["baseline"] = load_summarize(args.baseline)
     with tempfile.TemporaryDirectory() as tmp:
-        print("lag summary (local[2] vs pandas, same Parquet input)")
-        print(f"{'rows':>12} {'spark s':>9} {'pandas s':>9} {'pandas/spark':>13}")
+        print("lag summary (local[2] vs pandas, same Parquet input; median of rounds)")
+        head = f"{'rows':>12} {'spark s':>9} {'pandas s':>9} {'pandas/spark':>13}"
+        if args.baseline:
+            head += f" {'baseline s':>11} {'pandas/baseline':>16}"
+        print(head)
         for rows in args.rows:
             path = Path(tmp) / f"history-{rows}.parquet"
             generate_history(rows, path)
-            spark_summary(spark, path)  # warm the JVM's code paths once
-            s_time, s_rows = spark_summary(spark, path)
-            p_time, p_rows = pandas_summary(path)
-            assert s_rows == p_rows == SERIES, (s_rows, p_rows)
-            print(f"{rows:>12,} {s_time:>9.2f} {p_time:>9.2f} {p_time / s_time:>13.2f}")
+            for summarize in sides.values():
+                spark_summary(spark, path, summarize)  # warm the JVM's code paths once
+            times: dict[str, list[float]] = {name: [] for name in (*sides, "pandas")}
+            for i in range(args.rounds):
+                order = list(sides) if i % 2 == 0 else list(sides)[::-1]
+                for name in order:
+                    took, n = spark_summary(spark, path, sides[name])
+                    assert n == SERIES, (name, n)
+                    times[name].append(took)
+                took, n = pandas_summary(path)
+                assert n == SERIES, n
+                times["pandas"].append(took)
+            med = {name: float(np.median(t)) for name, t in times.items()}
+            line = f"{rows:>12,} {med['spark']:>9.2f} {med['pandas']:>9.2f}"
+            line += f" {med['pandas'] / med['spark']:>13.2f}"
+            if args.baseline:
+                line += f" {med['baseline']:>11.2f} {med['pandas'] / med['baseline']:>16.2f}"
+            print(line, flush=True)
+        if args.no_source:
+            spark.stop()
+            return
         broker = BrokerProcess(Path(tmp) / "broker").start()
         try:
             topic = fill_topic(broker.bootstrap, args.messages, args.partitions)

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from laganalysis.burrow import Status
 from laganalysis.jobs import JOBS, ParamError
 from laganalysis.records import ClusterEvent, EventKind, LagSample
 from tests.laganalysis.history import (
@@ -79,6 +80,49 @@ def test_lag_summary_gives_min_avg_p95_max_and_time_in_each_status(
     chart = result["charts"]["group_max_lag"]
     assert chart["x"] == [T0 + 60 * m for m in range(10)]
     assert chart["y"]["g1"][0] == 3000.0
+
+
+def test_lag_summary_matches_an_independent_numpy_computation(spark: Any, tmp_path: Path) -> None:
+    """Random histories, rows in random order, random statuses, one partition without any lag
+    seconds: every figure as numpy computes it (p95 is numpy's linear percentile)."""
+    rng = np.random.default_rng(21)
+    statuses = [s for s in Status if s is not Status.NOTFOUND]
+    samples: list[LagSample] = []
+    for p in range(6):
+        n = int(rng.integers(1, 400))
+        times = np.sort(rng.choice(np.arange(T0 * 1000, (T0 + 86400) * 1000), n, replace=False))
+        for ts, lag, st in zip(
+            times, rng.integers(0, 50_000, n), rng.integers(0, len(statuses), n), strict=True
+        ):
+            seconds = None if p == 5 else float(lag) / 7.3
+            samples.append(
+                LagSample("gr", "t", p, int(ts), 0, int(lag), int(lag), seconds, statuses[st])
+            )
+    order = rng.permutation(len(samples))
+    path = write_samples(tmp_path / "random.jsonl", [samples[i] for i in order])
+    result = JOBS["lag_summary"](spark, {"samples_path": path}).to_json()
+    got = {r["partition"]: r for r in rows(result, "partitions")}
+    assert sorted(got) == list(range(6))
+    for p, row in got.items():
+        mine = sorted((s for s in samples if s.partition == p), key=lambda s: s.timestamp_ms)
+        ts = np.array([s.timestamp_ms / 1000 for s in mine])
+        held = np.append(np.diff(ts), 0.0)
+        expected: dict[str, Any] = {"samples": len(mine)}
+        for name, values in (
+            ("lag", [float(s.lag) for s in mine]),
+            ("lag_seconds", [s.lag_seconds for s in mine if s.lag_seconds is not None]),
+        ):
+            for m, f in (("min", np.min), ("avg", np.mean), ("max", np.max)):
+                expected[f"{name}_{m}"] = float(f(values)) if values else None
+            expected[f"{name}_p95"] = float(np.percentile(values, 95)) if values else None
+        for st in statuses:
+            chosen = [h for h, s in zip(held, mine, strict=True) if s.status is st]
+            expected[f"seconds_{st.name}"] = float(sum(chosen))
+        for column, want in expected.items():
+            if want is None or isinstance(want, int):
+                assert row[column] == want, (p, column)
+            else:
+                assert math.isclose(row[column], want, rel_tol=1e-9, abs_tol=1e-6), (p, column)
 
 
 def test_eta_per_partition_and_group_with_skew(spark: Any, history: dict[str, Any]) -> None:
