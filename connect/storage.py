@@ -46,6 +46,10 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+# What a partition answers until its new leadership has reached the broker asked.
+_NOT_READY = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.NOT_ENOUGH_REPLICAS})
+
 class TopicLog:
     """One compacted topic: a reader thread applies every record to `apply`, in order, from
     the beginning; `read_to_end()` waits until it has applied everything committed now."""
@@ -115,11 +119,22 @@ class TopicLog:
         self._consumer.close()
 
     def end_offsets(self, timeout: float = 30) -> dict[int, int]:
-        """The last stable offset of each partition (what a read_committed reader reaches)."""
+        """The last stable offset of each partition (what a read_committed reader reaches).
+        A topic just created may not have its leaders everywhere yet: NOT_LEADER and its
+        kin are asked again until `timeout`."""
         query = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in self._positions}
-        futures = self.admin.list_offsets(query, isolation_level=IsolationLevel.READ_COMMITTED,
-                                          request_timeout=timeout)
-        return {tp.partition: f.result(timeout).offset for tp, f in futures.items()}
+        deadline = time.monotonic() + timeout
+        while True:
+            futures = self.admin.list_offsets(
+                query, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
+            try:
+                return {tp.partition: f.result(timeout).offset for tp, f in futures.items()}
+            except KafkaException as exc:
+                error = exc.args[0]
+                transient = error.retriable() or error.code() in _NOT_READY
+                if not transient or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def read_to_end(self, timeout: float = 30) -> None:
         ends = self.end_offsets(timeout)

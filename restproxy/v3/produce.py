@@ -251,7 +251,6 @@ class RecordsView(ClusterView):
             return Later(lambda: stream.started(values, _nothing()))
         body = parts
         client.topic(topic)  # an unknown topic fails before the body is read
-        client.acks_all_shortfall(topic)  # read here, where a thread can be had
 
         async def answer() -> HttpResponseBase:
             # A chunked body is a stream from its first record; otherwise one record alone

@@ -7,6 +7,7 @@ SCRAM client that the JAAS lines never named is served once granted."""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +62,11 @@ def test_status_sees_every_broker_and_topic_through_the_secured_listener(
     status = process.status()
     assert [(b["id"], b["state"], b["sees"]) for b in status["brokers"]] == [
         (1, "running", [1, 2]), (2, "running", [1, 2])], status
+    # Each broker counts the leaderships it has applied: the new topic's reach both soon.
+    deadline = time.monotonic() + 30
+    while sum(b["leaders"] for b in status["brokers"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        status = process.status()
     assert sum(b["leaders"] for b in status["brokers"]) >= 2, status
 
 

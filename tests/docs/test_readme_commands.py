@@ -34,7 +34,12 @@ from tests.brokerproc import REPO
 
 README = REPO / "README.md"
 READY = ("ready", "Producing", "Press Ctrl-C")
-SKIPPED = {"make test": "the suite that runs this test"}
+SECURED = "tests/millrace/test_platform_secure.py starts a secured platform from a fresh data " \
+    "dir and runs kcat -F on its client config"
+SKIPPED = {"make test": "the suite that runs this test",
+           "make run PLATFORM_ARGS=--secure": SECURED,
+           "kcat -F var/secure/client.properties -L": SECURED,
+           "echo hello | kcat -F var/secure/client.properties -P -t demo": SECURED}
 # Commands that start their own cluster or broker: they run once the platform is down.
 # (`python -m brokercluster --brokers ...` or `python -m brokercore --config ...`.)
 OWN_SERVER = re.compile(r"-m \w+ ((cluster )?--brokers|--config)\b")
