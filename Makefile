@@ -12,15 +12,19 @@ run: $(STAMP)
 	$(PY) manage.py platform $(PLATFORM_ARGS)
 
 # Two pytest-xdist workers, each taking a whole test file at a time (module fixtures such as
-# a platform or a 3-broker cluster are started once): tests/README.md. TEST_WORKERS=0: serial.
+# a platform or a 3-broker cluster are started once), the longest first and the files on the
+# local Spark session together (tests/conftest.py, tests/README.md). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) system-packages lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-# The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS).
+# The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS),
+# the stream query's windowed counts across a killed driver and a restarted worker, and
+# across a killed broker and a killed and restarted platform (issue 21's "done when"),
+# and a MirrorSource whose target cluster is killed for 40 s mid-copy.
 faults: $(STAMP)
-	$(PY) -m pytest -m faults tests/cluster -s
+	$(PY) -m pytest -m faults tests/cluster tests/controlcenter/streams tests/connect/test_mirror_outage.py -s
 
 # The HTTP benchmark (bench/http_bench.py) drives the servers with wrk, a Debian package.
 bench: $(STAMP)

@@ -15,12 +15,25 @@ keep up commit it). Each cycle prints its time and where it went (the collector'
 took to go out after the cycle ended); the table prints the medians, PostgreSQL/SQLite
 ratios and the 5 s interval.
 `--profile N` runs the last steady cycle of each collector under cProfile and prints the
-N functions with the most cumulative time.
+N functions with the most cumulative time; with py-spy installed (`pip install py-spy`, not a
+dependency) it also samples the broker through that last round and prints the N broker
+functions with the most samples, inclusive and own: the broker's side of the read.
+
+Then the read's largest request on its own, old path against new, turn about on the same
+cluster: the end offsets of every partition through AdminClient.list_offsets (a future per
+partition, as clusterclient did before) and through ClusterClient.list_offsets (one future
+for the whole answer). `--paths-only` skips the collectors and measures only that.
+
+Without a broker, in process on made-up readings of the same shape (`made_up_readings`),
+this tree against `--baseline` turn about: `--analyze-only`, the analyze phase in CPU
+seconds; `--write-only`, the analyze and write phases into a PostgreSQL database each, the
+write of the last round profiled with `--profile N`.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -118,10 +131,47 @@ def show(name: str, label: str, answer: dict[str, Any]) -> None:
     print(f"  {name:17} {label:10} {answer['took']:7.3f} s   ({phases})", flush=True)
 
 
-def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | None) -> None:
-    import psycopg
+class BrokerSampler:
+    """py-spy on the broker process for a while, then its busiest functions."""
 
-    from bench.controlcenter_bench import traffic
+    def __init__(self, pid: int) -> None:
+        self.out = Path(tempfile.mkdtemp(prefix="ccbench-spy-")) / "broker.txt"
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        self.proc = subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "50",
+             "--nonblocking", "--output", str(self.out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if Path(spy).exists() else None
+
+    def report(self, top: int) -> None:
+        if self.proc is None:
+            print("(py-spy not installed: no broker profile)")
+            return
+        self.proc.send_signal(2)  # py-spy writes what it sampled on SIGINT
+        self.proc.wait(120)
+        inclusive: dict[str, int] = {}
+        own: dict[str, int] = {}
+        total = 0
+        for line in self.out.read_text().splitlines():
+            stack, _, count = line.rpartition(" ")
+            frames = [f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1]
+                      for f in stack.split(";") if f]
+            n = int(count)
+            total += n
+            for frame in set(frames):
+                inclusive[frame] = inclusive.get(frame, 0) + n
+            if frames:
+                own[frames[-1]] = own.get(frames[-1], 0) + n
+        shutil.rmtree(self.out.parent, ignore_errors=True)
+        print(f"\nBroker, sampled by py-spy through the last round ({total} samples at 50 Hz):")
+        for title, counts in (("inclusive", inclusive), ("own", own)):
+            print(f"  {title}:")
+            for frame, n in sorted(counts.items(), key=lambda kv: -kv[1])[:top]:
+                print(f"    {n / max(total, 1):6.1%}  {frame})")
+
+
+def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | None,
+        broker_pid: int) -> None:
+    import psycopg
 
     databases = []
     children = []
@@ -144,19 +194,7 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | 
             answer = c.cycle()
             figures[c.name]["first cycle"] = [answer["took"]]
             show(c.name, "first", answer)
-        for i in range(cycles):
-            traffic(bootstrap, scale, i)
-            last = i == cycles - 1
-            for c in children:
-                answer = c.cycle(profile if last else 0)
-                figures[c.name].setdefault("steady cycle", []).append(answer["took"])
-                figures[c.name].setdefault("cycle + pushes sent", []).append(
-                    answer["took"] + answer["phases"].get("pushes after", 0.0))
-                for phase, seconds in answer["phases"].items():
-                    figures[c.name].setdefault(f"  {phase}", []).append(seconds)
-                show(c.name, f"steady {i + 1}", answer)
-                if "profile" in answer:
-                    print(answer["profile"])
+        steady(bootstrap, scale, cycles, profile, broker_pid, children, figures)
         table(figures)
     finally:
         for c in children:
@@ -166,6 +204,250 @@ def run(bootstrap: str, scale: Any, cycles: int, profile: int, baseline: Path | 
                 server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         for directory in scratch:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def steady(bootstrap: str, scale: Any, cycles: int, profile: int, broker_pid: int,
+           children: list[Child], figures: dict[str, dict[str, list[float]]]) -> None:
+    """Steady cycles, each collector in turn after the same traffic; the last profiled."""
+    from bench.controlcenter_bench import traffic
+
+    for i in range(cycles):
+        traffic(bootstrap, scale, i)
+        last = i == cycles - 1
+        spy = BrokerSampler(broker_pid) if last and profile else None
+        for c in children:
+            answer = c.cycle(profile if last else 0)
+            figures[c.name].setdefault("steady cycle", []).append(answer["took"])
+            figures[c.name].setdefault("cycle + pushes sent", []).append(
+                answer["took"] + answer["phases"].get("pushes after", 0.0))
+            for phase, seconds in answer["phases"].items():
+                figures[c.name].setdefault(f"  {phase}", []).append(seconds)
+            show(c.name, f"steady {i + 1}", answer)
+            if "profile" in answer:
+                print(answer["profile"])
+        if spy is not None:
+            spy.report(profile)
+
+
+def list_offsets_paths(bootstrap: str, rounds: int = 7) -> None:
+    """Seconds for the end offsets of every partition: a future per partition (the old
+    path) against one future for the answer (ClusterClient.list_offsets), turn about."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from clusterclient import LATEST, ClusterClient, TopicPartition
+
+    client = ClusterClient(bootstrap, {"client.id": "bench-list-offsets"}, timeout=60.0)
+    partitions = [(p.topic, p.partition) for p in client.metadata(refresh=True).partitions]
+
+    def per_partition_futures() -> int:
+        futures = client.admin.list_offsets(
+            {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in partitions},
+            request_timeout=60.0)
+        return sum(1 for f in futures.values() if f.result(70).offset >= 0)
+
+    def one_future() -> int:
+        answer = client.list_offsets(
+            dict.fromkeys((TopicPartition(t, p) for t, p in partitions), LATEST))
+        return len(answer.offsets)
+
+    times: dict[str, list[float]] = {"future per partition (before)": [],
+                                     "one future (now)": []}
+    for _ in range(rounds):
+        for name, path in zip(times, (per_partition_futures, one_future), strict=True):
+            started = time.perf_counter()
+            answered = path()
+            times[name].append(time.perf_counter() - started)
+            assert answered == len(partitions), (name, answered, len(partitions))
+    before, now = (statistics.median(v) for v in times.values())
+    print(f"\nListOffsets (latest) for {len(partitions)} partitions, median of {rounds}, "
+          "turn about:")
+    for name, values in times.items():
+        print(f"  {name:30} {statistics.median(values):7.3f} s   (min {min(values):.3f})")
+    print(f"  now/before {now / before:.2f}")
+
+
+def made_up_readings(topics: int, partitions: int, groups: int) -> Any:
+    """Readings of the bench's scale made up in process (no broker): each moves a tenth of
+    the topics on by one message per partition, and the groups on them that keep up (three
+    in four) commit it; the rest lag, as `traffic` does on the real cluster."""
+    from clusterclient import Broker, ClusterMetadata, ConsumerGroup, GroupState, TopicPartition
+    from clusterclient.metadata import PartitionMetadata, TopicMetadata
+    from controlcenter.collector.sampler import Reading
+
+    names = [f"t{t:04}" for t in range(topics)]
+    meta = ClusterMetadata("bench", 1, (Broker(1, "127.0.0.1", 9092),), {
+        n: TopicMetadata(n, False, tuple(PartitionMetadata(n, p, 1, (1,), (1,))
+                                         for p in range(partitions))) for n in names})
+    ends = {TopicPartition(n, p): 100 for n in names for p in range(partitions)}
+    described = {f"g{g:04}": ConsumerGroup(f"g{g:04}", False, GroupState.EMPTY, "", None, ())
+                 for g in range(groups)}
+    committed = {g: {TopicPartition(names[i % topics], p): 90 for p in range(partitions)}
+                 for i, g in enumerate(described)}
+    at = time.time()
+    for round_ in itertools.count():
+        at += INTERVAL
+        busy = {names[(round_ * (topics // 10) + i) % topics] for i in range(topics // 10)}
+        for tp in ends:
+            if tp.topic in busy:
+                ends[tp] += 1
+        for i, g in enumerate(described):
+            if names[i % topics] in busy and i % 4:
+                committed[g] = {tp: ends[tp] for tp in committed[g]}
+        yield Reading(at=at, metadata=meta, log_start=dict.fromkeys(ends, 0),
+                      log_end=dict(ends), groups=described,
+                      committed={g: dict(c) for g, c in committed.items()}, min_isr={})
+
+
+def analyze_child(repo: str, topics: int, partitions: int, groups: int) -> None:
+    """The analyze phase alone (CPU seconds), in process, on made-up readings of the bench's
+    scale (no broker, no database; `made_up_readings`): each `cycle` line answers the
+    seconds of Analyzer.analyze plus the two detect steps (the collector's `analyze`) and of
+    encoding the lag samples (`history`)."""
+    sys.path.insert(0, repo)
+    from controlcenter.collector import detect
+    from controlcenter.collector.analysis import Analyzer
+    from laganalysis import records
+
+    analyzer, previous, published = Analyzer(), None, None
+    readings = made_up_readings(topics, partitions, groups)
+    print(json.dumps({"ready": True}), flush=True)
+    for _ in sys.stdin:
+        reading = next(readings)
+        started = time.process_time()  # CPU seconds: the machine's load moves wall time more
+        snap = analyzer.analyze(reading)
+        detect.cluster_events(previous, snap)
+        detect.live_changes(published, snap)
+        analyzed = time.process_time()
+        encode = getattr(records, "encode_lag_samples", None)
+        if encode is not None:
+            encode(snap.lag_samples)
+        else:
+            for sample in snap.lag_samples:
+                records.encode_lag_sample(sample)
+        encoded = time.process_time()
+        previous = published = snap
+        print(json.dumps({"analyze": analyzed - started, "encode": encoded - analyzed,
+                          "samples": len(snap.lag_samples)}), flush=True)
+
+
+def write_child(repo: str, topics: int, partitions: int, groups: int) -> None:
+    """The analyze and write phases, in process, on made-up readings (`made_up_readings`)
+    into the read model in the database DATABASE_URL names: a `cycle` line answers the CPU
+    seconds of each (analyze as the collector's: Analyzer.analyze and the two detect
+    steps) and the write's wall seconds (PostgreSQL works in its own process); `profile N`
+    also the write's N functions with the most cumulative time."""
+    import cProfile
+    import io
+    import pstats
+
+    sys.path.insert(0, repo)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from controlcenter import clusters
+    from controlcenter.collector import detect
+    from controlcenter.collector.analysis import Analyzer
+    from controlcenter.collector.store import Store
+    from laganalysis.retention import DEFAULT_POLICY
+
+    call_command("migrate", verbosity=0)
+    analyzer, store, published = Analyzer(), Store("bench:9092", DEFAULT_POLICY), None
+    readings = made_up_readings(topics, partitions, groups)
+    print(json.dumps({"ready": True}), flush=True)
+    with clusters.using(clusters.current_name()):
+        for line in sys.stdin:
+            command, _, arg = line.strip().partition(" ")
+            reading = next(readings)
+            cpu = time.process_time()
+            snap = analyzer.analyze(reading)
+            events = detect.cluster_events(store.previous, snap)
+            detect.live_changes(published, snap)
+            analyzed = time.process_time() - cpu
+            profiler = cProfile.Profile() if command == "profile" else None
+            if profiler is not None:
+                profiler.enable()
+            wall, cpu = time.perf_counter(), time.process_time()
+            store.write(snap, analyzed, INTERVAL, events)
+            answer: dict[str, Any] = {"analyze": analyzed,
+                                      "write": time.perf_counter() - wall,
+                                      "write cpu": time.process_time() - cpu}
+            if profiler is not None:
+                profiler.disable()
+                out = io.StringIO()
+                pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(
+                    int(arg or 25))
+                answer["profile"] = out.getvalue()
+            published = snap
+            print(json.dumps(answer), flush=True)
+
+
+def turn_about(children: dict[str, subprocess.Popen[str]],
+               times: dict[str, dict[str, list[float]]], rounds: int, profile: int) -> None:
+    """`rounds` + 1 cycles of each child in turn into `times`; the first is not counted
+    (every row new), the last is profiled with `profile`."""
+    for proc in children.values():
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())
+    for round_ in range(rounds + 1):
+        last = round_ == rounds
+        for name, proc in children.items():
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(f"profile {profile}\n" if last and profile else "cycle\n")
+            proc.stdin.flush()
+            answer = json.loads(proc.stdout.readline())
+            for phase in times[name]:
+                if round_:
+                    times[name][phase].append(answer[phase])
+            if "profile" in answer:
+                print(f"\n{name}, the write of the last round:\n{answer['profile']}")
+
+
+def in_process_paths(baseline: Path, scale: Any, phases: tuple[str, ...], child: str,
+                     rounds: int = 7, profile: int = 0) -> None:
+    """This tree against the baseline, turn about, in children of `child`'s kind
+    (`analyze_child`, or `write_child` with a PostgreSQL database each, dropped after);
+    the first round (every row new) is not counted, the last is profiled with `profile`."""
+    import psycopg
+
+    names = ("this tree", "before")
+    databases = [f"ccbench_{uuid.uuid4().hex[:10]}" for _ in names] if child == "write" else []
+    scratch = [tempfile.mkdtemp(prefix="ccbench-db-") for _ in names]
+    children = {}
+    times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in phases} for n in names}
+    try:
+        for i, (name, repo) in enumerate(zip(names, (REPO, baseline), strict=True)):
+            env = {**os.environ, "MILLRACE_DATA_DIR": scratch[i]}
+            if databases:
+                with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
+                    server.execute(f'CREATE DATABASE "{databases[i]}"')
+                env["DATABASE_URL"] = POSTGRES_URL.rsplit("/", 1)[0] + "/" + databases[i]
+            children[name] = subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), f"--{child}-child", str(repo),
+                 str(scale.topics), str(scale.partitions), str(scale.groups)],
+                cwd=repo, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        turn_about(children, times, rounds, profile)
+    finally:
+        for proc in children.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(60)
+        for database in databases:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as server:
+                server.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        for directory in scratch:
+            shutil.rmtree(directory, ignore_errors=True)
+    where = "into PostgreSQL" if databases else "no database"
+    print(f"\nIn process ({scale.topics} topics x {scale.partitions} partitions, "
+          f"{scale.groups} groups, made-up readings, {where}), seconds (analyze: CPU), "
+          f"median of {rounds} steady cycles, turn about:")
+    for phase in phases:
+        now, before = (statistics.median(times[n][phase]) for n in names)
+        print(f"  {phase:10} this tree {now:7.3f} s   before {before:7.3f} s   "
+              f"now/before {now / before:.2f}")
 
 
 def table(figures: dict[str, dict[str, list[float]]]) -> None:
@@ -196,12 +478,26 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2])
         return
+    if sys.argv[1:2] == ["--analyze-child"]:
+        analyze_child(sys.argv[2], *map(int, sys.argv[3:6]))
+        return
+    if sys.argv[1:2] == ["--write-child"]:
+        write_child(sys.argv[2], *map(int, sys.argv[3:6]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--paths-only", action="store_true",
+                        help="only the ListOffsets paths, old against new (no collectors)")
+    parser.add_argument("--analyze-only", action="store_true",
+                        help="only the analyze phase in process, against --baseline "
+                             "(no broker, no database)")
+    parser.add_argument("--write-only", action="store_true",
+                        help="only the analyze and write phases in process into PostgreSQL, "
+                             "against --baseline (no broker)")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="a checkout of an earlier commit (with this script copied into "
                              "its bench/): its collector runs side by side, as 'before'")
@@ -211,15 +507,31 @@ def main() -> None:
     from tests.brokerproc import BrokerProcess
 
     scale = Scale("large", args.topics, args.partitions, args.groups)
+    if args.analyze_only or args.write_only:
+        if args.baseline is None:
+            parser.error("--analyze-only and --write-only compare against --baseline DIR")
+        if args.analyze_only:
+            in_process_paths(args.baseline, scale, ("analyze", "encode"), "analyze")
+        if args.write_only:
+            in_process_paths(args.baseline, scale, ("analyze", "write", "write cpu"), "write",
+                             rounds=args.cycles, profile=args.profile)
+        return
     data = Path(tempfile.mkdtemp(prefix="ccbench-broker-"))
-    broker = BrokerProcess(data, {"num.partitions": str(args.partitions)})
+    # A broker that misses its controller session under a loaded machine fences itself and
+    # re-elects all 10,000 partitions (issue 24's first run here: minutes of no answers);
+    # the bench measures the collector, so the session is long.
+    broker = BrokerProcess(data, {"num.partitions": str(args.partitions),
+                                  "broker.session.timeout.ms": "60000"})
     broker.start()
     try:
         started = time.perf_counter()
         create_scale(broker.bootstrap, scale)
         print(f"{args.topics} topics x {args.partitions} partitions, {args.groups} groups set "
               f"up in {time.perf_counter() - started:.0f} s", flush=True)
-        run(broker.bootstrap, scale, args.cycles, args.profile, args.baseline)
+        if not args.paths_only:
+            assert broker.proc is not None
+            run(broker.bootstrap, scale, args.cycles, args.profile, args.baseline, broker.proc.pid)
+        list_offsets_paths(broker.bootstrap)
     finally:
         broker.stop()
         shutil.rmtree(data, ignore_errors=True)

@@ -519,7 +519,8 @@ def print_table(results: dict[Key, Result], baseline: str | None) -> None:
     asgi = results[("floor: bare ASGI app", False)].requests_per_s
     django = results[("floor: bare Django async view", False)].requests_per_s
     if baseline:
-        return print_comparison(results, baseline, django)
+        print_comparison(results, baseline, django)
+        return
     print("\n| case | req/s | records/s | of ASGI floor | of Django floor | p50 ms | p99 ms "
           "| worker CPU ms/req | failed |\n|---|---|---|---|---|---|---|---|---|")
     for (name, _), r in results.items():

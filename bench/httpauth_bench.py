@@ -49,8 +49,8 @@ def main() -> None:
     from django.test import override_settings
 
     import httpauth
+    from clusterclient.login import kafka_login
     from httpauth.authfile import User, hash_password
-    from httpauth.kafkalogin import kafka_login
     from millrace.asgi import application
     from tests.securebroker import SCRAM_USERS, start_secured_broker
 

@@ -6,10 +6,12 @@ Source's read throughput against a plain confluent-kafka consumer loop over the 
         [--baseline DIR] [--rounds 1] [--no-source]
 
 Both sides of each pair read the same input in the same run (history from one Parquet file,
-records from one topic on a built-in broker); the ratios are what to compare. ``--baseline DIR``
-also times the lag summary of an older source tree (``git worktree add DIR REV`` or an export
-of ``git archive REV``: its ``laganalysis/jobs/lag_summary.py`` is loaded beside this one, in
-the same Spark session), alternating with this tree's and pandas' in every round.
+records from one topic on a built-in broker); the ratios are what to compare. Before the timed
+rounds, each Spark summary's rows are checked against pandas' result (every column, 1e-9).
+``--baseline DIR`` also times the lag summary of an older source tree (``git worktree add DIR
+REV`` or an export of ``git archive REV``: its ``laganalysis/jobs/lag_summary.py`` is loaded
+beside this one, in the same Spark session), alternating with this tree's and pandas' in every
+round.
 """
 
 from __future__ import annotations
@@ -78,13 +80,27 @@ def load_summarize(tree: Path | None) -> Any:
     return module.summarize
 
 
-def spark_summary(spark: Any, path: Path, summarize: Any) -> tuple[float, int]:
+def spark_summary(spark: Any, path: Path, summarize: Any) -> tuple[float, list[Any]]:
     started = time.perf_counter()
     rows = summarize(spark.read.parquet(str(path))).collect()
-    return time.perf_counter() - started, len(rows)
+    return time.perf_counter() - started, rows
 
 
-def pandas_summary(path: Path) -> tuple[float, int]:
+def check_equal(spark_rows: list[Any], result: pd.DataFrame) -> None:
+    """Spark's summary is pandas' to 1e-9 (relative) in every column; a status pandas never
+    saw is a missing pivot column there and 0.0 seconds in Spark's."""
+    assert len(spark_rows) == len(result), (len(spark_rows), len(result))
+    for row in spark_rows:
+        want = result.loc[(row["group"], row["topic"], row["partition"])]
+        for column, value in row.asDict().items():
+            if column in ("group", "topic", "partition"):
+                continue
+            expected = float(want.get(column, 0.0))
+            expected = 0.0 if np.isnan(expected) and column.startswith("seconds_") else expected
+            assert np.isclose(value, expected, rtol=1e-9, atol=1e-9), (row, column, expected)
+
+
+def pandas_summary(path: Path) -> tuple[float, pd.DataFrame]:
     started = time.perf_counter()
     df = pd.read_parquet(path)
     key = ["group", "topic", "partition"]
@@ -104,7 +120,7 @@ def pandas_summary(path: Path) -> tuple[float, int]:
     )
     held = df.pivot_table(index=key, columns="status", values="held_s", aggfunc="sum")
     result = stats.join(held.add_prefix("seconds_"))
-    return time.perf_counter() - started, len(result)
+    return time.perf_counter() - started, result
 
 
 def fill_topic(bootstrap: str, messages: int, partitions: int) -> str:
@@ -194,17 +210,19 @@ def main() -> None:
         for rows in args.rows:
             path = Path(tmp) / f"history-{rows}.parquet"
             generate_history(rows, path)
+            # One untimed run each (the JVM's code paths warmed), checked against pandas'.
+            expected = pandas_summary(path)[1]
             for summarize in sides.values():
-                spark_summary(spark, path, summarize)  # warm the JVM's code paths once
+                check_equal(spark_summary(spark, path, summarize)[1], expected)
             times: dict[str, list[float]] = {name: [] for name in (*sides, "pandas")}
             for i in range(args.rounds):
                 order = list(sides) if i % 2 == 0 else list(sides)[::-1]
                 for name in order:
-                    took, n = spark_summary(spark, path, sides[name])
-                    assert n == SERIES, (name, n)
+                    took, got = spark_summary(spark, path, sides[name])
+                    assert len(got) == SERIES, (name, len(got))
                     times[name].append(took)
-                took, n = pandas_summary(path)
-                assert n == SERIES, n
+                took, result = pandas_summary(path)
+                assert len(result) == SERIES, len(result)
                 times["pandas"].append(took)
             med = {name: float(np.median(t)) for name, t in times.items()}
             line = f"{rows:>12,} {med['spark']:>9.2f} {med['pandas']:>9.2f}"

@@ -11,7 +11,11 @@ seconds per 100 MB of the broker (from /proc) and of the client (this process, l
 threads): where the cost goes. SASL_PLAINTEXT separates the cost of SASL (once per
 connection) from the cost of TLS (per byte).
 
+With `--before DIR` (a `git archive` of an earlier commit) a second broker runs from that
+tree, and every round measures both brokers in turn: before/after in one run.
+
     .venv/bin/python bench/security_bench.py [--messages 50000] [--rounds 3] [--logins 200]
+        [--before DIR] [--listeners PLAINTEXT,SASL_SSL] [--logins 0: no login timing]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import contextlib
 
 from bench.broker_throughput import consume, produce
 from brokercore.config import BrokerConfig
+from brokercore.frame_connection import FrameConnection
 from brokercore.replication.connection import BrokerConnection
 from brokercore.security.connection import ClientSecurity
 from brokercore.security.listeners import SecurityProtocol
@@ -101,8 +106,9 @@ async def logins(broker: SecuredBroker, listener: str, mechanism: str, count: in
 async def loopback_cpu(tls: bool, megabytes: int, frame: bytes,
                        ca: SecuredBroker) -> float:
     """CPU seconds this process spends moving `megabytes` through an asyncio server that
-    reads them as the broker reads produce requests (readexactly of a frame), over a
-    loopback socket, plain or TLS (the broker's own certificate and context builder)."""
+    reads them as the broker reads produce requests (size-prefixed frames into a
+    `FrameConnection`), over a loopback socket, plain or TLS (the broker's own certificate
+    and context builder)."""
     server_ctx = client_ctx = None
     if tls:
         config = BrokerConfig({"ssl.keystore.type": "PEM",
@@ -115,20 +121,25 @@ async def loopback_cpu(tls: bool, megabytes: int, frame: bytes,
     done = asyncio.get_running_loop().create_future()
     count = megabytes * 1_000_000 // len(frame)
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def serve(connection: FrameConnection) -> None:
         if server_ctx is not None:
-            await writer.start_tls(server_ctx)
+            await connection.start_tls(server_ctx, 10)
         for _ in range(count):
-            await reader.readexactly(len(frame))
+            await connection.read_frame()
         done.set_result(None)
-        writer.close()
+        connection.close()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=2**20)
+    tasks = []
+    server = await asyncio.get_running_loop().create_server(
+        lambda: FrameConnection(len(frame), lambda c: tasks.append(asyncio.create_task(serve(c))),
+                                tls=tls), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ctx,
                                               server_hostname="localhost" if tls else None)
     start = own_cpu_seconds()
+    size = len(frame).to_bytes(4, "big")
     for _ in range(count):
+        writer.write(size)
         writer.write(frame)
         await writer.drain()
     await done
@@ -170,63 +181,116 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--logins", type=int, default=200)
+    parser.add_argument("--listeners", default=",".join(LISTENERS))
+    parser.add_argument("--before", type=Path, help="an older source tree, measured alongside")
+    parser.add_argument("--no-loopback", action="store_true")
     args = parser.parse_args()
     value = os.urandom(args.size)
+    listeners = args.listeners.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        broker = start_secured_broker(Path(tmp))
+        brokers: dict[str, SecuredBroker] = {}
         try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
-            topics = {name: f"bench-{name.lower()}" for name in LISTENERS}
-            for future in admin.create_topics(
-                    [NewTopic(t, 1, 1) for t in topics.values()]).values():
-                future.result(30)
-            print(f"SCRAM logins per second ({args.logins} one after another, connect and "
-                  "client PBKDF2 included, median of the rounds)")
-            for listener in ("SASL_PLAINTEXT", "SASL_SSL"):
-                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                    rate = statistics.median(
-                        asyncio.run(logins(broker, listener, mechanism, args.logins))
-                        for _ in range(args.rounds))
-                    print(f"  {listener:<15} {mechanism:<14} {rate:8.1f} /s")
-            results: dict[str, list[dict[str, float]]] = {name: [] for name in LISTENERS}
+            brokers["after"] = start_secured_broker(Path(tmp) / "after")
+            if args.before:
+                brokers["before"] = start_secured_broker(Path(tmp) / "before",
+                                                         tree=args.before.resolve())
+            topics = {name: f"bench-{name.lower()}" for name in listeners}
+            for broker in brokers.values():
+                admin = AdminClient({"bootstrap.servers": broker.bootstrap("PLAINTEXT")})
+                for future in admin.create_topics(
+                        [NewTopic(t, 1, 1) for t in topics.values()]).values():
+                    future.result(30)
+            if args.logins:
+                time_logins(brokers["after"], args)
+            results: dict[str, dict[str, list[dict[str, float]]]] = {
+                tree: {name: [] for name in listeners} for tree in brokers}
             for r in range(args.rounds):
-                # Each round starts with another listener, so none always follows the others'
-                # writes (the page cache's writeback is paid by whoever writes next).
-                for name in LISTENERS[r % 3:] + LISTENERS[:r % 3]:
-                    results[name].append(one_round(broker, name, topics[name],
-                                                   args.messages, value))
-            report(results, args)
-            frame = os.urandom(2**20)
-            plain = statistics.median(asyncio.run(loopback_cpu(False, 200, frame, broker))
-                                      for _ in range(args.rounds))
-            tls = statistics.median(asyncio.run(loopback_cpu(True, 200, frame, broker))
-                                    for _ in range(args.rounds))
-            cipher = statistics.median(decrypt_cpu(200, frame, broker)
-                                       for _ in range(args.rounds))
-            print("\nWhere TLS's cost goes: CPU seconds per 100 MB sent and read in 1 MiB "
-                  "frames in one asyncio process (both ends)")
-            print(f"  asyncio loopback, plain      {plain / 2:6.3f}")
-            print(f"  asyncio loopback, TLS        {tls / 2:6.3f}  (+{(tls - plain) / 2:.3f})")
-            print(f"  of which OpenSSL's cipher    {cipher / 2:6.3f}  (SSLObject over memory "
-                  "BIOs: encrypt + decrypt)")
+                # Each round starts with another listener (and tree), so none always follows
+                # the others' writes (the page cache's writeback is paid by whoever writes next).
+                trees = list(brokers)
+                for tree in trees[r % len(trees):] + trees[:r % len(trees)]:
+                    for name in listeners[r % len(listeners):] + listeners[:r % len(listeners)]:
+                        results[tree][name].append(one_round(brokers[tree], name, topics[name],
+                                                             args.messages, value))
+            print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+            for tree, by_listener in results.items():
+                report(tree, by_listener, args)
+            if "before" in results:
+                compare(results, listeners)
+            if not args.no_loopback:
+                loopbacks(brokers["after"], args)
         finally:
-            broker.process.stop()
+            for broker in brokers.values():
+                broker.process.stop()
 
 
-def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
-    print(f"\n{args.messages} x {args.size} B, acks=1, {MECHANISM}, median of {args.rounds} "
-          "interleaved rounds; CPU seconds per 100 MB of the broker and of the client")
-    print(f"{'listener':<15} {'produce MB/s':>12} {'ratio':>6} {'consume MB/s':>12} "
-          f"{'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
+def time_logins(broker: SecuredBroker, args: argparse.Namespace) -> None:
+    print(f"SCRAM logins per second ({args.logins} one after another, connect and "
+          "client PBKDF2 included, median of the rounds)")
+    for listener in ("SASL_PLAINTEXT", "SASL_SSL"):
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            rate = statistics.median(
+                asyncio.run(logins(broker, listener, mechanism, args.logins))
+                for _ in range(args.rounds))
+            print(f"  {listener:<15} {mechanism:<14} {rate:8.1f} /s")
+
+
+def loopbacks(broker: SecuredBroker, args: argparse.Namespace) -> None:
+    frame = os.urandom(2**20)
+    plain = statistics.median(asyncio.run(loopback_cpu(False, 200, frame, broker))
+                              for _ in range(args.rounds))
+    tls = statistics.median(asyncio.run(loopback_cpu(True, 200, frame, broker))
+                            for _ in range(args.rounds))
+    cipher = statistics.median(decrypt_cpu(200, frame, broker) for _ in range(args.rounds))
+    print("\nWhere TLS's cost goes: CPU seconds per 100 MB sent and read in 1 MiB "
+          "frames in one asyncio process (both ends)")
+    print(f"  asyncio loopback, plain      {plain / 2:6.3f}")
+    print(f"  asyncio loopback, TLS        {tls / 2:6.3f}  (+{(tls - plain) / 2:.3f})")
+    print(f"  of which OpenSSL's cipher    {cipher / 2:6.3f}  (SSLObject over memory "
+          "BIOs: encrypt + decrypt)")
+
+
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+
+
+def report(tree: str, results: dict[str, list[dict[str, float]]],
+           args: argparse.Namespace) -> None:
+    print(f"\n[{tree}] {args.messages} x {args.size} B, acks=1, {MECHANISM}, median of "
+          f"{args.rounds} interleaved rounds; CPU seconds per 100 MB of the broker and of the "
+          "client")
+    print(f"{'listener':<15} {'produce MB/s':>12} {'msg/s':>8} {'ratio':>6} {'consume MB/s':>12} "
+          f"{'msg/s':>8} {'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
           f"{'client CPU: produce':>20} {'consume':>8}")
-    median = {name: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
-              for name, rounds in results.items()}
-    base = median["PLAINTEXT"]
+    median = {name: medians(rounds) for name, rounds in results.items()}
+    base = median.get("PLAINTEXT", next(iter(median.values())))
+    per_msg = 1e6 / args.size
     for name, m in median.items():
-        print(f"{name:<15} {m['produce']:12.1f} {m['produce'] / base['produce']:6.2f} "
-              f"{m['consume']:12.1f} {m['consume'] / base['consume']:6.2f} "
+        print(f"{name:<15} {m['produce']:12.1f} {m['produce'] * per_msg:8.0f} "
+              f"{m['produce'] / base['produce']:6.2f} "
+              f"{m['consume']:12.1f} {m['consume'] * per_msg:8.0f} "
+              f"{m['consume'] / base['consume']:6.2f} "
               f"{m['produce_cpu']:20.2f} {m['consume_cpu']:8.2f} "
               f"{m['produce_client']:20.2f} {m['consume_client']:8.2f}")
+    if "PLAINTEXT" in results:
+        for name in results:
+            if name != "PLAINTEXT":
+                ratios = [
+                    f"{mine['produce'] / plain['produce']:.2f}/"
+                    f"{mine['consume'] / plain['consume']:.2f}"
+                    for mine, plain in zip(results[name], results["PLAINTEXT"], strict=True)]
+                print(f"  {name} / PLAINTEXT per round (produce/consume): {', '.join(ratios)}")
+
+
+def compare(results: dict[str, dict[str, list[dict[str, float]]]], listeners: list[str]) -> None:
+    print("\nafter / before (medians): throughput produce, consume; broker CPU per 100 MB "
+          "produce, consume")
+    for name in listeners:
+        after, before = medians(results["after"][name]), medians(results["before"][name])
+        print(f"  {name:<15} {after['produce'] / before['produce']:6.2f} "
+              f"{after['consume'] / before['consume']:6.2f}   "
+              f"{after['produce_cpu'] / before['produce_cpu']:6.2f} "
+              f"{after['consume_cpu'] / before['consume_cpu']:6.2f}")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ class Broker:
         )
         self.controller.listeners.append(self.replica_manager.on_metadata)
         self.controller.snapshot_listeners.append(self.replica_manager.on_metadata_snapshot)
-        self.replica_manager.alter_partition = self.controller.alter_partition  # ISR changes
+        self.replica_manager.isr.alter_partition = self.controller.alter_partition  # ISR changes
         self.replica_manager.on_dir_offline = self._on_dir_offline
         self.controller.quorum.on_storage_failure = self._on_metadata_dir_failed
         self.group_coordinator = broker_group_coordinator(
@@ -107,7 +107,7 @@ class Broker:
             port = await self.servers[spec.name].start()
             self.endpoints[spec.name] = self._advertised_listener(spec, port)
         self.advertised = self.endpoints[self.listener_specs[0].name]
-        await self._register()
+        await self._first_registration()
         if self.replica_manager.offline_replicas():  # a dir is still failed: say so at once
             self._heartbeat_now.set()
         self._heartbeats = asyncio.create_task(self._heartbeat_loop())
@@ -126,6 +126,26 @@ class Broker:
         if found is None:
             return None
         return ScramCredential(found.salt, found.stored_key, found.server_key, found.iterations)
+
+    async def _first_registration(self) -> None:
+        """Register, retrying while the quorum has no answer (its leader is being elected,
+        or busy: a restarted broker on a loaded machine met a 2 s request timeout and
+        exited), until initial.broker.registration.timeout.ms, as Kafka's broker does."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.get_int(
+            "initial.broker.registration.timeout.ms") / 1000
+        while True:
+            try:
+                await self._register()
+                return
+            except ControllerError as exc:
+                retriable = exc.error_code in (ErrorCode.REQUEST_TIMED_OUT,
+                                               ErrorCode.NOT_CONTROLLER)
+                if not retriable or loop.time() >= deadline:
+                    raise
+                log.info("node %d: registration not answered yet, retrying: %s",
+                         self.node_id, exc.message)
+            await asyncio.sleep(0.2)
 
     async def _register(self) -> None:
         inter_broker = self.endpoints[self.inter_broker_listener]
@@ -264,5 +284,5 @@ class Broker:
         log.info("node %d: stopped", self.node_id)
 
     async def _stop_servers(self) -> None:
-        for server in self.servers.values():
-            await server.stop()
+        """Every listener at once: each drains its connections (`KafkaServer.stop`)."""
+        await asyncio.gather(*(server.stop() for server in self.servers.values()))

@@ -136,6 +136,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {
         _k("replica.lag.time.max.ms", T.LONG, "30000", "Time before a follower leaves ISR."),
         _k("broker.session.timeout.ms", T.INT, "9000", "Broker session with the controller."),
         _k("broker.heartbeat.interval.ms", T.INT, "2000", "Broker heartbeat period."),
+        _k("initial.broker.registration.timeout.ms", T.INT, "60000",
+           "Time a starting broker keeps trying to register before it exits."),
         _k("leader.imbalance.per.broker.percentage", T.INT, "10",
            "Share of non-preferred leaders per broker that triggers a rebalance."),
         _k("controlled.shutdown.enable", T.BOOLEAN, "true",

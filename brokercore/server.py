@@ -10,7 +10,9 @@ request first waits for everything before it to finish, and holds up everything 
 so it sees the connection's requests one at a time as before. At most `MAX_IN_FLIGHT` requests are
 pending per connection; beyond that the reader stops reading. A framing error, an unknown
 API key or an unsupported version closes only that connection, once the responses to the
-requests before it are written; everyone else is served on.
+requests before it are written; everyone else is served on. Each connection is a
+`FrameConnection` (`frame_connection.py`), which reads every frame, decrypted if the
+listener uses TLS, straight into a buffer of its own.
 
 A listener's security protocol (`brokercore/security/`) adds two steps: on SSL and SASL_SSL
 the TLS handshake comes first (a failed one is logged once and closes the connection), and
@@ -31,6 +33,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from brokercore.frame_connection import BadFrameSize, FrameConnection
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import REGISTRY, Api, api_versions_entries
 from brokercore.protocol.context import ANONYMOUS, NO_RESPONSE, AppendOrder, RequestContext
@@ -59,7 +62,11 @@ _SIZE = struct.Struct(">i")
 API_VERSIONS_KEY = 18
 PRODUCE_KEY = 0
 MAX_IN_FLIGHT = 16
+# What a stopping listener gives its connections to answer the requests they already
+# received (then it closes them, answered or not); well inside shutdown.STEP_SECONDS.
+DRAIN_SECONDS = 1.0
 TLS_HANDSHAKE_SECONDS = 10
+TLS_WRITE_CHUNK = 2**18  # bytes handed to the TLS transport at a time
 _TLS_RECORD_START = (0x16, 0x03)  # a TLS handshake record: what a TLS client sends first
 
 
@@ -92,23 +99,53 @@ class _Session:
 class KafkaServer(TcpServer):
     def __init__(self, parts: BrokerParts, host: str, port: int,
                  security: ListenerSecurity | None = None) -> None:
-        super().__init__(host, port, limit=2**20, backlog=1024)
+        super().__init__(host, port, backlog=1024)
         self.parts = parts
         self.security = security or ListenerSecurity.plaintext(host, port)
         self.listener: str = self.security.spec.name
         self.node_id = parts.node_id
         self.max_request_bytes = parts.config.get_int("socket.request.max.bytes")
+        self._open: set[FrameConnection] = set()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peername = writer.get_extra_info("peername")
+    async def stop(self, drain_seconds: float = DRAIN_SECONDS) -> None:
+        """Stop listening, answer what each connection has received, then close it: a
+        request that reached a stopping broker is answered or its connection closes at once,
+        and a client never waits on a request the broker read and dropped."""
+        await super().stop(drain_seconds)
+
+    def _end_reading(self) -> None:
+        for connection in list(self._open):
+            connection.end_reading()
+
+    async def _listen(self) -> asyncio.Server:
+        return await asyncio.get_running_loop().create_server(
+            self._accept, self.host or None, self.port, **self._server_options)
+
+    def _accept(self) -> FrameConnection:
+        return FrameConnection(self.max_request_bytes, self._connected,
+                               tls=self.security.ssl_context is not None)
+
+    def _connected(self, connection: FrameConnection) -> None:
+        self._open.add(connection)
+        self._track(asyncio.create_task(self._serve_connection(connection)))
+
+    async def _serve_connection(self, connection: FrameConnection) -> None:
+        try:
+            await self._serving(self.handle_connection(connection), connection)
+        finally:
+            self._open.discard(connection)
+
+    async def handle_connection(self, connection: FrameConnection) -> None:
+        peername = connection.get_extra_info("peername")
         peer = f"{peername[0]}:{peername[1]}" if peername else "?"
         session = _Session(peer)
-        if self.security.ssl_context is not None and not await self._start_tls(writer, session):
+        if (self.security.ssl_context is not None
+                and not await self._start_tls(connection, session)):
             return
         if self.security.sasl is not None:
             session.sasl = SaslAuthenticator(self.security.sasl)
         try:
-            await self._serve_requests(reader, writer, session)
+            await self._serve_requests(connection, session)
         except FramingError as exc:
             log.warning("node %d: closing connection from %s on %s: %s", self.node_id, peer,
                         self.listener, exc)
@@ -121,12 +158,11 @@ class KafkaServer(TcpServer):
             log.exception("node %d: error serving %s; closing its connection",
                           self.node_id, peer)
 
-    async def _start_tls(self, writer: asyncio.StreamWriter, session: _Session) -> bool:
+    async def _start_tls(self, connection: FrameConnection, session: _Session) -> bool:
         """The TLS handshake; False (logged once) when it fails."""
         assert self.security.ssl_context is not None
         try:
-            await writer.start_tls(self.security.ssl_context,
-                                   ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS)
+            await connection.start_tls(self.security.ssl_context, TLS_HANDSHAKE_SECONDS)
         except (ssl.SSLError, OSError, TimeoutError) as exc:
             # A peer that connects and leaves without a word is a port probe, not an error.
             quiet = isinstance(exc, ConnectionResetError | ssl.SSLEOFError) or not str(exc)
@@ -134,21 +170,19 @@ class KafkaServer(TcpServer):
                     "node %d: TLS handshake with %s on %s failed: %s", self.node_id,
                     session.peer, self.listener, exc or type(exc).__name__)
             return False
-        principal = certificate_principal(writer.get_extra_info("peercert"))
+        principal = certificate_principal(connection.get_extra_info("peercert"))
         if principal is not None:
             session.principal = principal
         return True
 
-    async def _serve_requests(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: _Session
-    ) -> None:
+    async def _serve_requests(self, connection: FrameConnection, session: _Session) -> None:
         pending: asyncio.Queue[_InFlight | None] = asyncio.Queue(MAX_IN_FLIGHT)
         reading = asyncio.current_task()
         assert reading is not None
         peer = session.peer
-        writing = asyncio.create_task(self._write_responses(pending, writer, reading, peer))
+        writing = asyncio.create_task(self._write_responses(pending, connection, reading, peer))
         try:
-            await self._read_requests(reader, pending, session)
+            await self._read_requests(connection, pending, session)
         except asyncio.CancelledError:
             raise
         except BaseException:
@@ -166,14 +200,14 @@ class KafkaServer(TcpServer):
                     item.task.cancel()
 
     async def _read_requests(
-        self, reader: asyncio.StreamReader, pending: asyncio.Queue[_InFlight | None],
+        self, connection: FrameConnection, pending: asyncio.Queue[_InFlight | None],
         session: _Session,
     ) -> None:
         running: list[_InFlight] = []
         session.appends = AppendOrder()
         sasl = session.sasl
         while True:
-            frame = await self._read_frame(reader)
+            frame = await self._read_frame(connection)
             if sasl is not None and sasl.state is SaslState.RAW_TOKEN:
                 raw = _InFlight(asyncio.create_task(self._raw_token(sasl, frame)), False)
                 await pending.put(raw)
@@ -197,17 +231,18 @@ class KafkaServer(TcpServer):
                 if sasl.closing:
                     raise ConnectionClosed(f"SASL: {sasl.failure}")
 
-    async def _read_frame(self, reader: asyncio.StreamReader) -> memoryview:
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        if size < 0 or size > self.max_request_bytes:
+    async def _read_frame(self, connection: FrameConnection) -> memoryview:
+        try:
+            return await connection.read_frame()
+        except BadFrameSize as exc:
+            size = exc.size
             if (size >> 24, (size >> 16) & 0xFF) == _TLS_RECORD_START:
                 raise FramingError(f"a TLS handshake on a {self.security.spec.protocol.value} "
-                                   "listener")
+                                   "listener") from None
             raise FramingError(
                 f"request size {size} is outside 0..{self.max_request_bytes} "
                 "(socket.request.max.bytes)"
-            )
-        return memoryview(await reader.readexactly(size))
+            ) from None
 
     def _check_sasl(self, sasl: SaslAuthenticator, api: Api) -> None:
         """Kafka's gate: before authentication only ApiVersions and the SASL APIs; after
@@ -228,9 +263,10 @@ class KafkaServer(TcpServer):
         return _SIZE.pack(len(answer)) + answer
 
     async def _write_responses(
-        self, pending: asyncio.Queue[_InFlight | None], writer: asyncio.StreamWriter,
+        self, pending: asyncio.Queue[_InFlight | None], connection: FrameConnection,
         reading: asyncio.Task[Any], peer: str,
     ) -> None:
+        tls = self.security.ssl_context is not None
         while (item := await pending.get()) is not None:
             try:
                 response = await item.task
@@ -239,10 +275,20 @@ class KafkaServer(TcpServer):
                               self.node_id, peer)
                 reading.cancel()
                 return
-            if response is not None:
-                writer.write(response)
-                if writer.transport.get_write_buffer_size() > 2**20:
-                    await writer.drain()
+            if response is None:
+                continue
+            if tls and len(response) > TLS_WRITE_CHUNK:
+                # In slices, so OpenSSL's outgoing memory BIO stays small: encrypting a
+                # whole fetch response at once grows it by reallocations that copy and
+                # wipe every byte several times (bench/README.md, security_bench.py).
+                view = memoryview(response)
+                for start in range(0, len(view), TLS_WRITE_CHUNK):
+                    connection.write(view[start:start + TLS_WRITE_CHUNK])
+                    await connection.drain()  # waits only while the TLS buffer is full
+            else:
+                connection.write(response)
+            if connection.write_buffer_size() > 2**20:
+                await connection.drain()
 
     def _prepare(self, frame: memoryview,
                  session: _Session) -> bytes | tuple[Api, RequestContext, Any]:

@@ -13,7 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, KafkaException
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -23,6 +28,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from confluent_kafka.admin import ConfigEntry as KafkaConfigEntry
+from confluent_kafka.cimpl import _AdminClientImpl
 
 from .configs import (
     AcksAllShortfall,
@@ -31,7 +37,8 @@ from .configs import (
     ResourceKind,
     entry_from_confluent,
 )
-from .errors import ClusterRequestError, error_value, result, translate
+from .errors import ClusterRequestError, ClusterUnavailable, error_value, result, translate
+from .group_reads import GroupReader, Unbatched
 from .groups import (
     ConsumerGroup,
     GroupListing,
@@ -43,6 +50,7 @@ from .groups import (
 from .lag import GroupLag, group_lag
 from .metadata import ClusterMetadata, TopicMetadata, TopicPartition, from_confluent
 from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetKind, OffsetQuery
+from .wire import unsupported
 
 UNKNOWN_TOPIC = 3  # Kafka's UNKNOWN_TOPIC_OR_PART
 OFFSET_NOT_AVAILABLE = 78  # Kafka's: the leader cannot answer a ListOffsets yet
@@ -61,7 +69,8 @@ class ClusterClient:
     """
 
     def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None, *,
-                 timeout: float = 10.0, metadata_ttl: float = 5.0) -> None:
+                 timeout: float = 10.0, metadata_ttl: float = 5.0,
+                 batched_groups: bool = True) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
         self.metadata_ttl = metadata_ttl
@@ -72,9 +81,20 @@ class ClusterClient:
             **(config or {}),
         }
         self.admin = AdminClient(self.config)
+        # Groups described and their offsets fetched in one request per coordinator
+        # (group_reads.py), unless the config asks for security our own connection does
+        # not speak (then, and with batched_groups=False, librdkafka's request per group).
+        self.groups_reader: GroupReader | None = None
+        if batched_groups and unsupported(self.config) is None:
+            self.groups_reader = GroupReader(bootstrap_servers, self.config, timeout)
         self._metadata: ClusterMetadata | None = None
         self._metadata_at = 0.0
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Closes the batched group reads' sockets (the AdminClient goes with the object)."""
+        if self.groups_reader is not None:
+            self.groups_reader.close()
 
     def poll(self) -> None:
         """Hands librdkafka's queued log lines to the `logger` of the config, if it has one
@@ -84,10 +104,16 @@ class ClusterClient:
     def _wait(self, future: Future[Any], topic: str | None = None,
               partition: int | None = None) -> Any:
         # A little longer than librdkafka's own timeout, so that its answer wins the race.
-        return result(future, self.timeout + 2.0, topic, partition)
+        return result(future, self.timeout + 3.0, topic, partition)
 
     def _kw(self) -> dict[str, Any]:
-        return {"request_timeout": self.timeout}
+        # An admin operation outlives its requests (socket.timeout.ms is `timeout`): a
+        # request to a dead broker then fails inside the operation. When both timed out
+        # together, librdkafka could meet the request's late "timed out" answer after the
+        # operation had gone and abort the process (confluentinc/librdkafka#4605,
+        # `rd_kafka_enq_once_del_source_return: eonce->refcnt > 0`), which a collector
+        # watching a broker being killed hit.
+        return {"request_timeout": self.timeout + 1.0}
 
     # --- metadata ---------------------------------------------------------------------
     def metadata(self, refresh: bool = False, timeout: float | None = None) -> ClusterMetadata:
@@ -214,20 +240,34 @@ class ClusterClient:
     # --- offsets ----------------------------------------------------------------------
     def list_offsets(self, queries: Mapping[TopicPartition, OffsetQuery]) -> ListOffsetsResult:
         """One batched ListOffsets for many partitions (librdkafka groups them per leader);
-        a partition's own error is a value in the result, not an exception."""
+        a partition's own error is a value in the result, not an exception.
+
+        The request goes to librdkafka with ONE future for the whole answer, not through
+        AdminClient.list_offsets, which makes and settles a future per partition: at 10,000
+        partitions those futures were a third of the collector's read (bench/README.md,
+        collector_db_bench.py). The answer is the same dict that method spreads over them."""
         if not queries:
             return ListOffsetsResult()
-        specs = {q: q.spec() for q in set(queries.values())}  # one each: 10,000 cost 1 s
-        futures = self.admin.list_offsets(
-            {KafkaTopicPartition(tp.topic, tp.partition): specs[q] for tp, q in queries.items()},
-            **self._kw())
+        specs = {q: q.spec()._value for q in set(queries.values())}  # one each: 10,000 cost 1 s
+        whole: Future[Any] = Future()
+        whole.set_running_or_notify_cancel()
+        _AdminClientImpl.list_offsets(
+            self.admin,
+            [KafkaTopicPartition(tp.topic, tp.partition, specs[q]) for tp, q in queries.items()],
+            whole, **self._kw())
         found = ListOffsetsResult()
-        for k, future in futures.items():
+        try:
+            answers = self._wait(whole)
+        except ClusterRequestError as exc:  # the request's own error: every partition's
+            found.errors.update(dict.fromkeys(queries, exc))
+            return found
+        for k, info in answers.items():
             tp = TopicPartition(k.topic, k.partition)
-            try:
-                info = self._wait(future, k.topic, k.partition)
-            except ClusterRequestError as exc:
-                found.errors[tp] = exc
+            if isinstance(info, KafkaError):
+                problem = translate(info, k.topic, k.partition)
+                if isinstance(problem, ClusterUnavailable):
+                    raise problem
+                found.errors[tp] = problem
                 continue
             offset = int(info.offset)
             if offset < 0 and not (offset == -1 and queries[tp].kind in BY_TIME):
@@ -247,8 +287,16 @@ class ClusterClient:
     # --- consumer groups --------------------------------------------------------------
     def list_groups(self, types: Iterable[GroupType] = ()) -> list[GroupListing]:
         """Every group of every broker, or of the given protocols only (ListGroups v5's
-        types filter). If some broker did not answer, the groups of the others are
-        returned; if none answered, its error is raised."""
+        types filter), the brokers being those of the metadata now (group_reads.py; with
+        librdkafka, every broker it has known). If some broker did not answer, the groups
+        of the others are returned; if none answered, its error is raised."""
+        reader = self.groups_reader
+        if reader is not None:
+            try:
+                return reader.list_groups([t.value for t in types])
+            except Unbatched:
+                self.groups_reader = None
+                reader.close()
         kinds = {ConsumerGroupType[t.name] for t in types}
         listing = self._wait(self.admin.list_consumer_groups(
             **self._kw(), **({"types": kinds} if kinds else {})))
@@ -258,9 +306,18 @@ class ClusterClient:
                       key=lambda g: g.group_id)
 
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, ConsumerGroup]:
-        """Every group described in one batch (a group unknown to Kafka comes back DEAD)."""
+        """Every group described in one batch (a group unknown to Kafka comes back DEAD):
+        one ConsumerGroupDescribe and one DescribeGroups per coordinator, or with librdkafka
+        (a secured config it alone speaks) one request per group, all in flight at once."""
         if not group_ids:
             return {}
+        reader = self.groups_reader
+        if reader is not None:
+            try:
+                return reader.describe(group_ids)
+            except Unbatched:  # a broker before Kafka 3.0: librdkafka's way from now on
+                self.groups_reader = None
+                reader.close()
         futures = self.admin.describe_consumer_groups(list(group_ids), **self._kw())
         return {g: group_from_confluent(self._wait(f)) for g, f in futures.items()}
 
@@ -275,8 +332,16 @@ class ClusterClient:
         return offsets.offsets
 
     def committed_offsets_many(self, group_ids: Sequence[str]) -> dict[str, GroupOffsets]:
-        """Committed offsets of many groups: every OffsetFetch is sent before any answer is
-        awaited. A group's own error is a value; an unreachable cluster raises."""
+        """Committed offsets of many groups: one OffsetFetch v8 per coordinator (or with
+        librdkafka one per group, every one sent before any answer is awaited). A group's
+        own error is a value; an unreachable cluster raises."""
+        reader = self.groups_reader
+        if reader is not None and group_ids:
+            try:
+                return reader.committed(group_ids)
+            except Unbatched:
+                self.groups_reader = None
+                reader.close()
         futures = {
             g: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
                                                       **self._kw())[g]

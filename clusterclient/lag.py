@@ -55,14 +55,18 @@ class GroupLag:
 
 
 def group_lag(group: ConsumerGroup, committed: Mapping[TopicPartition, int],
-              ends: ListOffsetsResult) -> GroupLag:
-    """Lag of every partition the group has committed or has assigned."""
+              ends: ListOffsetsResult | Mapping[TopicPartition, int]) -> GroupLag:
+    """Lag of every partition the group has committed or has assigned. `ends` is a
+    ListOffsets answer, or plain end offsets by partition (the collector's, read already:
+    wrapping 10,000 of them in ListedOffsets each cycle cost more than the lag itself)."""
     owners = {tp: m for m in group.members for tp in m.assignment}
+    end_of = ends.offset if isinstance(ends, ListOffsetsResult) else ends.get
+    errors_of = ends.errors if isinstance(ends, ListOffsetsResult) else {}
     rows = []
     for tp in sorted(set(committed) | set(owners)):
         at = committed.get(tp)
-        end = ends.offset(tp)
+        end = end_of(tp)
         lag = None if at is None or end is None else max(0, end - at)
         rows.append(PartitionLag(tp.topic, tp.partition, at, end, lag, owners.get(tp)))
-    errors = {tp: e for tp, e in ends.errors.items() if tp in committed or tp in owners}
+    errors = {tp: e for tp, e in errors_of.items() if tp in committed or tp in owners}
     return GroupLag(group.group_id, group.state, tuple(rows), errors)

@@ -6,13 +6,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import error_value
 
 
-@dataclass(frozen=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """A partition's name. A tuple, not a frozen dataclass: the collector keys dicts and sets
+    by it tens of thousands of times a cycle, and a tuple hashes and compares in C (the
+    dataclass's generated __hash__ and __eq__ are Python calls); it orders the same."""
+
     topic: str
     partition: int
 
@@ -88,14 +91,6 @@ class ClusterMetadata:
     @property
     def partitions(self) -> list[PartitionMetadata]:
         return [p for t in self.topics.values() for p in t.partitions]
-
-    @property
-    def offline_partitions(self) -> list[PartitionMetadata]:
-        return [p for p in self.partitions if p.offline]
-
-    @property
-    def under_replicated_partitions(self) -> list[PartitionMetadata]:
-        return [p for p in self.partitions if p.under_replicated]
 
     def leaders(self) -> dict[int, int]:
         """How many partitions each broker leads (brokers leading none included)."""

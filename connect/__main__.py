@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 
 import uvicorn
@@ -15,6 +16,8 @@ from connect.endpoints import router
 from connect.herder import Herder
 from connect.plugins import Plugins
 from connect.rest import ConnectApp
+from connect.rest_auth import BasicAuth, BasicAuthConfig
+from connect.rest_tls import peer_verify, server_context
 
 log = logging.getLogger("connect")
 
@@ -29,10 +32,14 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = WorkerConfig.from_file(args.config)
+        basic_auth = BasicAuthConfig.from_worker(config)
+        # listeners=https://...: checked before the worker joins its group, not after
+        tls = server_context(config.props) if config.rest_scheme == "https" else None
+        peers = peer_verify(config.props, config.rest_scheme)
     except (OSError, ConfigException) as exc:
         print(f"connect: {exc}", file=sys.stderr)
         return 2
-    herder = Herder(config, Plugins(config.plugin_path))
+    herder = Herder(config, Plugins(config.plugin_path), peers)
     try:
         herder.start()
     except (KafkaException, TimeoutError) as exc:
@@ -40,15 +47,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"connect: could not set up the worker's internal topics: {exc}",
               file=sys.stderr)
         return 1
-    server = uvicorn.Server(uvicorn.Config(
-        ConnectApp(herder, router), host=config.rest_host or "0.0.0.0", port=config.rest_port,
-        log_level="warning", lifespan="on"))
+    app = ConnectApp(herder, router, BasicAuth(basic_auth) if basic_auth else None, peers)
+    server = uvicorn.Server(_uvicorn_config(app, config, tls))
     log.info("Kafka Connect worker %s: REST API on %s", herder.worker_id, config.advertised_url)
     try:
         server.run()
     finally:
         herder.stop()
     return 0
+
+
+def _uvicorn_config(app: ConnectApp, config: WorkerConfig,
+                    tls: ssl.SSLContext | None) -> uvicorn.Config:
+    """uvicorn's settings for the REST API; with `tls`, our own context (Kafka's keys,
+    rest_tls.py) in place of the one uvicorn would build from file names."""
+    served = uvicorn.Config(app, host=config.rest_host or "0.0.0.0", port=config.rest_port,
+                            log_level="warning", lifespan="on")
+    if tls is not None:
+        served.load()
+        served.ssl = tls
+    return served
 
 
 if __name__ == "__main__":

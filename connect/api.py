@@ -10,9 +10,9 @@ it validates its configuration and splits the work into task configs. Tasks
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from connect.configdef import ConfigDef, ConfigValue
 
@@ -33,17 +33,24 @@ class DataException(ConnectException):
 class Schema:
     """A Connect schema, as JsonConverter writes it (`{"type": "string", "optional": false}`).
     Types: int8, int16, int32, int64, float32, float64, boolean, string, bytes, array, map,
-    struct."""
+    struct. A named primitive with a version and parameters is a logical type
+    (connect/logical.py: Decimal, Date, Time, Timestamp)."""
     type: str
     optional: bool = False
     name: str | None = None
     fields: tuple[tuple[str, Schema], ...] = ()
     items: Schema | None = None
+    version: int | None = None
+    parameters: tuple[tuple[str, str], ...] = ()  # a tuple, so that schemas stay hashable
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "optional": self.optional}
         if self.name:
             out["name"] = self.name
+        if self.version is not None:
+            out["version"] = self.version
+        if self.parameters:
+            out["parameters"] = dict(self.parameters)
         if self.type == "struct":
             out["fields"] = [{**s.as_json(), "field": n} for n, s in self.fields]
         if self.items is not None:
@@ -54,8 +61,10 @@ class Schema:
     def from_json(cls, data: Mapping[str, Any]) -> Schema:
         fields = tuple((f["field"], cls.from_json(f)) for f in data.get("fields") or ())
         items = cls.from_json(data["items"]) if data.get("items") else None
+        version = data.get("version")
+        parameters = tuple((str(k), str(v)) for k, v in (data.get("parameters") or {}).items())
         return cls(str(data["type"]), bool(data.get("optional", False)), data.get("name"),
-                   fields, items)
+                   fields, items, int(version) if version is not None else None, parameters)
 
 
 STRING_SCHEMA = Schema("string")
@@ -80,8 +89,11 @@ class SourceRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ is slower per record
-class SinkRecord:
+class SinkRecord(NamedTuple):
+    """A record a sink task receives, already converted. A named tuple, not a dataclass:
+    the runner builds a batch's records with `tuple.__new__` over columns it took from the
+    consumer's messages in C loops, which costs a fraction of a Python `__init__` per
+    record (bench/connect_bench.py; a sink's Python work per record is its throughput)."""
     topic: str
     kafka_partition: int
     kafka_offset: int
@@ -121,6 +133,14 @@ class SinkTaskContext:
         self.rewind[(topic, partition)] = offset
 
 
+@dataclass
+class ConnectorContext:
+    """What a running connector may ask of the framework (Kafka's ConnectorContext): new task
+    configs (its work changed, e.g. a new topic matched), or to fail with `exc`'s trace."""
+    request_task_reconfiguration: Callable[[], None] = lambda: None
+    raise_error: Callable[[BaseException], None] = lambda exc: None
+
+
 class Task(ABC):
     def version(self) -> str:
         return "1.0"
@@ -145,6 +165,11 @@ class SourceTask(Task):
     def commit(self) -> None:
         """The offsets of the records returned so far are durable."""
 
+    def commit_record(self, record: SourceRecord, partition: int, offset: int) -> None:
+        """`record` was acknowledged by Kafka at `partition`/`offset` of its topic (Kafka's
+        commitRecord with its RecordMetadata); called on the task's thread. Only tasks
+        that override it get the calls."""
+
 
 class SinkTask(Task):
     context: SinkTaskContext
@@ -164,8 +189,16 @@ class SinkTask(Task):
 
 
 class Connector(ABC):
+    # Converters taken before the worker's when the connector's config names none: a
+    # connector that copies bytes as they are (MirrorMaker's) sets ByteArrayConverter.
+    default_converters: Mapping[str, str] = {}
+    context: ConnectorContext
+
     def version(self) -> str:
         return "1.0"
+
+    def initialize(self, context: ConnectorContext) -> None:
+        self.context = context
 
     @abstractmethod
     def start(self, props: Mapping[str, str]) -> None: ...
@@ -176,9 +209,8 @@ class Connector(ABC):
     @abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]: ...
 
-    def stop(self) -> None:
+    def stop(self) -> None:  # noqa: B027 - an optional hook: most connectors hold nothing
         """Release what start() took (nothing, unless the connector overrides it)."""
-        return None
 
     @abstractmethod
     def config(self) -> ConfigDef: ...

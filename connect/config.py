@@ -50,6 +50,7 @@ class WorkerConfig:
     status_replication: int
     offset_partitions: int
     status_partitions: int
+    rest_scheme: str  # "http" or "https" (listeners; rest_tls.py for https's settings)
     rest_host: str
     rest_port: int
     advertised_url: str
@@ -73,9 +74,13 @@ class WorkerConfig:
             if not props.get(required):
                 raise ConfigException(f'Missing required configuration "{required}" which '
                                       "has no default value.")
-        host, port = _listener(props.get("listeners", "http://:8083"))
+        scheme, host, port = _listener(props.get("listeners", "http://:8083"))
         advertised_host = props.get("rest.advertised.host.name") or host or "127.0.0.1"
         advertised_port = _int(props, "rest.advertised.port", port)
+        advertised_scheme = (props.get("rest.advertised.listener") or scheme).lower()
+        if advertised_scheme not in ("http", "https"):
+            raise ConfigException(f"Invalid value {advertised_scheme} for configuration "
+                                  "rest.advertised.listener: http or https")
         group_protocol = props.get("connect.protocol", "compatible").lower()
         if group_protocol not in ("eager", "compatible", "sessioned"):
             raise ConfigException(f"Invalid value {group_protocol} for configuration "
@@ -96,8 +101,8 @@ class WorkerConfig:
             status_replication=_int(props, "status.storage.replication.factor", 3),
             offset_partitions=_int(props, "offset.storage.partitions", 25),
             status_partitions=_int(props, "status.storage.partitions", 5),
-            rest_host=host, rest_port=port,
-            advertised_url=f"http://{advertised_host}:{advertised_port}",
+            rest_scheme=scheme, rest_host=host, rest_port=port,
+            advertised_url=f"{advertised_scheme}://{advertised_host}:{advertised_port}",
             exactly_once_source=eos == "enabled",
             session_timeout_ms=_int(props, "session.timeout.ms", 10_000),
             heartbeat_interval_ms=_int(props, "heartbeat.interval.ms", 3_000),
@@ -110,17 +115,43 @@ class WorkerConfig:
                               if p.strip()),
         )
 
+    @property
+    def worker_id(self) -> str:
+        """Kafka's worker id: the advertised `host:port`, without the scheme."""
+        return self.advertised_url.partition("://")[2]
+
+    def worker_url(self, worker_id: str) -> str:
+        """Another worker's REST API by its id: the group's workers share a scheme."""
+        return f"{self.advertised_url.partition('://')[0]}://{worker_id}"
+
     def client_settings(self) -> dict[str, str]:
-        """What the worker's own clients inherit: bootstrap and the security settings."""
+        """What the worker's own clients (and its group member) inherit: bootstrap and the
+        security settings, in librdkafka's keys. Kafka's own keys, as connect-distributed
+        .properties files write them, are translated: `sasl.jaas.config` (PLAIN or SCRAM
+        login module) to `sasl.username`/`sasl.password`, a PEM `ssl.truststore.location`
+        to `ssl.ca.location`; the JVM's other keystore keys are not librdkafka's."""
         keep = ("security.protocol", "sasl.", "ssl.")
         out = {k: v for k, v in self.props.items() if k.startswith(keep)}
+        jaas = out.pop("sasl.jaas.config", "")
+        if jaas:
+            login = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', jaas))
+            out.setdefault("sasl.username", login.get("username", ""))
+            out.setdefault("sasl.password", login.get("password", ""))
+        truststore = out.pop("ssl.truststore.location", "")
+        if truststore and out.pop("ssl.truststore.type", "JKS").upper() == "PEM":
+            out.setdefault("ssl.ca.location", truststore)
+        for java_only in ("ssl.truststore.type", "ssl.truststore.password",
+                          "ssl.keystore.type"):
+            out.pop(java_only, None)
         out["bootstrap.servers"] = self.bootstrap_servers
         return out
 
 
-def _listener(listeners: str) -> tuple[str, int]:
+def _listener(listeners: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of the first listener: the worker serves one."""
     first = listeners.split(",")[0].strip()
-    match = re.fullmatch(r"(?:https?://)?([^:/]*):(\d+)/?", first, re.IGNORECASE)
+    match = re.fullmatch(r"(?:(https?)://)?([^:/]*):(\d+)/?", first, re.IGNORECASE)
     if not match:
-        raise ConfigException(f"Invalid value {listeners} for configuration listeners")
-    return match.group(1), int(match.group(2))
+        raise ConfigException(f"Invalid value {listeners} for configuration listeners: "
+                              "http://host:port or https://host:port")
+    return (match.group(1) or "http").lower(), match.group(2), int(match.group(3))

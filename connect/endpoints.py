@@ -16,6 +16,7 @@ from connect.errors import BadRequest, Conflict, NotFound, NotLeader, NotOwner
 from connect.errors import connector_not_found as not_found
 from connect.herder import Herder
 from connect.rest import Request, Response, Router
+from connect.worker import SourceTaskRunner
 
 router = Router()
 COMMIT = "millrace"
@@ -261,7 +262,7 @@ async def restart_task(req: Request) -> Response:
     def restart() -> None:
         if not herder.owns_task(task):
             status = herder.statuses.tasks.get(task)
-            raise NotOwner(f"http://{status.worker_id}" if status else None)
+            raise NotOwner(herder.config.worker_url(status.worker_id) if status else None)
         herder.restart_task(task)
     await req.on_herder(restart)
     return Response(204)
@@ -424,3 +425,14 @@ async def set_logger_level(req: Request) -> Response:
     if req.query.get("scope", "worker").lower() == "cluster":
         raise BadRequest("scope=cluster is not supported by this worker; use scope=worker")
     return Response(200, log_levels.set_level(req.params["logger"], req.json()))
+
+
+@router.add("GET", "/metrics/tasks")
+async def task_metrics(req: Request) -> Response:
+    """Not Kafka's: the throughput of this worker's tasks (connect/metrics.py)."""
+    tasks = [{"connector": name, "task": task,
+              "type": "source" if isinstance(runner, SourceTaskRunner) else "sink",
+              "records_total": runner.metrics.total,
+              "records_per_second": runner.metrics.rate()}
+             for (name, task), runner in sorted(req.herder.tasks.items())]
+    return Response(200, {"worker_id": req.herder.worker_id, "tasks": tasks})

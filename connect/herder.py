@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import ssl
 import threading
 import time
 import traceback
@@ -25,11 +26,12 @@ import httpx
 from confluent_kafka.admin import AdminClient
 
 from connect import protocol
-from connect.api import Connector, SourceConnector
+from connect.api import Connector, ConnectorContext, SourceConnector
 from connect.assignor import IncrementalAssignor, assign_eager
 from connect.config import WorkerConfig
-from connect.membership import ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GroupMember
+from connect.membership import ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, GroupMember, Security
 from connect.plugins import Plugins
+from connect.rest_auth import worker_credentials
 from connect.storage import ConfigState, ConfigStore, OffsetStore, Status, StatusStore
 from connect.worker import SinkTaskRunner, SourceTaskRunner, TaskRunner, TaskSetup
 from connect.worker import setup_converters as converters_for
@@ -40,10 +42,13 @@ TaskId = tuple[str, int]
 
 
 class Herder:
-    def __init__(self, config: WorkerConfig, plugins: Plugins) -> None:
+    def __init__(self, config: WorkerConfig, plugins: Plugins,
+                 peer_verify: ssl.SSLContext | bool = True) -> None:
         self.config = config
         self.plugins = plugins
-        self.worker_id = config.advertised_url.removeprefix("http://")
+        # what its requests to other workers' REST APIs trust (rest_tls.peer_verify)
+        self.peer_verify = peer_verify
+        self.worker_id = config.worker_id
         settings = config.client_settings()
         self.settings = settings
         self.configs = ConfigStore(settings, config.config_topic, self._on_config_record)
@@ -52,7 +57,8 @@ class Herder:
         self.member = GroupMember(
             config.bootstrap_servers, config.group_id, client_id=f"connect-{self.worker_id}",
             session_timeout_ms=config.session_timeout_ms,
-            rebalance_timeout_ms=config.rebalance_timeout_ms)
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            security=Security.from_client_settings(settings))
         self.jobs: queue.Queue[Callable[[], None]] = queue.Queue()
         self.generation = -1
         self.leader_url: str | None = None
@@ -66,6 +72,11 @@ class Herder:
         self.connectors: dict[str, Connector] = {}
         self.tasks: dict[TaskId, TaskRunner] = {}
         self.kafka_cluster_id = ""
+        # Its own requests to the leader log in as the worker when the REST API asks for
+        # Basic auth (rest_auth.worker_credentials)
+        credentials = (worker_credentials(config)
+                       if config.props.get("rest.extension.classes") else None)
+        self.internal_headers = {"authorization": credentials.header()} if credentials else {}
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="herder", daemon=True)
 
@@ -97,7 +108,7 @@ class Herder:
                 return
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # handed to the caller, who renders it
+            except BaseException as exc:  # noqa: BLE001 - handed whole to the caller, who renders it
                 future.set_exception(exc)
         self.jobs.put(job)
         return future
@@ -318,15 +329,39 @@ class Herder:
             return
         try:
             connector = self.plugins.find(config.get("connector.class", ""))()
+            connector.initialize(ConnectorContext(
+                lambda: self.jobs.put(lambda: self._reconfigure(name)),
+                lambda exc: self.jobs.put(lambda: self._connector_failed(name, exc))))
             connector.start(config)
             task_configs = connector.task_configs(int(config.get("tasks.max", "1")))
-        except Exception:  # the connector's own failure: FAILED with its trace
+        except Exception:  # noqa: BLE001 - a plugin's own code: FAILED with its trace
             self.report_connector(name, "FAILED", traceback.format_exc())
             return
         self.connectors[name] = connector
         self.report_connector(name, "PAUSED" if target == "PAUSED" else "RUNNING", None)
         if task_configs != self.snapshot.tasks.get(name):
             self._publish_tasks(name, task_configs)
+
+    def _reconfigure(self, name: str) -> None:
+        """The connector asked for new task configs (its work changed)."""
+        connector, config = self.connectors.get(name), self.snapshot.connectors.get(name)
+        if connector is None or config is None:
+            return
+        try:
+            task_configs = connector.task_configs(int(config.get("tasks.max", "1")))
+        except Exception:  # noqa: BLE001 - a plugin's own code: FAILED with its trace
+            self._connector_failed(name, None)
+            return
+        if task_configs != self.snapshot.tasks.get(name):
+            self._publish_tasks(name, task_configs)
+
+    def _connector_failed(self, name: str, exc: BaseException | None) -> None:
+        if name not in self.connectors:
+            return
+        trace = traceback.format_exc() if exc is None else "".join(
+            traceback.format_exception(exc))
+        self._stop_connector(name)
+        self.report_connector(name, "FAILED", trace)
 
     def _stop_connector(self, name: str) -> None:
         connector = self.connectors.pop(name, None)
@@ -343,7 +378,8 @@ class Herder:
             return
         try:
             httpx.post(f"{self.leader_url}/connectors/{name}/tasks", json=configs,
-                       timeout=30).raise_for_status()
+                       headers=self.internal_headers, timeout=30,
+                       verify=self.peer_verify).raise_for_status()
         except httpx.HTTPError as exc:
             log.warning("connector %s: task configs not accepted by the leader (%s); "
                         "trying again", name, exc)
@@ -363,7 +399,7 @@ class Herder:
             return
         try:
             runner = self._runner(name, index, config, tasks[index])
-        except Exception:  # an unknown class or a bad converter: FAILED with its trace
+        except Exception:  # noqa: BLE001 - a plugin's class or converter: FAILED with its trace
             self.report_task((name, index), "FAILED", traceback.format_exc())
             return
         runner.paused = self.snapshot.target_states.get(name) == "PAUSED"
@@ -373,7 +409,7 @@ class Herder:
     def _runner(self, name: str, index: int, config: dict[str, str],
                 task_config: dict[str, str]) -> TaskRunner:
         cls = self.plugins.find(config.get("connector.class", ""))
-        key, value = converters_for(config, self.config.props)
+        key, value = converters_for({**cls.default_converters, **config}, self.config.props)
         setup = TaskSetup(
             connector=name, task_id=index, config=task_config, connector_config=config,
             task_class=cls().task_class(), key_converter=key, value_converter=value,

@@ -5,18 +5,26 @@ confluent-kafka (librdkafka) only joins groups as a consumer (protocol type `con
 the worker speaks the classic group protocol itself, with kafka-python's request classes as
 the codec (as brokercore does). It is synchronous and owned by the herder's thread, which
 calls `heartbeat()` between its other work, as Kafka's DistributedHerder ticks its member.
+
+On a secured cluster each connection speaks the worker's own client settings (`Security`,
+from the same librdkafka keys its producers and consumers get): TLS with the CA of
+`ssl.ca.location` for SSL and SASL_SSL, then SaslHandshake v1 and SaslAuthenticate v1 with
+PLAIN or SCRAM-SHA-256/512 (kafka-python's SCRAM client) for SASL_*. A refused login is a
+`GroupError`: retrying the same password cannot help.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.net.sasl.scram import ScramClient
 from kafka.protocol.consumer import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -24,6 +32,7 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
 )
 from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from connect.protocol import PROTOCOL_TYPE
 
@@ -57,11 +66,89 @@ class Joined:
     assignment: bytes
 
 
+@dataclass(frozen=True)
+class Security:
+    """How the member reaches brokers: `security.protocol` and, for SASL, the mechanism and
+    login; for TLS the CA (PEM) that signed the brokers' certificates (empty: the system's)
+    and whether their name is checked (`ssl.endpoint.identification.algorithm`)."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str = "GSSAPI"
+    username: str = ""
+    password: str = ""
+    ca_location: str = ""
+    check_hostname: bool = True
+
+    @classmethod
+    def from_client_settings(cls, settings: dict[str, str]) -> Security:
+        return cls(
+            protocol=settings.get("security.protocol", "PLAINTEXT").upper(),
+            mechanism=(settings.get("sasl.mechanisms") or settings.get("sasl.mechanism")
+                       or "GSSAPI").upper(),
+            username=settings.get("sasl.username", ""),
+            password=settings.get("sasl.password", ""),
+            ca_location=settings.get("ssl.ca.location", ""),
+            check_hostname=settings.get("ssl.endpoint.identification.algorithm",
+                                        "https").lower() == "https")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ca_location or None)
+        context.check_hostname = self.check_hostname
+        return context
+
+
 class _Connection:
-    def __init__(self, host: str, port: int, timeout: float, client_id: str) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host: str, port: int, timeout: float, client_id: str,
+                 security: Security | None = None) -> None:
+        security = security or Security()
+        sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            self.sock = (security.context().wrap_socket(sock, server_hostname=host)
+                         if security.tls else sock)
+        except (OSError, ssl.SSLError):
+            sock.close()
+            raise
         self.client_id = client_id
         self.correlation_id = 0
+        if security.sasl:
+            try:
+                self._authenticate(security)
+            except (OSError, GroupError):
+                self.close()
+                raise
+
+    def _authenticate(self, security: Security) -> None:
+        handshake = self.request(SaslHandshakeRequest(mechanism=security.mechanism), 1)
+        if handshake.error_code != NONE:
+            raise GroupError(f"SASL mechanism {security.mechanism} refused (error "
+                             f"{handshake.error_code}; the broker offers "
+                             f"{', '.join(handshake.mechanisms)})")
+        if security.mechanism == "PLAIN":
+            self._sasl_step(f"\0{security.username}\0{security.password}".encode())
+        elif security.mechanism in ScramClient.MECHANISMS:
+            scram = ScramClient(security.username, security.password, security.mechanism)
+            try:
+                scram.process_server_first_message(self._sasl_step(scram.first_message()))
+                scram.process_server_final_message(self._sasl_step(scram.final_message()))
+            except ValueError as exc:  # a server proof that does not check out
+                raise GroupError(f"SCRAM login as {security.username}: {exc}") from None
+        else:
+            raise GroupError(f"SASL mechanism {security.mechanism} is not supported by the "
+                             "Connect worker's group member (PLAIN, SCRAM-SHA-256/512)")
+
+    def _sasl_step(self, token: bytes) -> bytes:
+        answer = self.request(SaslAuthenticateRequest(auth_bytes=token), 1)
+        if answer.error_code != NONE:
+            raise GroupError(f"SASL authentication failed: {answer.error_message}")
+        return bytes(answer.auth_bytes)
 
     def request(self, request: Any, version: int) -> Any:
         self.correlation_id += 1
@@ -87,8 +174,10 @@ class _Connection:
 
 class GroupMember:
     def __init__(self, bootstrap_servers: str, group_id: str, *, client_id: str,
-                 session_timeout_ms: int, rebalance_timeout_ms: int) -> None:
+                 session_timeout_ms: int, rebalance_timeout_ms: int,
+                 security: Security | None = None) -> None:
         self.bootstrap = [s.strip() for s in bootstrap_servers.split(",") if s.strip()]
+        self.security = security or Security()
         self.group_id = group_id
         self.client_id = client_id
         self.session_timeout_ms = session_timeout_ms
@@ -108,7 +197,7 @@ class GroupMember:
         for server in self.bootstrap:
             host, port = server.rsplit(":", 1)
             try:
-                boot = _Connection(host, int(port), 10, self.client_id)
+                boot = _Connection(host, int(port), 10, self.client_id, self.security)
             except OSError as exc:
                 log.warning("bootstrap %s: %s", server, exc)
                 continue
@@ -120,7 +209,8 @@ class GroupMember:
             finally:
                 boot.close()
             if found.error_code == NONE:
-                return _Connection(found.host, found.port, timeout, self.client_id)
+                return _Connection(found.host, found.port, timeout, self.client_id,
+                                   self.security)
             log.info("group %s: FindCoordinator: error %d", self.group_id, found.error_code)
         raise ConnectionError(f"no coordinator found for group {self.group_id}")
 

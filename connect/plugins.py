@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 BUILT_IN = (
     "connect.connectors.filestream", "connect.connectors.datagen", "connect.connectors.jdbc",
+    "connect.connectors.mirror.source", "connect.connectors.mirror.checkpoint",
+    "connect.connectors.mirror.heartbeat",
 )
 ENTRY_POINT_GROUP = "millrace.connect"
 

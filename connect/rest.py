@@ -4,6 +4,12 @@ A route table maps (method, path pattern) to an endpoint in `endpoints.py`; erro
 Connect's body `{"error_code": <HTTP status>, "message": ...}`. An endpoint that only the
 leader may serve raises `NotLeader` on a follower, and the request is forwarded to the
 leader's URL as it came (once: a forwarded request that misses again gets 409).
+
+With Basic auth on (`rest_auth.py`), every request authenticates before it is routed, and
+a forwarded one carries the caller's Authorization header, so the leader checks it too; a
+401 the leader answers comes back with its `WWW-Authenticate` challenge (this worker's, if
+the leader's answer lacks one). With `listeners=https://...` (`rest_tls.py`) uvicorn serves
+the API over TLS and forwarding checks the leader's certificate.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import asyncio
 import json
 import logging
 import re
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,10 +28,12 @@ import httpx
 
 from connect.errors import BadRequest, ConnectRestError, NotLeader
 from connect.herder import Herder
+from connect.rest_auth import BasicAuth, Unauthorized
 
 log = logging.getLogger(__name__)
 FORWARDED = b"x-connect-forwarded"
 REQUEST_TIMEOUT_S = 90  # Kafka's rest request timeout
+REALM = "KafkaConnect"  # BasicAuthSecurityRestExtension's default realm
 
 
 @dataclass
@@ -61,6 +70,7 @@ class Response:
     status: int
     body: Any = None
     raw: bytes | None = field(default=None, repr=False)
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
 
     def encoded(self) -> bytes:
         if self.raw is not None:
@@ -97,9 +107,11 @@ class Router:
 
 
 class ConnectApp:
-    def __init__(self, herder: Herder, router: Router) -> None:
-        self.herder, self.router = herder, router
-        self.client = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S)
+    def __init__(self, herder: Herder, router: Router, auth: BasicAuth | None = None,
+                 peer_verify: ssl.SSLContext | bool = True) -> None:
+        self.herder, self.router, self.auth = herder, router, auth
+        # forwarding to an HTTPS leader checks its certificate (rest_tls.peer_verify)
+        self.client = httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S, verify=peer_verify)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -115,7 +127,7 @@ class ConnectApp:
                 break
         response = await self._respond(scope, body)
         payload = response.encoded()
-        headers = [(b"content-length", str(len(payload)).encode())]
+        headers = [(b"content-length", str(len(payload)).encode()), *response.headers]
         if payload:
             headers.append((b"content-type", b"application/json"))
         await send({"type": "http.response.start", "status": response.status,
@@ -133,6 +145,9 @@ class ConnectApp:
                 return
 
     async def _respond(self, scope: dict[str, Any], body: bytes) -> Response:
+        refused = await self._authenticate(scope)
+        if refused is not None:
+            return refused
         pairs = parse_qsl(scope.get("query_string", b"").decode(), keep_blank_values=True)
         forwarded = any(k == FORWARDED for k, _ in scope.get("headers", []))
         try:
@@ -150,18 +165,50 @@ class ConnectApp:
             log.exception("%s %s failed", scope["method"], scope["path"])
             return _error(ConnectRestError(f"{type(exc).__name__}: {exc}", 500))
 
+    async def _authenticate(self, scope: dict[str, Any]) -> Response | None:
+        """None when the caller may go on (or auth is off); else the refusal: 401 with
+        `WWW-Authenticate`, or 503 when the cluster cannot say."""
+        if self.auth is None:
+            return None
+        header = _header(scope, b"authorization")
+        try:
+            if self.auth.cached(header) is None:
+                await asyncio.to_thread(self.auth.authenticate, header)
+        except ConnectRestError as exc:
+            refusal = _error(exc)
+            if isinstance(exc, Unauthorized):
+                refusal.headers.append((b"www-authenticate", self.auth.challenge.encode()))
+            return refusal
+        return None
+
     async def _forward(self, url: str, scope: dict[str, Any], body: bytes) -> Response:
         target = url.rstrip("/") + scope["path"]
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode()
+        headers = {"content-type": "application/json", FORWARDED.decode(): "true"}
+        authorization = _header(scope, b"authorization")
+        if authorization is not None:  # the leader authenticates the caller too
+            headers["authorization"] = authorization
         try:
-            answer = await self.client.request(
-                scope["method"], target, content=body,
-                headers={"content-type": "application/json", FORWARDED.decode(): "true"})
+            answer = await self.client.request(scope["method"], target, content=body,
+                                               headers=headers)
         except httpx.HTTPError as exc:
             return _error(ConnectRestError(f"Error trying to forward REST request: {exc}",
                                            500))
-        return Response(answer.status_code, raw=answer.content)
+        forwarded = Response(answer.status_code, raw=answer.content)
+        if answer.status_code == 401:  # a 401 always says how to authenticate (RFC 9110)
+            challenge = answer.headers.get("www-authenticate") or self._challenge()
+            forwarded.headers.append((b"www-authenticate", challenge.encode("latin-1")))
+        return forwarded
+
+    def _challenge(self) -> str:
+        """This worker's Basic challenge; Kafka's default realm when it asks none itself."""
+        return self.auth.challenge if self.auth is not None else f'Basic realm="{REALM}"'
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    return next((value.decode("latin-1") for key, value in scope.get("headers", [])
+                 if key.lower() == name), None)
 
 
 def _error(exc: ConnectRestError) -> Response:

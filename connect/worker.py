@@ -17,9 +17,18 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from operator import itemgetter
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connect.api import (
@@ -35,11 +44,14 @@ from connect.api import (
     Task,
 )
 from connect.converters import Converter
+from connect.metrics import TaskMetrics
 from connect.storage import OffsetStore, dumps, partition_key
 
 log = logging.getLogger(__name__)
 
 Report = Callable[[str, str | None], None]  # state, trace
+_SECOND = itemgetter(1)  # a message's timestamp() is (type, ms)
+_new_sink_record = partial(tuple.__new__, SinkRecord)  # from a tuple of its fields, in C
 
 
 @dataclass
@@ -67,6 +79,7 @@ class TaskRunner:
         self.stopping = threading.Event()
         self.paused = False
         self.tolerate_all = setup.connector_config.get("errors.tolerance", "none") == "all"
+        self.metrics = TaskMetrics()
         self.thread = threading.Thread(
             target=self._main, name=f"task-{setup.connector}-{setup.task_id}", daemon=True)
 
@@ -89,7 +102,7 @@ class TaskRunner:
     def _main(self) -> None:
         try:
             self.run()
-        except Exception:  # the task's own failure: FAILED, with the trace, the worker goes on
+        except Exception:  # noqa: BLE001 - the task's own failure: FAILED, with the trace, the worker goes on
             trace = traceback.format_exc()
             log.error("task %s-%d failed:\n%s", self.setup.connector, self.setup.task_id, trace)
             self.setup.report("FAILED", trace)
@@ -113,11 +126,14 @@ class SourceTaskRunner(TaskRunner):
         self.on_topic = on_topic
         self.seen_topics: set[str] = set()
         self.pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        # delivery reports of every record only for a task that overrides commit_record()
+        self.wants_acks = (isinstance(self.task, SourceTask) and
+                           type(self.task).commit_record is not SourceTask.commit_record)
 
     def _producer(self) -> Producer:
         settings: dict[str, Any] = {**self.setup.client_settings, "acks": "all",
                                     "enable.idempotence": True, "linger.ms": 5,
-                                    "delivery.report.only.error": True}
+                                    "delivery.report.only.error": not self.wants_acks}
         if self.setup.exactly_once:
             settings["transactional.id"] = (
                 f"{self.setup.group_id}-{self.setup.connector}-{self.setup.task_id}")
@@ -143,6 +159,7 @@ class SourceTaskRunner(TaskRunner):
                 records = self._poll(task)
                 if records:
                     self._send(producer, records)
+                    self.metrics.record(len(records))
                 if (not self.setup.exactly_once and
                         time.monotonic() - last_flush > self.setup.flush_interval_s):
                     self._commit_offsets(producer, task)
@@ -170,8 +187,9 @@ class SourceTaskRunner(TaskRunner):
         if self.setup.exactly_once:
             producer.begin_transaction()
         last: dict[int, SourceRecord] = {}  # by partition object: most tasks reuse one
+        acked = self._acked(failures)
         for record in records:
-            self._produce(producer, record, delivered)
+            self._produce(producer, record, delivered if acked is None else acked(record))
             last[id(record.source_partition)] = record
         for record in last.values():
             self.pending[partition_key(record.source_partition)] = (
@@ -185,6 +203,24 @@ class SourceTaskRunner(TaskRunner):
             producer.poll(0)
         if failures:
             raise KafkaException(failures[0])
+
+    def _acked(self, failures: list[KafkaError]
+               ) -> Callable[[SourceRecord], Callable[[KafkaError | None, Any], None]] | None:
+        """Per-record delivery callbacks that hand each acknowledged record's offset to the
+        task's commit_record(), for the tasks that override it (MirrorMaker's offset syncs)."""
+        task = self.task
+        assert isinstance(task, SourceTask)
+        if not self.wants_acks:
+            return None
+
+        def for_record(record: SourceRecord) -> Callable[[KafkaError | None, Any], None]:
+            def delivered(err: KafkaError | None, msg: Any) -> None:
+                if err is not None:
+                    failures.append(err)
+                else:
+                    task.commit_record(record, msg.partition(), msg.offset())
+            return delivered
+        return for_record
 
     def _produce(self, producer: Producer, record: SourceRecord,
                  delivered: Callable[[KafkaError | None, Any], None]) -> None:
@@ -274,6 +310,7 @@ class SinkTaskRunner(TaskRunner):
                 records = self._convert(batch)
                 if records:
                     task.put(records)
+                    self.metrics.record(len(records))
                 if time.monotonic() - last_commit > self.setup.flush_interval_s:
                     self._commit(task)
                     last_commit = time.monotonic()
@@ -302,17 +339,53 @@ class SinkTaskRunner(TaskRunner):
         return list(self.consumer.consume(1000, 0.5))
 
     def _convert(self, batch: list[Any]) -> list[SinkRecord]:
+        """The batch's records, built column by column: each message method is mapped over
+        the batch in C, the converters take whole columns (`to_connect_batch`), and the
+        records are tuples made from the columns, so the Python work per record is a few
+        C calls (bench/README.md). A batch with a record that cannot be converted goes
+        through `_convert_each`, which sends just that record to the DLQ."""
+        if any(map(Message.error, batch)):
+            batch = self._drop_errors(batch)
+        if not batch:
+            return []
+        topics = list(map(Message.topic, batch))
+        partitions = list(map(Message.partition, batch))
+        offsets = list(map(Message.offset, batch))
+        # a partition's messages come in order: its last offset in the batch wins
+        self.consumed.update(zip(zip(topics, partitions, strict=True), offsets, strict=True))
+        try:
+            key_schemas, keys = self.setup.key_converter.to_connect_batch(
+                topics, list(map(Message.key, batch)))
+            schemas, values = self.setup.value_converter.to_connect_batch(
+                topics, list(map(Message.value, batch)))
+        except DataException:
+            return self._convert_each(batch)
+        timestamps = list(map(_SECOND, map(Message.timestamp, batch)))
+        headers: list[Any] = list(map(Message.headers, batch))
+        headers = ([tuple(h) if h else () for h in headers] if any(headers)
+                   else [()] * len(batch))
+        return list(map(_new_sink_record, zip(topics, partitions, offsets, keys, key_schemas,
+                                              values, schemas, timestamps, headers,
+                                              strict=True)))
+
+    def _drop_errors(self, batch: list[Any]) -> list[Any]:
+        good = []
+        for msg in batch:
+            error = msg.error()
+            if error is None:
+                good.append(msg)
+            elif error.fatal():
+                raise KafkaException(error)
+            else:
+                log.info("sink %s: %s", self.setup.connector, error)  # e.g. no topic yet
+        return good
+
+    def _convert_each(self, batch: list[Any]) -> list[SinkRecord]:
         records = []
         key_converter = self.setup.key_converter.to_connect_data
         value_converter = self.setup.value_converter.to_connect_data
         for msg in batch:
-            if msg.error() is not None:
-                if msg.error().fatal():
-                    raise KafkaException(msg.error())
-                log.info("sink %s: %s", self.setup.connector, msg.error())  # e.g. no topic yet
-                continue
             topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-            self.consumed[(topic, partition)] = offset + 1
             try:
                 key_schema, key = key_converter(topic, msg.key())
                 schema, value = value_converter(topic, msg.value())
@@ -355,7 +428,8 @@ class SinkTaskRunner(TaskRunner):
         self.dlq = Producer({**self.setup.client_settings, "acks": "all"})
 
     def _commit(self, task: SinkTask, only: list[tuple[str, int]] | None = None) -> None:
-        offsets = {tp: o for tp, o in self.consumed.items() if only is None or tp in only}
+        # consumed holds the last offset read; Kafka's commit is the next one to read
+        offsets = {tp: o + 1 for tp, o in self.consumed.items() if only is None or tp in only}
         if not offsets:
             return
         task.flush(offsets)

@@ -8,7 +8,8 @@ Django session.
 Changing: every state change needs a signed-in user holding one `Capability`, a Django
 permission on the `ClusterAccess` model (superusers hold them all). Action views take
 `@requires(Capability.X)`: POST only, anonymous users are sent to the login page, users
-without the permission get 403.
+without the permission get 403. The cluster's SCRAM users and ACLs are staff's alone
+(`@requires_staff`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Capability(enum.StrEnum):
     CHANGE_GROUPS = "controlcenter.change_groups"
     CHANGE_SCHEMAS = "controlcenter.change_schemas"
     RUN_ANALYSES = "controlcenter.run_analyses"
+    CHANGE_CONNECTORS = "controlcenter.change_connectors"
 
     @property
     def codename(self) -> str:
@@ -128,6 +130,27 @@ def requires(capability: Capability) -> Callable[[View], View]:
         return cast("View", guarded)
 
     return decorate
+
+
+def requires_staff(view: View) -> View:
+    """Guard an action on the cluster's users and ACLs: POST only, signed in, and staff
+    (`is_staff`, or a superuser). Who may log in to the cluster and what they may do there
+    is an administrator's business, not a capability to hand out with others."""
+
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        refusal = _refusal(request, request.user)
+        if refusal is not None:
+            return refusal
+        if not is_staff(request.user):
+            raise PermissionDenied("Only staff users manage the cluster's users and ACLs.")
+        return view(request, *args, **kwargs)
+
+    return cast("View", guarded)
+
+
+def is_staff(user: User | AnonymousUser) -> bool:
+    return bool(user.is_authenticated and (user.is_staff or user.is_superuser))
 
 
 def _refusal(request: HttpRequest, user: User | AnonymousUser) -> HttpResponse | None:

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
@@ -35,11 +36,11 @@ from clusterclient import (
 from clusterclient.elections import elect_preferred_leaders as elect
 from clusterclient.metadata import TopicPartition
 from clusterclient.records import ProducedRecord, produce
-from controlcenter import connection, events, live, offsetreset
+from controlcenter import clusters, connectapi, connection, events, live, offsetreset
 from controlcenter.analysis import execute
 from controlcenter.analysis import jobs as analysis_jobs
 from controlcenter.analysis.schedules import ScheduleSpec
-from controlcenter.audit import Actor, audited
+from controlcenter.audit import Actor, audited, record
 from controlcenter.models import AnalysisRun, AnalysisSchedule, AnalysisStatus
 from registry import actions as registry_actions
 from registry import compatibility as registry_compatibility
@@ -347,18 +348,24 @@ def clear_schema_compatibility(actor: Actor, subject: str) -> str:
 
 
 def launch_analysis(actor: Actor, job: str, params: Mapping[str, Any],
-                    schedule: AnalysisSchedule | None = None) -> AnalysisRun:
+                    schedule: AnalysisSchedule | None = None,
+                    cluster: str | None = None) -> AnalysisRun:
     """Record a QUEUED run of `job` with `params` (validated by its form in
-    `controlcenter.analysis.jobs`) and queue its Celery task once the row is committed."""
+    `controlcenter.analysis.jobs`) on `cluster` (the current one when not given), and queue
+    its Celery task once the row is committed. A cluster that is not configured is refused
+    (UNKNOWN_CLUSTER), never replaced by another."""
     if job not in analysis_jobs.JOBS:
         raise ActionError(f"Unknown job {job!r}; one of {', '.join(analysis_jobs.JOBS)}.",
                           "INVALID_REQUEST")
     user = _user(actor)
-    with audited(actor, "analysis.launch", f"job {job}", dict(params)) as note:
-        run = AnalysisRun.objects.create(job=job, parameters=dict(params), schedule=schedule,
-                                         requested_by=user)
+    name = cluster or clusters.current_name()
+    with audited(actor, "analysis.launch", f"job {job}", dict(params),
+                 cluster=_audit_cluster(name)) as note:
+        _configured(name)
+        run = AnalysisRun.objects.create(job=job, cluster=name, parameters=dict(params),
+                                         schedule=schedule, requested_by=user)
         transaction.on_commit(lambda: execute.queue_analysis(run.pk))
-        note.message = f"run {run.pk} queued"
+        note.message = f"run {run.pk} queued on {name}"
     execute.publish_run(run)
     return run
 
@@ -366,7 +373,8 @@ def launch_analysis(actor: Actor, job: str, params: Mapping[str, Any],
 def cancel_analysis(actor: Actor, run: AnalysisRun) -> str:
     """Cancel a queued or running run (never `revoke(terminate=True)`: the task polls the
     flag and ends its Spark job's process group). Returns the run's status after it."""
-    with audited(actor, "analysis.cancel", f"run {run.pk}", {"job": run.job}) as note:
+    with audited(actor, "analysis.cancel", f"run {run.pk}", {"job": run.job},
+                 cluster=run.cluster) as note:
         if run.finished:
             raise ActionError(f"Run {run.pk} already ended {run.status}.", "RUN_FINISHED")
         status = execute.cancel(run)
@@ -394,10 +402,13 @@ def save_analysis_schedule(actor: Actor, spec: ScheduleSpec) -> AnalysisSchedule
 
 def create_analysis_schedule(actor: Actor, spec: ScheduleSpec) -> AnalysisSchedule:
     """A new enabled schedule: `spec.job` every `spec.every_minutes` over the last
-    `spec.window_minutes`; refused (SCHEDULE_EXISTS) when the name is taken."""
+    `spec.window_minutes`, on `spec.cluster` (else the current one); refused when the name is
+    taken (SCHEDULE_EXISTS) or the cluster is not configured (UNKNOWN_CLUSTER)."""
+    name = spec.cluster or clusters.current_name()
     with audited(actor, "analysis.schedule.create", f"schedule {spec.name}",
-                 _schedule_parameters(spec)) as note:
-        schedule = _store_schedule(AnalysisSchedule(created_by=_user(actor)), spec)
+                 _schedule_parameters(spec), cluster=_audit_cluster(name)) as note:
+        schedule = _store_schedule(AnalysisSchedule(created_by=_user(actor), cluster=name),
+                                   spec)
         note.message = f"schedule {schedule.pk}: {spec.job} every {spec.every_minutes} min"
     _notify([("analyses", None)], f"Schedule {spec.name} saved: {spec.job} every "
                                   f"{spec.every_minutes} minutes.")
@@ -406,9 +417,12 @@ def create_analysis_schedule(actor: Actor, spec: ScheduleSpec) -> AnalysisSchedu
 
 def update_analysis_schedule(actor: Actor, schedule: AnalysisSchedule, spec: ScheduleSpec
                              ) -> AnalysisSchedule:  # fmt: skip
-    """Give the schedule new values (its name too); its last launch and state are kept."""
+    """Give the schedule new values (its name too; its cluster when `spec.cluster` names
+    one, else it keeps its own); its last launch and state are kept."""
+    name = spec.cluster or schedule.cluster
     with audited(actor, "analysis.schedule.update", f"schedule {schedule.name}",
-                 _schedule_parameters(spec)) as note:
+                 _schedule_parameters(spec), cluster=_audit_cluster(name)) as note:
+        schedule.cluster = name
         _store_schedule(schedule, spec)
         note.message = f"{spec.job} every {spec.every_minutes} min"
     _notify([("analyses", None)], f"Schedule {spec.name} changed: {spec.job} every "
@@ -420,7 +434,8 @@ def enable_analysis_schedule(actor: Actor, schedule: AnalysisSchedule, enabled: 
                              ) -> AnalysisSchedule:  # fmt: skip
     """Resume (enabled) or pause a schedule; beat launches only enabled ones."""
     verb = "enable" if enabled else "disable"
-    with audited(actor, f"analysis.schedule.{verb}", f"schedule {schedule.name}") as note:
+    with audited(actor, f"analysis.schedule.{verb}", f"schedule {schedule.name}",
+                 cluster=schedule.cluster) as note:
         AnalysisSchedule.objects.filter(pk=schedule.pk).update(enabled=enabled)
         schedule.enabled = enabled
         note.message = f"{verb}d"
@@ -431,14 +446,32 @@ def enable_analysis_schedule(actor: Actor, schedule: AnalysisSchedule, enabled: 
 def delete_analysis_schedule(actor: Actor, schedule: AnalysisSchedule) -> None:
     """Delete a schedule; the runs it launched stay (their `schedule` becomes empty)."""
     name = schedule.name
-    with audited(actor, "analysis.schedule.delete", f"schedule {name}") as note:
+    with audited(actor, "analysis.schedule.delete", f"schedule {name}",
+                 cluster=schedule.cluster) as note:
         schedule.delete()
         note.message = "deleted"
     _notify([("analyses", None)], f"Schedule {name} deleted.")
 
 
+def _configured(cluster: str) -> None:
+    """A run or schedule is only ever of a configured cluster."""
+    try:
+        clusters.checked(cluster)
+    except clusters.UnknownCluster as exc:
+        raise ActionError(str(exc), "UNKNOWN_CLUSTER") from exc
+
+
+def _audit_cluster(cluster: str) -> str:
+    """The cluster an entry about `cluster` is filed under: that one when configured, else
+    the current one (so the refusal shows where it was made)."""
+    return cluster if cluster in {c.name for c in clusters.configured()} \
+        else clusters.current_name()
+
+
 def _store_schedule(schedule: AnalysisSchedule, spec: ScheduleSpec) -> AnalysisSchedule:
-    schedule.name, schedule.job, schedule.parameters = spec.name, spec.job, dict(spec.params)
+    _configured(schedule.cluster)
+    schedule.name, schedule.job = spec.name, spec.job
+    schedule.parameters = dict(spec.params)
     schedule.window_minutes, schedule.every_minutes = spec.window_minutes, spec.every_minutes
     try:
         with transaction.atomic():  # a savepoint: the audit entry is still written after it
@@ -455,7 +488,9 @@ def _schedule_parameters(spec: ScheduleSpec) -> dict[str, Any]:
 
 
 def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
-    """Launch every enabled schedule whose interval has passed (Celery beat's one entry)."""
+    """Launch every enabled schedule whose interval has passed (Celery beat's one entry),
+    each on its own cluster (beat's process looks at the default one). A schedule of a
+    cluster no longer configured gets a FAILED run that says so, never a run on another."""
     now = now or timezone.now()
     runs = []
     for schedule in AnalysisSchedule.objects.filter(enabled=True):
@@ -468,10 +503,72 @@ def launch_due_analyses(now: dt.datetime | None = None) -> list[AnalysisRun]:
             pk=schedule.pk, last_launched_at=schedule.last_launched_at)
         with transaction.atomic():
             if unclaimed.update(last_launched_at=now):  # of two workers that saw it due, one
-                runs.append(launch_analysis(None, schedule.job, params, schedule=schedule))
+                runs.append(_launch_scheduled(schedule, params))
     return runs
+
+
+def _launch_scheduled(schedule: AnalysisSchedule, params: dict[str, Any]) -> AnalysisRun:
+    try:
+        clusters.checked(schedule.cluster)
+    except clusters.UnknownCluster as exc:
+        error = (f"Not run: {exc} Schedule {schedule.name} launches only on its own "
+                 f"cluster; edit or delete it.")
+        record(None, "analysis.launch", f"job {schedule.job}", params, ok=False, message=error)
+        run = AnalysisRun.objects.create(
+            job=schedule.job, cluster=schedule.cluster, parameters=params, schedule=schedule,
+            status=AnalysisStatus.FAILED, finished_at=timezone.now(), error=error)
+        execute.publish_run(run)
+        return run
+    return launch_analysis(None, schedule.job, params, schedule=schedule,
+                           cluster=schedule.cluster)
 
 
 def _user(actor: Actor) -> User | None:
     user = getattr(actor, "user", actor)
     return user if isinstance(user, User) and user.is_authenticated else None
+
+
+# --- Kafka Connect: connectors on the platform's Connect worker (connectapi.py) -------------
+
+
+class ConnectorCommand(enum.StrEnum):
+    PAUSE = "pause"
+    RESUME = "resume"
+    RESTART = "restart"
+    DELETE = "delete"
+
+
+@contextmanager
+def _connect_words() -> Iterator[None]:
+    """The worker's refusals (Connect's message) and silence as ActionError."""
+    try:
+        yield
+    except connectapi.ConnectError as exc:
+        raise ActionError(f"Kafka Connect refused ({exc.status}): {exc.message}",
+                          str(exc.status)) from exc
+    except connectapi.ConnectUnavailable as exc:
+        raise ActionError(str(exc), "UNAVAILABLE") from exc
+
+
+def create_connector(actor: Actor, name: str, config: Mapping[str, str]) -> None:
+    """POST /connectors. The audit entry names the class, never the config's values
+    (a JDBC password is one)."""
+    with audited(actor, "connector.create", f"connector {name}",
+                 {"connector.class": config.get("connector.class", "")}) as note, \
+            _connect_words():
+        connectapi.call("POST", "/connectors", {"name": name, "config": dict(config)})
+        note.message = f"created {name}"
+
+
+def operate_connector(actor: Actor, name: str, command: ConnectorCommand) -> None:
+    """Pause, resume, restart (with its tasks) or delete a connector."""
+    path = "/connectors/" + quote(name, safe="")
+    with audited(actor, f"connector.{command.value}", f"connector {name}") as note, \
+            _connect_words():
+        if command is ConnectorCommand.DELETE:
+            connectapi.call("DELETE", path)
+        elif command is ConnectorCommand.RESTART:
+            connectapi.call("POST", f"{path}/restart?includeTasks=true")
+        else:
+            connectapi.call("PUT", f"{path}/{command.value}")
+        note.message = f"{command.value} sent to {name}"

@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 
+from . import clusters
 from .models import AuditEntry
 
 Actor = HttpRequest | User | AnonymousUser | None
@@ -43,11 +44,13 @@ def record(
     *,
     ok: bool,
     message: str = "",
+    cluster: str | None = None,
 ) -> AuditEntry:
     """Write one entry. `actor` is the request (preferred: it also gives the address) or a
-    user; None for the platform itself."""
+    user; None for the platform itself. `cluster`: the current one when not given."""
     user, remote_addr = _who(actor)
     return AuditEntry.objects.create(
+        cluster=cluster or clusters.current_name(),
         user=user if user is not None and user.is_authenticated else None,
         username=_username(user),
         action=action,
@@ -64,15 +67,18 @@ arecord = sync_to_async(record)
 
 @contextmanager
 def audited(
-    actor: Actor, action: str, target: str = "", parameters: dict[str, Any] | None = None
+    actor: Actor, action: str, target: str = "", parameters: dict[str, Any] | None = None,
+    cluster: str | None = None,
 ) -> Iterator[AuditNote]:
     note = AuditNote(parameters=dict(parameters or {}))
     try:
         yield note
     except Exception as exc:
-        record(actor, action, target, note.parameters, ok=False, message=_describe(exc))
+        record(actor, action, target, note.parameters, ok=False, message=_describe(exc),
+               cluster=cluster)
         raise
-    record(actor, action, target, note.parameters, ok=True, message=note.message)
+    record(actor, action, target, note.parameters, ok=True, message=note.message,
+           cluster=cluster)
 
 
 @asynccontextmanager

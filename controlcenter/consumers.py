@@ -13,7 +13,8 @@ rendered from the same tables a moment ago.
 
 The Messages page also asks this socket for its live tail ({"type": "tail", ...}, stopped
 by {"type": "untail"} or by closing): the browser follows this process's shared tail of
-the topic (livetail.py), whose pushes come straight to this socket.
+the topic (livetail.py), whose pushes come straight to this socket. The Kafka Connect
+pages ask for their view ({"type": "connect", "view": ...}) the same way (connectwatch.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
 
-from controlcenter import events, live, livetail
+from controlcenter import clusters, connectwatch, events, live, livetail
 from controlcenter.access import may_view
 from controlcenter.messagebrowser import MessageQuery
 
@@ -37,15 +38,22 @@ MAX_SUBSCRIPTIONS = 128  # a topic list follows its 50 rows' groups besides its 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     joined: list[str]
+    cluster = ""  # the session's cluster when not the default ("": the default)
     tailing: tuple[str, livetail.Follower] | None = None
+    watching: connectwatch.Follower | None = None
 
     async def connect(self) -> None:
         self.joined = []
         if not may_view(self.scope.get("user") or AnonymousUser()):
             await self.close(code=4401)
             return
+        # The session's cluster (the switcher's choice) for the socket's life: its groups
+        # are that cluster's (events.scoped), fed by that cluster's collector.
+        self.cluster = await database_sync_to_async(clusters.session_cluster)(
+            self.scope.get("session")) or ""
         try:
-            groups = subscriptions(self.scope.get("query_string", b""))
+            with clusters.using(self.cluster):
+                groups = subscriptions(self.scope.get("query_string", b""))
         except ValueError as exc:
             log.info("live socket refused: %s", exc)
             await self.close(code=4400)
@@ -59,11 +67,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         await self.accept()
         if b"resync=1" in self.scope.get("query_string", b"").split(b"&"):
             for text in await database_sync_to_async(current_state)(
-                    live.parse_topics(self.scope["query_string"])):
+                    live.parse_topics(self.scope["query_string"]), self.cluster):
                 await self.send(text_data=text)
 
     async def disconnect(self, code: int) -> None:
         self.stop_tail()
+        self.stop_watch()
         if self.channel_layer is not None:
             for group in self.joined:
                 await self.channel_layer.group_discard(group, self.channel_name)
@@ -84,21 +93,26 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             self.stop_tail()
         elif kind in ("subscribe", "unsubscribe"):
             await self.follow(kind == "subscribe", request.get("topics"))
+        elif kind == "connect":
+            self.watch(request.get("view"))
 
     async def follow(self, join: bool, topics: Any) -> None:
         """Join or leave event groups (a list page following the rows it shows); names
         that are not event groups, `cluster`, and joins past MAX_SUBSCRIPTIONS are ignored."""
         if not isinstance(topics, list) or self.channel_layer is None:
             return
+        with clusters.using(self.cluster):
+            always = events.group_name(events.ALWAYS)
         for topic in topics:
             try:
-                group = events.parse_subscription(str(topic))
+                with clusters.using(self.cluster):
+                    group = events.parse_subscription(str(topic))
             except ValueError:
                 continue
             if join and group not in self.joined and len(self.joined) < MAX_SUBSCRIPTIONS:
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.joined.append(group)
-            elif not join and group in self.joined and group != events.ALWAYS:
+            elif not join and group in self.joined and group != always:
                 await self.channel_layer.group_discard(group, self.channel_name)
                 self.joined.remove(group)
 
@@ -119,15 +133,37 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
         follower = livetail.Follower(send, query, positions)
         self.tailing = (topic, follower)
         try:
-            livetail.TAILS.join(topic, follower)
+            livetail.TAILS.join(topic, follower, self.cluster)
         except livetail.TailError as exc:
             self.tailing = None
             await self.send(text_data=livetail.tail_banner(f"Live tail refused: {exc}"))
 
     def stop_tail(self) -> None:
         if self.tailing is not None:
-            livetail.TAILS.leave(*self.tailing)
+            livetail.TAILS.leave(*self.tailing, self.cluster)
             self.tailing = None
+
+    def watch(self, view: Any) -> None:
+        """Follow a Kafka Connect view (connectwatch.py): its fragment when it changes."""
+        self.stop_watch()
+        try:
+            name = connectwatch.parse_view(view)
+        except ValueError:
+            return
+        loop = asyncio.get_running_loop()
+
+        def send(text: str) -> None:  # called on the watch's thread
+            if self.watching is follower and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(self.send(text_data=text), loop)
+
+        follower = connectwatch.Follower(send, name, self.cluster)
+        self.watching = follower
+        connectwatch.WATCH.join(follower)
+
+    def stop_watch(self) -> None:
+        if self.watching is not None:
+            connectwatch.WATCH.leave(self.watching)
+            self.watching = None
 
     async def live_message(self, event: dict[str, Any]) -> None:
         await self.send(text_data=event["text"])
@@ -156,7 +192,7 @@ def tail_request(request: dict[str, Any]) -> tuple[str, MessageQuery, dict[int, 
 def subscriptions(query_string: bytes) -> list[str]:
     """The Channels groups of `?topics=a,b` (comma-separated, repeatable; a comma inside a
     group id is sent as %2C), `cluster` first."""
-    groups = [events.ALWAYS]
+    groups = [events.group_name(events.ALWAYS)]
     for name in live.parse_topics(query_string):
         group = events.parse_subscription(name)
         if group not in groups:
@@ -166,10 +202,15 @@ def subscriptions(query_string: bytes) -> list[str]:
     return groups
 
 
-def current_state(topics: list[str]) -> list[str]:
+def current_state(topics: list[str], cluster: str = "") -> list[str]:
     """The messages that bring a reconnected page up to date: the cluster banner (shown,
     or cleared) and every fragment of each page group in `topics` as the collector would
-    push it now."""
+    push it now, from `cluster`'s rows ("": the default's)."""
+    with clusters.using(cluster):
+        return _current_state(topics)
+
+
+def _current_state(topics: list[str]) -> list[str]:
     from controlcenter.models import ClusterState  # models need the app registry
     from controlcenter.pages.banners import cluster_banners
 

@@ -19,6 +19,14 @@ shows and the new ones, not every changed row of the cluster. Each page places w
 receives by its own sort and filter, so one render serves every view of the list.
 
 Message formats (what frontend/js/live.js applies) are in frontend/README.md, "Live updates".
+
+Several clusters: the groups of the read model's kinds (`CLUSTER_KINDS`: the banner, the
+overview, brokers, topics, groups) are the current cluster's (`clusters.current_name()`).
+The default cluster's keep their plain names (`topic.orders`); another's carry its name in
+front (`_millrace-2.topic.orders`), so a page of millrace-2 follows the rows and the banner
+of millrace-2's collector, and only those. The rest (schemas, analyses, security, streams)
+is one for all clusters. Publishers and sockets need no cluster argument: a collector is
+pinned to its cluster, a request and a socket run with the session's.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +43,15 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.template.loader import render_to_string
 
+from controlcenter import clusters
+
 KINDS = ("cluster", "overview", "brokers", "broker", "topics", "topic", "groups", "group",
-         "schemas", "subject", "analyses", "analysis")
+         "schemas", "subject", "analyses", "analysis", "security", "streams", "stream")
 ALWAYS = "cluster"  # every live socket is in this group: the unreachable-cluster banner
+# The kinds whose objects belong to one cluster: their groups are per cluster (`scoped`).
+CLUSTER_KINDS = frozenset(("cluster", "overview", "brokers", "broker", "topics", "topic",
+                           "groups", "group"))
+MAX_GROUP_NAME = 99  # Channels: group names under 100 characters
 MESSAGE_TYPE = "live.message"  # the Channels handler: LiveConsumer.live_message
 _SPELLABLE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
 
@@ -50,11 +65,25 @@ def group_name(kind: str, key: str | int | None = None) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown event group kind {kind!r}; one of {', '.join(KINDS)}")
     if key is None:
-        return kind
-    text = str(key)
-    if _SPELLABLE.match(text):
-        return f"{kind}.{text}"
-    return f"{kind}._{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+        group = kind
+    elif _SPELLABLE.match(text := str(key)):
+        group = f"{kind}.{text}"
+    else:
+        group = f"{kind}._{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+    return scoped(group) if kind in CLUSTER_KINDS else group
+
+
+def scoped(group: str) -> str:
+    """`group` of the current cluster: as is for the default one, else with the cluster's
+    name in front (`_<name>.`; a cluster name has no `.` and no kind starts with `_`, so
+    two clusters' groups never meet). A name too long for Channels is hashed whole."""
+    name = clusters.current_name()
+    if name == clusters.default_name():
+        return group
+    full = f"_{name}.{group}"
+    if len(full) <= MAX_GROUP_NAME:
+        return full
+    return f"_{hashlib.sha256(full.encode()).hexdigest()[:40]}"
 
 
 def parse_subscription(topic: str) -> str:
@@ -105,6 +134,7 @@ class Rows:
 
 
 _ROWS: dict[str, Rows] = {}
+Followed = frozenset[str]  # the event groups a browser has open (`followed_groups`)
 
 
 def register_rows(kind: str, list_kind: str, table_id: str, template: str,
@@ -118,25 +148,39 @@ def rows_of(kind: str) -> Rows | None:
     return _ROWS.get(kind)
 
 
-def render_rows(kind: str, keys: list[str]) -> list[tuple[str, str]]:
+def render_rows(kind: str, keys: list[str], followed: Followed | None = None
+                ) -> list[tuple[str, str]]:
     """(group, `rows` message) for these objects, each row rendered once: rows new to the
     list, and gone ones, to the list's group in batches; the others each to its row's
-    group (`topics.orders`)."""
+    group (`topics.orders`).
+
+    `followed` (default: every group) are the groups a browser has open: a row nobody
+    would receive is not rendered. A row skipped while no list page is open is forgotten
+    as sent, so its next change goes to the list's group as a new row."""
     rows = rows_of(kind)
     if rows is None or not keys:
         return []
-    contexts = rows.contexts(keys)
+    list_group = group_name(rows.list_kind)
+    listed = followed is None or list_group in followed
+    own = {key: group_name(rows.list_kind, key) for key in keys}
+    asked = [key for key in keys if listed or own[key] in (followed or ())]
+    rows.sent.difference_update(set(keys) - set(asked))
+    contexts = rows.contexts(asked) if asked else {}
     to_list, to_objects = [], []
-    for key in keys:
-        row = {"key": key, "html": None if key not in contexts
-               else render_to_string(rows.template, dict(contexts[key]))}
-        if key in contexts and key in rows.sent:
-            to_objects.append((group_name(rows.list_kind, key), _rows_message(rows, [row])))
+    for key in asked:
+        if key in contexts and (key in rows.sent or not listed):
+            if followed is None or own[key] in followed:  # else only a list is open, without it
+                html = render_to_string(rows.template, dict(contexts[key]))
+                to_objects.append((own[key], _rows_message(rows, [{"key": key, "html": html}])))
+                rows.sent.add(key)
+            continue
+        to_list.append({"key": key, "html": None if key not in contexts
+                        else render_to_string(rows.template, dict(contexts[key]))})
+        if key in contexts:
+            rows.sent.add(key)
         else:
-            to_list.append(row)
-    rows.sent.update(key for key in keys if key in contexts)
-    rows.sent.difference_update(key for key in keys if key not in contexts)
-    return [(group_name(rows.list_kind), _rows_message(rows, to_list[i:i + ROWS_PER_MESSAGE]))
+            rows.sent.discard(key)
+    return [(list_group, _rows_message(rows, to_list[i:i + ROWS_PER_MESSAGE]))
             for i in range(0, len(to_list), ROWS_PER_MESSAGE)] + to_objects
 
 
@@ -196,16 +240,64 @@ def publish(group: str, text: str) -> None:
 
 def publish_changes(changed: list[tuple[str, str | None]]) -> int:
     """Render the fragments of every changed (kind, key), and the list rows of the changed
-    objects, once and send them in one go.
+    objects, once and send them in one go: only those of groups a browser has open
+    (`followed`), as a page that opens later is rendered from the same tables.
 
     Returns the number of messages sent (one per fragment or row or batch of rows, never one
     per browser).
     """
-    messages = [(group_name(kind, key), text)
-                for kind, key in changed for text in render(kind, key)]
+    followed = followed_groups(changed)
+    messages = [(group_name(kind, key), text) for kind, key in changed
+                if followed is None or group_name(kind, key) in followed
+                for text in render(kind, key)]
     for kind in dict.fromkeys(kind for kind, key in changed if key is not None):
         keys = [key for k, key in changed if k == kind and key is not None]
-        messages += render_rows(kind, list(dict.fromkeys(keys)))
+        messages += render_rows(kind, list(dict.fromkeys(keys)), followed)
     if messages:
         async_to_sync(asend_all)(messages)
     return len(messages)
+
+
+def followed_groups(changed: list[tuple[str, str | None]]) -> Followed | None:
+    """Of the groups these changes would be sent to (their fragments' and their rows'),
+    those a browser follows now, as the channel layer says; None when it cannot say
+    (then every group counts). Asked once per batch: one round trip to the hub or Redis."""
+    layer = get_channel_layer()
+    if layer is None:
+        return frozenset()
+    groups = {group_name(kind, key) for kind, key in changed}
+    for kind, key in changed:
+        rows = rows_of(kind) if key is not None else None
+        if rows is not None:
+            groups |= {group_name(rows.list_kind), group_name(rows.list_kind, key)}
+    ask = getattr(layer, "occupied", None) or _redis_occupied(layer)
+    if ask is None:
+        return None
+    return frozenset(async_to_sync(ask)(sorted(groups)))
+
+
+def _redis_occupied(layer: Any) -> Callable[[list[str]], Any] | None:
+    """channels-redis keeps each group's members in a sorted set scored by the time they
+    joined (expired after `group_expiry`): a group is followed while it has a live one."""
+    try:
+        from channels_redis.core import RedisChannelLayer
+    except ImportError:
+        return None
+    if not isinstance(layer, RedisChannelLayer):
+        return None
+
+    async def occupied(groups: list[str]) -> set[str]:
+        oldest = int(time.time()) - layer.group_expiry
+        by_shard: dict[int, list[str]] = {}
+        for group in groups:
+            by_shard.setdefault(layer.consistent_hash(group), []).append(group)
+        found: set[str] = set()
+        for shard, names in by_shard.items():  # one pipelined round trip per Redis host
+            async with layer.connection(shard).pipeline(transaction=False) as pipe:
+                for group in names:
+                    pipe.zcount(layer._group_key(group), oldest, "+inf")
+                counts = await pipe.execute()
+            found.update(g for g, n in zip(names, counts, strict=True) if n)
+        return found
+
+    return occupied

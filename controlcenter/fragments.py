@@ -14,6 +14,7 @@ from typing import Any
 from controlcenter.events import register_fragment, register_rows
 from controlcenter.models import ClusterState
 from controlcenter.pages import brokers, groups, overview, topics
+from controlcenter.streams import publish as streams_publish
 
 FRAGMENT = "controlcenter/fragments/"
 
@@ -25,6 +26,7 @@ def cluster_health(key: str | None) -> Mapping[str, Any]:
 def register() -> None:
     _register_cluster_pages()
     _register_group_pages()
+    streams_publish.register()
 
 
 # --- Cluster pages: overview, brokers, topics ------------------------------------------------

@@ -32,7 +32,7 @@ from django.template.loader import render_to_string
 
 from clusterclient import ClusterRequestError, ClusterUnavailable
 from clusterclient.records import ConsumedRecord, RecordFollower
-from controlcenter import connection, live, messagebrowser
+from controlcenter import clusters, connection, live, messagebrowser
 from controlcenter.messagebrowser import MessageQuery
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,8 @@ class TailError(Exception):
 class Tail:
     """One topic's reader and the browsers following it (module docstring)."""
 
-    def __init__(self, hub: TailHub, topic: str) -> None:
-        self.hub, self.topic = hub, topic
+    def __init__(self, hub: TailHub, topic: str, cluster: str = "") -> None:
+        self.hub, self.topic, self.cluster = hub, topic, cluster  # cluster "": the default
         self.inbox: list[tuple[str, Follower]] = []  # ("join" | "leave", follower)
         self.followers: list[Follower] = []
         self.position: dict[int, int] = {}  # partition -> next offset the reader reads
@@ -79,6 +79,10 @@ class Tail:
         self.thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
 
     def _run(self) -> None:
+        with clusters.using(self.cluster):  # a thread starts without the request's context
+            self._tail()
+
+    def _tail(self) -> None:
         try:
             with connection.record_follower() as reader:
                 self.position = {p: reader.watermarks(self.topic, p)[1]
@@ -110,7 +114,7 @@ class Tail:
             joined = [f for verb, f in inbox if verb == "join" and f not in self.followers]
             if not self.followers and not joined:
                 self.closing = True
-                self.hub.tails.pop(self.topic, None)
+                self.hub.tails.pop((self.cluster, self.topic), None)
                 return False
         if joined:
             self._join(reader, joined)
@@ -173,7 +177,7 @@ class Tail:
         log.warning("tail of %s stopped: %s", self.topic, text)
         with self.hub.lock:
             self.closing = True
-            self.hub.tails.pop(self.topic, None)
+            self.hub.tails.pop((self.cluster, self.topic), None)
             followers = self.followers + [f for verb, f in self.inbox if verb == "join"]
         for follower in followers:
             follower.send(tail_banner(f"The live tail of {self.topic} stopped. {text}"))
@@ -203,27 +207,27 @@ def tail_banner(text: str) -> str:
 
 
 class TailHub:
-    """This process's tails, by topic."""
+    """This process's tails, by cluster ("": the default) and topic."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tails: dict[str, Tail] = {}
+        self.tails: dict[tuple[str, str], Tail] = {}
 
-    def join(self, topic: str, follower: Follower) -> None:
-        """Follow `topic` from the follower's positions; TailError if this process already
-        tails MAX_TAILS topics."""
+    def join(self, topic: str, follower: Follower, cluster: str = "") -> None:
+        """Follow `topic` of `cluster` from the follower's positions; TailError if this
+        process already tails MAX_TAILS topics."""
         with self.lock:
-            tail = self.tails.get(topic)
+            tail = self.tails.get((cluster, topic))
             if tail is None or tail.closing:
                 if len(self.tails) >= MAX_TAILS:
                     raise TailError(f"this server already tails {MAX_TAILS} topics")
-                tail = self.tails[topic] = Tail(self, topic)
+                tail = self.tails[(cluster, topic)] = Tail(self, topic, cluster)
                 tail.thread.start()
             tail.inbox.append(("join", follower))
 
-    def leave(self, topic: str, follower: Follower) -> None:
+    def leave(self, topic: str, follower: Follower, cluster: str = "") -> None:
         with self.lock:
-            tail = self.tails.get(topic)
+            tail = self.tails.get((cluster, topic))
             if tail is not None:
                 tail.inbox.append(("leave", follower))
 

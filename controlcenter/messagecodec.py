@@ -114,7 +114,7 @@ class Decoder:
             return None
         try:
             decoded = wireformats.read(known.schema_type, known.parsed, body)
-        except Exception as exc:  # fastavro and protobuf raise many types for misfits
+        except Exception as exc:  # noqa: BLE001 - fastavro and protobuf raise many types for misfits
             return Rendered("binary", _hex(raw), raw, schema_id,
                             f"not readable with schema {schema_id}: {type(exc).__name__}"
                             f"{': ' + str(exc) if isinstance(exc, WireError) else ''}")

@@ -16,7 +16,15 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from controlcenter import clusters
+
 # --- The read model: the latest snapshot ---------------------------------------------------
+# Every read-model row but ClusterState's carries its cluster's name (`cluster`), and the
+# `objects` manager sees only the current cluster's rows (controlcenter/clusters.py).
+
+
+def cluster_field() -> models.CharField[str, str]:
+    return models.CharField(max_length=100, default=clusters.current_name)
 
 
 class BurrowStatus(models.TextChoices):
@@ -57,8 +65,8 @@ class ClusterState(models.Model):
 
     @classmethod
     def current(cls) -> ClusterState | None:
-        """The row of the cluster this platform watches (settings.KAFKA_BOOTSTRAP_SERVERS)."""
-        return cls.objects.filter(bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS).first()
+        """The row of the cluster the control center is looking at (clusters.current())."""
+        return cls.objects.filter(bootstrap_servers=clusters.current().bootstrap_servers).first()
 
 
 class BrokerStatus(models.TextChoices):
@@ -68,7 +76,8 @@ class BrokerStatus(models.TextChoices):
 
 
 class BrokerState(models.Model):
-    node_id = models.IntegerField(unique=True)
+    cluster = cluster_field()
+    node_id = models.IntegerField()
     host = models.CharField(max_length=255)
     port = models.IntegerField()
     rack = models.CharField(max_length=255, null=True, blank=True)
@@ -84,12 +93,17 @@ class BrokerState(models.Model):
     process_state = models.CharField(max_length=40, null=True, blank=True)
     updated_at = models.DateTimeField()
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         ordering = ["node_id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "node_id"],
+                                               name="brokerstate_cluster_node")]
 
 
 class TopicState(models.Model):
-    name = models.CharField(max_length=249, unique=True)  # indexed: search and pagination
+    cluster = cluster_field()
+    name = models.CharField(max_length=249)  # indexed: search and pagination
     internal = models.BooleanField(default=False)
     partitions = models.IntegerField()
     replication_factor = models.IntegerField()
@@ -103,11 +117,16 @@ class TopicState(models.Model):
     bytes_in_per_sec = models.FloatField(null=True)
     updated_at = models.DateTimeField()
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"],
+                                               name="topicstate_cluster_name")]
 
 
 class PartitionState(models.Model):
+    cluster = cluster_field()
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
     leader = models.IntegerField(null=True)  # None: offline
@@ -122,15 +141,19 @@ class PartitionState(models.Model):
     messages_in_per_sec = models.FloatField(null=True)
     updated_at = models.DateTimeField()
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         ordering = ["topic", "partition"]
         constraints = [
-            models.UniqueConstraint(fields=["topic", "partition"], name="partitionstate_tp")
+            models.UniqueConstraint(fields=["cluster", "topic", "partition"],
+                                    name="partitionstate_ctp")
         ]
 
 
 class GroupState(models.Model):
-    group_id = models.CharField(max_length=255, unique=True)
+    cluster = cluster_field()
+    group_id = models.CharField(max_length=255)
     # clusterclient's GroupType and GroupState values: classic/consumer; STABLE, EMPTY,
     # PREPARING_REBALANCE, ASSIGNING, RECONCILING, DEAD, UNKNOWN, ...
     group_type = models.CharField(max_length=16, default="classic", db_default="classic")
@@ -151,12 +174,17 @@ class GroupState(models.Model):
     complete = models.FloatField(default=0.0)  # fraction of Burrow's window filled
     updated_at = models.DateTimeField()
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         ordering = ["group_id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "group_id"],
+                                               name="groupstate_cluster_group")]
         indexes = [models.Index(fields=["status", "-max_lag"], name="groupstate_trouble")]
 
 
 class GroupPartitionLag(models.Model):
+    cluster = cluster_field()
     group_id = models.CharField(max_length=255)
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
@@ -171,11 +199,13 @@ class GroupPartitionLag(models.Model):
     host = models.CharField(max_length=255, blank=True, default="")
     updated_at = models.DateTimeField()
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         ordering = ["group_id", "topic", "partition"]
         constraints = [
-            models.UniqueConstraint(fields=["group_id", "topic", "partition"],
-                                    name="grouppartitionlag_gtp")
+            models.UniqueConstraint(fields=["cluster", "group_id", "topic", "partition"],
+                                    name="grouppartitionlag_cgtp")
         ]
         indexes = [models.Index(fields=["topic"], name="grouppartitionlag_topic")]
 
@@ -191,6 +221,7 @@ class Resolution(models.TextChoices):
 class GroupLagHistory(models.Model):
     """A group's lag every cycle; the group-level chart reads only this table."""
 
+    cluster = cluster_field()
     group_id = models.CharField(max_length=255)
     ts = models.DateTimeField()
     resolution = models.CharField(max_length=6, choices=Resolution.choices,
@@ -200,6 +231,8 @@ class GroupLagHistory(models.Model):
     max_lag_seconds = models.FloatField(null=True)
     status = models.CharField(max_length=8, choices=BurrowStatus.choices)
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         indexes = [models.Index(fields=["group_id", "ts"], name="grouplaghistory_gts"),
                    models.Index(fields=["resolution", "ts"], name="grouplaghistory_rts")]
@@ -208,6 +241,7 @@ class GroupLagHistory(models.Model):
 class PartitionLagHistory(models.Model):
     """A partition's lag, written only when its committed or end offset changed (README)."""
 
+    cluster = cluster_field()
     group_id = models.CharField(max_length=255)
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
@@ -219,6 +253,8 @@ class PartitionLagHistory(models.Model):
     lag = models.BigIntegerField()
     lag_seconds = models.FloatField(null=True)
     status = models.CharField(max_length=8, choices=BurrowStatus.choices)
+
+    objects = clusters.ClusterScoped()
 
     class Meta:
         indexes = [
@@ -236,6 +272,7 @@ class ThroughputKind(models.TextChoices):
 class ThroughputHistory(models.Model):
     """Messages/bytes per second of a topic or broker (name = topic or node id) over time."""
 
+    cluster = cluster_field()
     kind = models.CharField(max_length=6, choices=ThroughputKind.choices)
     name = models.CharField(max_length=249)
     ts = models.DateTimeField()
@@ -245,6 +282,8 @@ class ThroughputHistory(models.Model):
     bytes_in_per_sec = models.FloatField(null=True)
     bytes_out_per_sec = models.FloatField(null=True)
 
+    objects = clusters.ClusterScoped()
+
     class Meta:
         indexes = [models.Index(fields=["kind", "name", "ts"], name="throughput_knts"),
                    models.Index(fields=["resolution", "ts"], name="throughput_rts")]
@@ -253,10 +292,13 @@ class ThroughputHistory(models.Model):
 class ClusterEvent(models.Model):
     """What the collector saw change (also appended to the internal events topic)."""
 
+    cluster = cluster_field()
     ts = models.DateTimeField()
     kind = models.CharField(max_length=40)  # laganalysis.records event kinds, plus unreachable
     subject = models.CharField(max_length=300)  # "broker 2", "orders-3", "group g1"
     detail = models.JSONField(default=dict)
+
+    objects = clusters.ClusterScoped()
 
     class Meta:
         ordering = ["-ts", "-id"]
@@ -283,6 +325,8 @@ class ClusterAccess(models.Model):
             ("change_groups", "Reset consumer group offsets, delete groups"),
             ("change_schemas", "Register schemas, change compatibility, delete versions"),
             ("run_analyses", "Launch, schedule and cancel lag analyses"),
+            ("change_connectors", "Create, pause, resume, restart and delete Kafka Connect "
+                                  "connectors"),
         ]
 
 
@@ -292,6 +336,8 @@ class AuditEntry(models.Model):
     `username` is kept as text so that the entry still says who acted after the account
     is deleted. `parameters` holds what the user asked for (never message payloads or
     secrets; the action chooses), `message` the outcome in the system's own words.
+    `cluster`: the cluster the change was made on (the one the user was looking at, or the
+    run's or schedule's); the audit log shows the current cluster's entries by default.
     """
 
     class Result(models.TextChoices):
@@ -299,6 +345,7 @@ class AuditEntry(models.Model):
         ERROR = "error", "error"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
+    cluster = cluster_field()
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="audit_entries",
@@ -314,6 +361,7 @@ class AuditEntry(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         verbose_name_plural = "audit entries"
+        indexes = [models.Index(fields=["cluster", "-at"], name="auditentry_cluster_at")]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.target}"
@@ -341,9 +389,12 @@ class AnalysisRun(models.Model):
     (the job's tables and chart series, `laganalysis.jobs.result.JobResult` JSON) is written
     in the same transaction as SUCCEEDED and never otherwise: a cancelled or failed run
     holds no partial result. `cancel_requested` is the flag the running task polls.
+    `cluster`: the configured cluster it was launched for, whose history its Spark job reads
+    (a run whose cluster is no longer configured ends FAILED, never runs on another).
     """
 
     job = models.CharField(max_length=40)
+    cluster = cluster_field()
     parameters = models.JSONField(default=dict)  # what was asked, as the form cleaned it
     status = models.CharField(max_length=10, choices=AnalysisStatus.choices,
                               default=AnalysisStatus.QUEUED, db_index=True)
@@ -367,6 +418,8 @@ class AnalysisRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "-created_at"],
+                                name="analysisrun_cluster_created")]
 
     def __str__(self) -> str:
         return f"analysis {self.pk} {self.job} {self.status}"
@@ -387,11 +440,13 @@ class AnalysisSchedule(models.Model):
     """A job launched every `every_minutes` over the last `window_minutes` of history.
 
     Read by one Celery beat entry (`launch_due_analyses_task`, every minute), which launches
-    the due schedules through the same action a click uses.
+    the due schedules through the same action a click uses, each on its `cluster` (one no
+    longer configured gets a FAILED run saying so).
     """
 
     name = models.CharField(max_length=100, unique=True)
     job = models.CharField(max_length=40)
+    cluster = cluster_field()
     parameters = models.JSONField(default=dict)  # the form's fields, without the window
     window_minutes = models.PositiveIntegerField(default=60)
     every_minutes = models.PositiveIntegerField(default=60)
@@ -419,3 +474,5 @@ class AnalysisSchedule(models.Model):
         if self.last_launched_at is None:
             return timezone.now()
         return self.last_launched_at + dt.timedelta(minutes=self.every_minutes)
+
+from controlcenter.streams.models import LagAlert, StreamQuery  # noqa: E402,F401  (its own module; one app)

@@ -30,8 +30,14 @@ NAV: tuple[NavEntry, ...] = (
     NavEntry("Topics", "topics"),
     NavEntry("Consumer groups", "groups"),
     NavEntry("Schemas", "schemas"),
+    NavEntry("Kafka Connect", "connect"),
     NavEntry("Analytics", "analytics"),
+    NavEntry("Streams", "streams"),
+    NavEntry("Replication", "replication"),
+    NavEntry("ACLs", "acls"),
+    NavEntry("SCRAM users", "scram-users"),
     NavEntry("Audit log", "audit-log"),
+    NavEntry("API token", "api-token"),
     NavEntry("API docs", "swagger"),
 )
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutting_down
 
 from controlcenter import actions
 from controlcenter.analysis.execute import RUN_ANALYSIS_TASK
+from controlcenter.streams import actions as streams_actions
+from controlcenter.streams.supervise import RUN_STREAM_TASK, SHUTTING_DOWN
 
 
 @shared_task(name=RUN_ANALYSIS_TASK, ignore_result=True, bind=True)  # type: ignore[untyped-decorator]  # celery is untyped
@@ -33,3 +35,30 @@ def fail_orphaned_analyses(sender: Any = None, **kwargs: Any) -> None:
 @shared_task(name="controlcenter.tasks.launch_due_analyses_task", ignore_result=True)  # type: ignore[untyped-decorator]
 def launch_due_analyses_task() -> int:
     return len(actions.launch_due_analyses())
+
+
+# --- stream queries (controlcenter/streams/supervise.py) ---------------------------------------
+@shared_task(name=RUN_STREAM_TASK, ignore_result=True, bind=True)  # type: ignore[untyped-decorator]
+def run_stream_query_task(self: Any, query_id: int) -> str:
+    """Holds its worker thread for the query's life: the streams queue's worker has one
+    thread per query it may run (MILLRACE_STREAMS_CONCURRENCY)."""
+    return streams_actions.run_stream_query(query_id, worker=str(self.request.hostname or ""))
+
+
+@shared_task(name="controlcenter.tasks.resume_stream_queries_task", ignore_result=True)  # type: ignore[untyped-decorator]
+def resume_stream_queries_task() -> int:
+    return len(streams_actions.resume_stream_queries())
+
+
+@worker_ready.connect  # type: ignore[untyped-decorator]
+def resume_stream_queries(sender: Any = None, **kwargs: Any) -> None:
+    """After a platform restart the queries that were running resume at once (from their
+    checkpoints), not at beat's next round. Any worker may ask: a query's task claims it, so
+    a second task for it ends at once."""
+    streams_actions.resume_stream_queries(str(getattr(sender, "hostname", "") or ""))
+
+
+@worker_shutting_down.connect  # type: ignore[untyped-decorator]
+def release_stream_queries(**kwargs: Any) -> None:
+    """Warm shutdown waits for running tasks: the stream tasks end their drivers and return."""
+    SHUTTING_DOWN.set()

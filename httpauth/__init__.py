@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
-import hmac
 import json
 import logging
-import os
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,20 +20,21 @@ from django.conf import settings
 from django.http import HttpResponse
 
 from apierrors import ApiError
+from clusterclient.login import LoginUnavailable, VerifiedCache, kafka_login
 
 from .authfile import AuthfileError, AuthfileWatch
 from .basic import FORBIDDEN, UNAUTHORIZED, Forbidden, Unauthorized, Unavailable, parse_basic
-from .kafkalogin import LoginUnavailable, kafka_login
 
-__all__ = ["FORBIDDEN", "UNAUTHORIZED", "Forbidden", "Principal", "Unauthorized",
-           "Unavailable", "authenticate", "enabled", "guard_lane", "registry_authfile",
+__all__ = ["CONTROLCENTER", "FORBIDDEN", "UNAUTHORIZED", "Forbidden", "Principal",
+           "Unauthorized", "Unavailable", "authenticate", "authenticate_credentials",
+           "enabled", "guard_lane", "registry_authfile",
            "respond"]
 
 REGISTRY, RESTPROXY = "registry", "restproxy"
+CONTROLCENTER = "controlcenter"  # its /api/v1/ and lag metrics: the cluster's users too
 CONTENT_TYPES = {REGISTRY: "application/vnd.schemaregistry.v1+json",
-                 RESTPROXY: "application/vnd.kafka.v2+json"}
+                 RESTPROXY: "application/vnd.kafka.v2+json", CONTROLCENTER: "application/json"}
 SCOPE_KEY = "millrace.principal"  # where a lane request's principal is kept in the scope
-CACHE_MAX = 10_000
 logger = logging.getLogger(__name__)
 
 
@@ -79,40 +75,6 @@ def principal_config(principal: Principal) -> dict[str, Any]:
     """A Kafka client config that logs in as the principal (the REST proxy's clients)."""
     return {**kafka_config(), "sasl.username": principal.username,
             "sasl.password": principal.password}
-
-
-class VerifiedCache:
-    """Logins the cluster accepted, by user: a salted hash of the password and when it
-    expires. A hit costs one HMAC-SHA-256; a miss (or another password) logs in again.
-    Refusals are not kept, so a new password works at once; a removed user or a changed
-    password stops working when the entry expires (`MILLRACE_HTTP_AUTH_CACHE_S`)."""
-
-    def __init__(self) -> None:
-        self._key = os.urandom(32)  # per process: the hashes mean nothing elsewhere
-        self._entries: dict[str, tuple[bytes, float]] = {}
-        self._lock = threading.Lock()
-
-    def _digest(self, username: str, password: str) -> bytes:
-        return hmac.new(self._key, f"{username}\0{password}".encode(), hashlib.sha256).digest()
-
-    def hit(self, username: str, password: str) -> bool:
-        entry = self._entries.get(username)
-        return (entry is not None and entry[1] > time.monotonic()
-                and hmac.compare_digest(entry[0], self._digest(username, password)))
-
-    def add(self, username: str, password: str, ttl: float) -> None:
-        with self._lock:
-            if len(self._entries) >= CACHE_MAX:
-                now = time.monotonic()
-                self._entries = {u: e for u, e in self._entries.items() if e[1] > now}
-                if len(self._entries) >= CACHE_MAX:
-                    self._entries.clear()
-            self._entries[username] = (self._digest(username, password),
-                                       time.monotonic() + ttl)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
 
 
 verified = VerifiedCache()
@@ -156,6 +118,13 @@ def authenticate(app: str, header: str | None) -> Principal:
     if principal is not None:
         return principal
     username, password = parse_basic(header)
+    return authenticate_credentials(app, username, password)
+
+
+def authenticate_credentials(app: str, username: str, password: str) -> Principal:
+    """`authenticate` for a user name and password already read from a header."""
+    if verified.hit(_store_key(app, username), password):
+        return Principal(username, password)
     authfile = registry_authfile() if app == REGISTRY else None
     if authfile is not None:
         accepted = authfile.current().authenticate(username, password)

@@ -20,7 +20,7 @@ the worst partition status, with STOP, STALL and REWIND reported as ERR.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import pairwise
@@ -82,13 +82,22 @@ def group_status(partitions: Mapping[K, PartitionStatus]) -> GroupStatus[K]:
     """The group's status from its partitions' statuses; NOTFOUND when it has none."""
     if not partitions:
         return GroupStatus(Status.NOTFOUND, 0.0, 0, None, {})
-    worst = max(p.status for p in partitions.values())
-    if worst > Status.ERR:
-        worst = Status.ERR
-    complete = sum(1 for p in partitions.values() if p.complete >= 1.0) / len(partitions)
+    worst, complete = group_verdict(partitions.values())
     max_key = max(partitions, key=lambda k: partitions[k].current_lag)
     total = sum(p.current_lag for p in partitions.values())
     return GroupStatus(worst, complete, total, max_key, dict(partitions))
+
+
+def group_verdict(partitions: Collection[PartitionStatus]) -> tuple[Status, float]:
+    """The group's status and completeness from its partitions' statuses: `group_status`
+    without the keys, for a caller that needs no more (the collector, for every group each
+    cycle); NOTFOUND with none."""
+    if not partitions:
+        return Status.NOTFOUND, 0.0
+    worst = max(p.status for p in partitions)
+    if worst > Status.ERR:
+        worst = Status.ERR
+    return worst, sum(1 for p in partitions if p.complete >= 1.0) / len(partitions)
 
 
 def _status_of(
@@ -121,8 +130,9 @@ def is_stopped(samples: Sequence[Sample], now: float) -> bool:
 
 def is_recent_lag_zero(samples: Sequence[Sample], end_offsets: Sequence[int]) -> bool:
     """Some recent end offset was at or below the last commit: the consumer was caught up."""
-    last_committed = samples[-1].committed_offset
-    return any(end <= last_committed for end in end_offsets)
+    # min() over the ring, not any() over a generator: the collector asks this of every
+    # stopped partition every cycle (a quarter of 10,000 in bench/collector_db_bench.py)
+    return bool(end_offsets) and min(end_offsets) <= samples[-1].committed_offset
 
 
 def has_unrecovered_rewind(samples: Sequence[Sample]) -> bool:

@@ -32,6 +32,8 @@ from laganalysis.burrow import Status
 
 LAG_SAMPLES_TOPIC = "_millrace-lag-samples"
 CLUSTER_EVENTS_TOPIC = "_millrace-cluster-events"
+# Written by the lag-anomaly stream query (laganalysis/alertstream.py), not the collector.
+LAG_ALERTS_TOPIC = "_millrace-lag-alerts"
 SCHEMA_VERSION = 1
 
 # Settings the collector creates the topics with: a week of history, like the default
@@ -40,6 +42,8 @@ TOPIC_SETTINGS: Mapping[str, tuple[int, Mapping[str, str]]] = {
     LAG_SAMPLES_TOPIC: (6, {"cleanup.policy": "delete", "retention.ms": str(7 * 86400 * 1000)}),
     CLUSTER_EVENTS_TOPIC: (1, {"cleanup.policy": "delete", "retention.ms": str(7 * 86400 * 1000)}),
 }
+LAG_ALERTS_SETTINGS: tuple[int, Mapping[str, str]] = (
+    1, {"cleanup.policy": "delete", "retention.ms": str(7 * 86400 * 1000)})
 
 LAG_SAMPLE_DDL = (
     "v INT, `group` STRING, topic STRING, partition INT, ts LONG, committed_offset LONG, "
@@ -48,6 +52,11 @@ LAG_SAMPLE_DDL = (
 CLUSTER_EVENT_DDL = (
     "v INT, kind STRING, ts LONG, `group` STRING, topic STRING, partition INT, broker INT, "
     "detail MAP<STRING, STRING>"
+)
+
+LAG_ALERT_DDL = (
+    "v INT, `group` STRING, topic STRING, ts LONG, state STRING, lag LONG, mean DOUBLE, "
+    "stddev DOUBLE, threshold DOUBLE"
 )
 
 
@@ -190,6 +199,37 @@ def decode_cluster_event(value: bytes) -> ClusterEvent:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"not a cluster event: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class LagAlertRecord:
+    """One record of ``_millrace-lag-alerts`` (laganalysis/lagbaseline.py: an edge, RAISED
+    or CLEARED, of a group's lag on a topic against its rolling baseline). Key:
+    ``["group", "topic"]``."""
+
+    group: str
+    topic: str
+    timestamp_ms: int
+    state: str
+    lag: int
+    mean: float
+    stddev: float
+    threshold: float
+
+
+def decode_lag_alert(value: bytes) -> LagAlertRecord:
+    obj = _object(value)
+    try:
+        state = _typed(obj, "state", str)
+        if state not in ("RAISED", "CLEARED"):
+            raise ValueError(f"state {state!r}")
+        return LagAlertRecord(
+            group=_typed(obj, "group", str), topic=_typed(obj, "topic", str),
+            timestamp_ms=_typed(obj, "ts", int), state=state, lag=_typed(obj, "lag", int),
+            mean=float(obj["mean"]), stddev=float(obj["stddev"]),
+            threshold=float(obj["threshold"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"not a lag alert: {exc}") from exc
 
 
 def _json(obj: Any) -> bytes:

@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from laganalysis.jobs import JOBS, ParamError
+from laganalysis.jobs import CHECKS, JOBS, ParamError
 
 EXIT_FAILED, EXIT_BAD_PARAMS, EXIT_CANCELLED = 1, 2, 130
 
@@ -36,59 +36,84 @@ def main(argv: list[str] | None = None) -> int:
         params = json.loads(args.params)
         if not isinstance(params, dict):
             raise ParamError("--params must be a JSON object")
+        CHECKS[args.job](params)  # before the JVM: bad parameters cost no Spark start
     except (json.JSONDecodeError, ParamError) as exc:
         return _fail("ParamError", str(exc), EXIT_BAD_PARAMS)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from laganalysis.jobs.history import register_once
     from laganalysis.session import configure
 
     spark = configure(SparkSession.builder, args.master, f"millrace-{args.job}").getOrCreate()
+    cancelled = threading.Event()
+    try:
+        return execute(spark, args.job, params, Path(args.out), args.tag, cancelled,
+                       on_signal=True)
+    finally:
+        spark.stop()
+
+
+def execute(spark: Any, job: str, params: dict[str, Any], out: Path, tag: str,
+            cancelled: threading.Event, on_signal: bool = False) -> int:
+    """Run `job` in `spark` under `tag`, printing the JSON lines; returns the exit code.
+    Setting `cancelled` (SIGTERM/SIGINT do, with `on_signal`) interrupts its Spark jobs.
+    The session stays open: the command line stops it, a test shares it."""
+    from laganalysis.jobs.history import register_once
+
     register_once(spark)
-    cancelled, stop_progress = threading.Event(), threading.Event()
-    _cancel_on_signal(spark, args.tag, cancelled, stop_progress)
-    spark.addTag(args.tag)
-    spark.sparkContext.setJobGroup(args.tag, f"millrace {args.job}", interruptOnCancel=True)
-    reporter = threading.Thread(target=_report, args=(spark, args.tag, stop_progress), daemon=True)
+    stop_progress = threading.Event()
+    _cancel_when_asked(spark, tag, cancelled, stop_progress)
+    if on_signal:
+        _cancel_on_signal(cancelled)
+    spark.addTag(tag)
+    spark.sparkContext.setJobGroup(tag, f"millrace {job}", interruptOnCancel=True)
+    reporter = threading.Thread(target=_report, args=(spark, tag, stop_progress), daemon=True)
     reporter.start()
     try:
         try:
-            result = JOBS[args.job](spark, params)
+            result = JOBS[job](spark, params)
         finally:
             stop_progress.set()
             reporter.join(timeout=5)  # its last counts come before the ending, whatever it is
         if cancelled.is_set():
             return _emit({"event": "cancelled"}, EXIT_CANCELLED)
-        _write_atomically(Path(args.out), {**result.to_json(), "params": params})
-        return _emit({"event": "done", "out": str(args.out)}, 0)
+        _write_atomically(out, {**result.to_json(), "params": params})
+        return _emit({"event": "done", "out": str(out)}, 0)
     except ParamError as exc:
         return _fail("ParamError", str(exc), EXIT_BAD_PARAMS)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any job failure is reported, in Spark's words
         if cancelled.is_set():
             return _emit({"event": "cancelled"}, EXIT_CANCELLED)
         return _fail(type(exc).__name__, readable_error(exc), EXIT_FAILED)
     finally:
-        spark.stop()
+        stop_progress.set()
+        spark.removeTag(tag)
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
 
-def _cancel_on_signal(
-    spark: Any, tag: str, cancelled: threading.Event, finished: threading.Event
-) -> None:
+def _cancel_on_signal(cancelled: threading.Event) -> None:
     """SIGTERM or SIGINT interrupts the run's Spark jobs; the run then ends CANCELLED."""
 
     def interrupt(signum: int, frame: Any) -> None:
         # The main thread is inside a py4j call; another thread talks to the JVM.
         cancelled.set()
 
-    def cancel_when_asked() -> None:
-        cancelled.wait()
-        if not finished.is_set():
-            spark.sparkContext.cancelJobGroup(tag)
-            spark.interruptTag(tag)
-
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
+
+
+def _cancel_when_asked(
+    spark: Any, tag: str, cancelled: threading.Event, finished: threading.Event
+) -> None:
+    """Another thread than the one inside a py4j call interrupts the run's Spark jobs."""
+
+    def cancel_when_asked() -> None:
+        while not finished.wait(0.2):
+            if cancelled.is_set():
+                spark.sparkContext.cancelJobGroup(tag)
+                spark.interruptTag(tag)
+                return
+
     threading.Thread(target=cancel_when_asked, daemon=True).start()
 
 

@@ -12,6 +12,9 @@ SETTINGS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Arrow batches of up to 200,000 rows to and from Python workers instead of 10,000: fewer
+    # round trips per task for the lag summary's numpy steps (bench/README.md).
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
 }

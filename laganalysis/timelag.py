@@ -15,7 +15,7 @@ at most ``capacity`` points (kafka-lag-exporter's ``lookup-table.memory.size``, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 DEFAULT_CAPACITY = 60
@@ -60,15 +60,18 @@ class LookupTable:
     def add(self, point: Point) -> tuple[LookupTable, AddResult]:
         """The table with ``point`` recorded, and what happened to it."""
         if not self.points:
-            return replace(self, points=(point,)), AddResult.APPENDED
+            return LookupTable((point,), self.capacity), AddResult.APPENDED
         newest = self.points[-1]
         if point.time < newest.time:
             return self, AddResult.OUT_OF_ORDER
         if point.offset < newest.offset:
             return self, AddResult.NON_MONOTONIC
         if len(self.points) >= 2 and self.points[-2].offset == newest.offset == point.offset:
-            return replace(self, points=(*self.points[:-1], point)), AddResult.FLAT_REPLACED
-        return replace(self, points=(*self.points, point)[-self.capacity :]), AddResult.APPENDED
+            return (LookupTable((*self.points[:-1], point), self.capacity),
+                    AddResult.FLAT_REPLACED)
+        # The constructor, not dataclasses.replace: one table per partition a cycle (window.py)
+        return (LookupTable((*self.points, point)[-self.capacity :], self.capacity),
+                AddResult.APPENDED)
 
     def lag_seconds(self, committed_offset: int, now: float) -> Estimate:
         """How long ago the end offset passed ``committed_offset``, as of ``now``."""

@@ -180,14 +180,16 @@ class FastLane:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         found = self.route(scope)
         if found is None:
-            return await self.django(scope, receive, send)
+            await self.django(scope, receive, send)
+            return
         handler, params = found
         body = LaneBody(receive)
         response = await handler(scope, params, body)
         if body.gone:
             return
         if response is None:
-            return await self.django(scope, body.replaying(), send)
+            await self.django(scope, body.replaying(), send)
+            return
         if not response.streaming and not response.has_header("Content-Length"):
             response.headers["Content-Length"] = str(len(response.content))  # type: ignore[attr-defined]
         await self.django.send_response(response, send)

@@ -15,8 +15,13 @@ Frames: a 4-byte big-endian length, then a msgpack map. Client to hub:
     {"op": "send", "c": C, "m": M}          to one channel
     {"op": "group_send", "g": G, "m": M}
     {"op": "listen", "c": C}                this process receives normal channel C
+    {"op": "occupied", "id": N, "gs": [G, ...]}  which of these groups have a member?
 Hub to client:
     {"op": "deliver", "cs": [C, ...], "m": M}   one frame per process per message
+    {"op": "occupied", "id": N, "gs": [G, ...]}  the answer: the groups with a member
+
+`occupied` lets a publisher skip rendering what no browser has open (controlcenter/events.py):
+the hub owns every group's members, so it is the one place that knows.
 
 Every public method runs on the process's one I/O thread (its own event loop), so the layer
 works from Daphne's loop, from `async_to_sync` in a management command, and from tests, with
@@ -29,6 +34,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import hashlib
+import itertools
 import logging
 import os
 import secrets
@@ -47,6 +53,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
+OCCUPIED_TIMEOUT = 2.0  # seconds for the hub's answer to `occupied`
 
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
@@ -104,6 +111,9 @@ class Hub:
             self.group_send(frame["g"], frame["m"])
         elif op == "listen":
             self.listen(prefix, frame["c"])
+        elif op == "occupied":
+            found = [g for g in frame["gs"] if self.groups.get(g)]
+            self.reply(prefix, {"op": "occupied", "id": frame["id"], "gs": found})
 
     def send(self, channel: str, message: Any) -> None:
         if "!" in channel:
@@ -135,9 +145,12 @@ class Hub:
             self.deliver(prefix, [channel], message)
 
     def deliver(self, prefix: str, channels: list[str], message: Any) -> None:
+        self.reply(prefix, {"op": "deliver", "cs": channels, "m": message})
+
+    def reply(self, prefix: str, frame: dict[str, Any]) -> None:
         writer = self.clients.get(prefix)
         if writer is not None and not writer.is_closing():
-            writer.write(encode_frame({"op": "deliver", "cs": channels, "m": message}))
+            writer.write(encode_frame(frame))
 
     def forget(self, prefix: str, writer: asyncio.StreamWriter) -> None:
         if self.clients.get(prefix) is not writer:
@@ -197,6 +210,14 @@ class HubChannelLayer(BaseChannelLayer):  # type: ignore[misc]  # channels is un
         """Drop this process's queued messages and memberships (tests call it between runs)."""
         await self._call(self._io().flush())
 
+    async def occupied(self, groups: list[str]) -> set[str]:
+        """Which of `groups` have at least one member in any process, as the hub knows now.
+        Without an answer in OCCUPIED_TIMEOUT (the hub changing hands, or one older than this
+        op) every group counts as occupied: a publisher then renders as if all were open."""
+        if not groups:
+            return set()
+        return await self._call(self._io().occupied(list(groups)))
+
     async def close(self) -> None:
         await self._call(self._io().close())
 
@@ -224,6 +245,8 @@ class _Connection:
         self.queues: dict[str, asyncio.Queue[tuple[float, Any]]] = {}
         self.memberships: set[tuple[str, str]] = set()
         self.listened: set[str] = set()
+        self.asked: dict[int, asyncio.Future[list[str]]] = {}  # `occupied` awaiting the hub
+        self.ids = itertools.count()
         self.writer: asyncio.StreamWriter | None = None
         self.connected: asyncio.Event | None = None
         self.server: asyncio.AbstractServer | None = None
@@ -279,6 +302,11 @@ class _Connection:
         try:
             while True:
                 frame = await read_frame(reader)
+                if frame.get("op") == "occupied":
+                    asked = self.asked.pop(frame["id"], None)
+                    if asked is not None and not asked.done():
+                        asked.set_result(list(frame["gs"]))
+                    continue
                 deadline_message = (time.monotonic(), frame["m"])
                 for channel in frame["cs"]:
                     queue = self._queue(channel, self.hub_capacity)
@@ -329,6 +357,17 @@ class _Connection:
             if queue.empty() and not any(c == channel for _, c in self.memberships):
                 self.queues.pop(channel, None)
             raise
+
+    async def occupied(self, groups: list[str]) -> set[str]:
+        ask = next(self.ids)
+        answer = self.asked[ask] = asyncio.get_running_loop().create_future()
+        try:
+            await self._write({"op": "occupied", "id": ask, "gs": groups})
+            return set(await asyncio.wait_for(answer, OCCUPIED_TIMEOUT))
+        except (TimeoutError, ConnectionError):
+            return set(groups)
+        finally:
+            self.asked.pop(ask, None)
 
     async def flush(self) -> None:
         self.queues.clear()

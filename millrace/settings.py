@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from clusterclient.clusters import connect_urls, extra_clusters
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -68,6 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",  # API tokens for /api/v1/ and the lag metrics
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
@@ -88,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "controlcenter.clusters.ClusterMiddleware",
     "controlcenter.access.PageLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -173,8 +177,23 @@ KAFKA_CLIENT_CONFIG: dict[str, str] = {
         if MILLRACE_KAFKA_CLIENT_CONFIG else {}).items()
     if key != "bootstrap.servers"  # KAFKA_BOOTSTRAP_SERVERS says where
 }
+# More clusters than the default one above (clusterclient/clusters.py; README "Several
+# clusters"): `name=bootstrap` pairs, and/or a Control Center-style properties file. Code
+# lists them all, the default first, with clusterclient.clusters.from_settings(settings).
+# MILLRACE_CLUSTER_CLIENT_CONFIGS: `name=path` pairs, a librdkafka properties file of a
+# cluster's login, as MILLRACE_KAFKA_CLIENT_CONFIG is the default's (`platform --secure
+# --clusters N` names each built-in cluster's).
+KAFKA_EXTRA_CLUSTERS = extra_clusters(env_str("MILLRACE_CLUSTERS", ""),
+                                      env_str("MILLRACE_CLUSTERS_FILE", ""), DATA_DIR,
+                                      env_str("MILLRACE_CLUSTER_CLIENT_CONFIGS", ""))
 # `manage.py platform --secure` (or MILLRACE_SECURE=1): the secured built-in cluster.
 MILLRACE_SECURE = env_bool("MILLRACE_SECURE", False)
+# The platform's own service principals (user names; `platform --secure` sets them): the
+# Security pages refuse to change or delete their SCRAM credentials, as they do the
+# control center's own login.
+MILLRACE_SERVICE_PRINCIPALS = tuple(
+    name.strip() for name in env_str("MILLRACE_SERVICE_PRINCIPALS", "").split(",")
+    if name.strip())
 
 # --- The collector (controlcenter/README.md, "The collector") -----------------------------
 MILLRACE_COLLECT_INTERVAL_S = float(env_str("MILLRACE_COLLECT_INTERVAL_S", "5"))
@@ -182,7 +201,8 @@ MILLRACE_COLLECTOR_METRICS_HOST = env_str("MILLRACE_COLLECTOR_METRICS_HOST", "12
 MILLRACE_COLLECTOR_METRICS_PORT = env_int("MILLRACE_COLLECTOR_METRICS_PORT", 9308)
 # The built-in cluster's data dir, where its supervisor's control socket lives.
 MILLRACE_CLUSTER_DIR = env_str("MILLRACE_CLUSTER_DIR", str(DATA_DIR / "cluster"))
-# The cluster_name label of the lag metrics (kafka-lag-exporter's).
+# The default cluster's name (the cluster switcher, REST proxy logs) and the cluster_name
+# label of its lag metrics (kafka-lag-exporter's).
 MILLRACE_CLUSTER_NAME = env_str("MILLRACE_CLUSTER_NAME", "millrace")
 # laganalysis.retention.Policy.parse: every point for an hour, one a minute for a week.
 MILLRACE_LAG_HISTORY_RETENTION = env_str("MILLRACE_LAG_HISTORY_RETENTION", "1h=raw,7d=1m")
@@ -193,13 +213,40 @@ REGISTRY_PORT = env_int("MILLRACE_REGISTRY_PORT", 8081)
 RESTPROXY_PORT = env_int("MILLRACE_RESTPROXY_PORT", 8082)
 # The platform's Kafka Connect worker (connect/, its own process): Kafka's REST port
 CONNECT_PORT = env_int("MILLRACE_CONNECT_PORT", 8083)
+# Where the control center's Connect page reaches the worker's REST API (any worker of the
+# group: followers forward to the leader)
+MILLRACE_CONNECT_URL = env_str("MILLRACE_CONNECT_URL", f"http://127.0.0.1:{CONNECT_PORT}")
+# The Basic credentials ("user:password", as Confluent's basic.auth.user.info) the control
+# center sends to that REST API; empty: its own Kafka login (KAFKA_CLIENT_CONFIG's
+# sasl.username and sasl.password) when it has one, as under `platform --secure`, where
+# the worker asks HTTP Basic of the cluster's SCRAM users (connect/README.md).
+MILLRACE_CONNECT_USER_INFO = env_str("MILLRACE_CONNECT_USER_INFO", "")
+# Each cluster's Connect worker, by cluster name (clusterclient/clusters.py): `name=url`
+# pairs (`platform --clusters N` sets them) and the clusters file's Control Center lines
+# `confluent.controlcenter.connect.<name>.cluster=<url>`; the default's may be named too.
+KAFKA_CONNECT_URLS = connect_urls(env_str("MILLRACE_CONNECT_URLS", ""),
+                                  env_str("MILLRACE_CLUSTERS_FILE", ""))
 REGISTRY_PREFIX = env_prefix("MILLRACE_REGISTRY_PREFIX", "schema-registry")
 RESTPROXY_PREFIX = env_prefix("MILLRACE_RESTPROXY_PREFIX", "kafka")
 # Web server worker processes (millrace/webserver.py); default: one per core
 WEB_WORKERS = env_int("MILLRACE_WEB_WORKERS", len(os.sched_getaffinity(0)))
 
+# TLS on the registry's and the REST proxy's own ports (millrace/webserver.py): a PEM
+# certificate (chain; it may hold the key) and its key. Empty: plain HTTP. The control
+# center's port and the APIs' prefixes on it stay plain. `platform --secure` sets them.
+MILLRACE_HTTP_TLS_CERT = env_str("MILLRACE_HTTP_TLS_CERT", "")
+MILLRACE_HTTP_TLS_KEY = env_str("MILLRACE_HTTP_TLS_KEY", "")
+# The CA the platform's own HTTP clients trust for those ports (the proxy's registry
+# client); empty: the system's CAs.
+MILLRACE_HTTP_TLS_CA = env_str("MILLRACE_HTTP_TLS_CA", "")
+
 # --- REST proxy: where clients reach it, where the registry is, consumer-instance limits ---
 SCHEMA_REGISTRY_URL = env_str("SCHEMA_REGISTRY_URL", f"http://127.0.0.1:{REGISTRY_PORT}")
+# The Basic login ("user:password", Confluent's basic.auth.user.info) the stream queries'
+# registry clients send; empty: the platform's own Kafka login (KAFKA_CLIENT_CONFIG's
+# sasl.username and sasl.password) when it has one, as under `platform --secure`. Their CA
+# is MILLRACE_HTTP_TLS_CA (controlcenter/streams/supervise.py, registry_config).
+SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO = env_str("SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO", "")
 # base_uri of consumer instances; empty: built from the request's host
 RESTPROXY_ADVERTISED_URL = env_str("RESTPROXY_ADVERTISED_URL", "")
 # How other proxy processes reach this one (consumer-instance forwarding); empty: advertised
@@ -296,10 +343,23 @@ MILLRACE_ANALYSIS_QUEUE = env_str("MILLRACE_ANALYSIS_QUEUE", "analytics")
 # One beat entry: launch the analysis schedules that are due (AnalysisSchedule rows), looking
 # every MILLRACE_SCHEDULE_CHECK_S seconds (schedules' own intervals are whole minutes).
 MILLRACE_SCHEDULE_CHECK_S = env_int("MILLRACE_SCHEDULE_CHECK_S", 60)
+# --- Stream queries (controlcenter/streams/): each running query's Celery task holds one
+# thread of the streams worker for the query's life and runs its Spark driver as a child.
+MILLRACE_STREAMS_DIR = DATA_DIR / "streams"  # <name>/checkpoint, <name>/driver.log
+MILLRACE_STREAMS_QUEUE = env_str("MILLRACE_STREAMS_QUEUE", "streams")
+MILLRACE_STREAMS_CONCURRENCY = env_int("MILLRACE_STREAMS_CONCURRENCY", 8)  # queries at once
+MILLRACE_STREAMS_MASTER = env_str("MILLRACE_STREAMS_MASTER", "local[2]")  # each query's driver
+# The web process's one session for validation and ad-hoc queries.
+MILLRACE_STREAMS_SQL_MASTER = env_str("MILLRACE_STREAMS_SQL_MASTER", "local[2]")
+MILLRACE_STREAMS_SUPERVISE_S = env_int("MILLRACE_STREAMS_SUPERVISE_S", 15)
+
 CELERY_BEAT_SCHEDULE = {
     "launch-due-analyses": {"task": "controlcenter.tasks.launch_due_analyses_task",
                             "schedule": float(MILLRACE_SCHEDULE_CHECK_S),
                             "options": {"queue": MILLRACE_ANALYSIS_QUEUE}},
+    "resume-stream-queries": {"task": "controlcenter.tasks.resume_stream_queries_task",
+                              "schedule": float(MILLRACE_STREAMS_SUPERVISE_S),
+                              "options": {"queue": MILLRACE_STREAMS_QUEUE}},
 }
 
 # --- REST framework and OpenAPI (served without a CDN) -------------------------------------
@@ -320,6 +380,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Three read models have a `status` of their own choices: each enum keeps its model's name.
+    "ENUM_NAME_OVERRIDES": {
+        "BrokerStatusEnum": "controlcenter.models.BrokerStatus",
+        "LagStatusEnum": "controlcenter.models.BurrowStatus",
+        "AnalysisStatusEnum": "controlcenter.models.AnalysisStatus",
+    },
     # Two linked documents in one Swagger UI (a selector at the top): the registry's and the
     # REST proxy's maintained description (millrace/openapi.py), and the control
     # center's JSON API as drf-spectacular reads it from its DRF views.

@@ -12,11 +12,17 @@ Several workers are several processes: a REST proxy consumer instance lives in o
 them. Each worker therefore also listens on a private port of its own and is told its
 address there as RESTPROXY_INTERNAL_URL (plus `--internal-path`, the proxy's mount point),
 so a request reaching another worker is forwarded to the owner (restproxy/instances/forwarding.py).
+
+`--tls-bind` sockets are served over TLS with `--tls-cert`/`--tls-key` (PEM; the platform
+passes MILLRACE_HTTP_TLS_CERT/_KEY for the registry's and the proxy's own ports): a second
+uvicorn server in each worker, on the same event loop, so the control center's port and the
+workers' private ports stay plain HTTP while those two speak HTTPS only.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ctypes
 import gc
 import logging
@@ -27,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
@@ -63,23 +70,28 @@ class Worker:
     """One worker process: the shared sockets plus its private one, restarted if it dies."""
 
     def __init__(self, args: argparse.Namespace, shared: list[socket.socket],
-                 private_host: str) -> None:
+                 private_host: str, tls: list[socket.socket] | None = None) -> None:
         self.args = args
         self.private = listen(private_host, 0)
         self.sockets = [*shared, self.private]
+        self.tls = tls or []
         host = f"[{private_host}]" if ":" in private_host else private_host
         self.internal_url = f"http://{host}:{self.private.getsockname()[1]}{args.internal_path}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         fds = [s.fileno() for s in self.sockets]
+        tls_fds = [s.fileno() for s in self.tls]
         env = dict(os.environ)
         if self.args.workers > 1:
             env["RESTPROXY_INTERNAL_URL"] = self.internal_url
+        tls = ["--serve-tls-fds", ",".join(map(str, tls_fds)), "--tls-cert",
+               self.args.tls_cert, "--tls-key", self.args.tls_key] if tls_fds else []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "millrace.webserver", "--app", self.args.app,
-             "--serve-fds", ",".join(map(str, fds)), "--log-level", self.args.log_level],
-            pass_fds=fds, env=env, preexec_fn=_die_with_parent,
+             "--serve-fds", ",".join(map(str, fds)), "--log-level", self.args.log_level,
+             *tls],
+            pass_fds=fds + tls_fds, env=env, preexec_fn=_die_with_parent,
         )
 
     def stop(self) -> None:
@@ -99,8 +111,9 @@ class Worker:
 def supervise(args: argparse.Namespace) -> None:
     binds = [_host_port(b) for b in args.bind]
     shared = [listen(host, port) for host, port in binds]
+    tls = [listen(*_host_port(b)) for b in args.tls_bind]
     private_host = binds[0][0] if binds[0][0] not in ("", "0.0.0.0", "::") else "127.0.0.1"
-    workers = [Worker(args, shared, private_host) for _ in range(args.workers)]
+    workers = [Worker(args, shared, private_host, tls) for _ in range(args.workers)]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -120,23 +133,56 @@ def supervise(args: argparse.Namespace) -> None:
         worker.reap(20.0)
 
 
-def serve(app: str, fds: list[int], log_level: str) -> None:
-    """One worker: uvicorn on the inherited sockets until SIGTERM."""
+def serve(app: str, fds: list[int], log_level: str, tls_fds: list[int] | None = None,
+          tls_cert: str = "", tls_key: str = "") -> None:
+    """One worker: uvicorn on the inherited sockets until SIGTERM; the `tls_fds` ones
+    through a second uvicorn server with the certificate."""
     import uvicorn
 
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     sockets = [socket.socket(fileno=fd) for fd in fds]
-    config = uvicorn.Config(
-        app, loop="uvloop", http="httptools", ws="websockets-sansio",
-        lifespan="off",  # Django and Channels have no lifespan events
-        access_log=False, log_level=log_level, server_header=False,
-    )
+    options: dict[str, Any] = {
+        "loop": "uvloop", "http": "httptools", "ws": "websockets-sansio",
+        "lifespan": "off",  # Django and Channels have no lifespan events
+        "access_log": False, "log_level": log_level, "server_header": False,
+    }
+    config = uvicorn.Config(app, **options)
     config.load()  # imports the app (Django, the APIs) now, to freeze it below
+    secured = None
+    if tls_fds:
+        secured = uvicorn.Config(app, **options, ssl_certfile=tls_cert,
+                                 ssl_keyfile=tls_key or None)
+        secured.load()  # the same app object (an imported module's), plus the SSLContext
     # Move everything the import made out of the collector's reach: a full collection
     # would otherwise walk the whole of Django on every few thousand allocations a
     # request makes, a pause every request queued behind it pays (p99, bench/README.md).
     gc.freeze()
-    uvicorn.Server(config).run(sockets=sockets)
+    if secured is None:
+        uvicorn.Server(config).run(sockets=sockets)
+        return
+    servers = [(uvicorn.Server(config), sockets),
+               (uvicorn.Server(secured), [socket.socket(fileno=fd) for fd in tls_fds or []])]
+    import uvloop
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_serve_together(servers))
+
+
+async def _serve_together(servers: list[tuple[Any, list[socket.socket]]]) -> None:
+    """Several uvicorn servers on one loop, all stopped by one SIGINT/SIGTERM. uvicorn's
+    `serve` installs its own signal handlers, which a second server would replace, so the
+    servers run its `_serve` (the same minus the handlers) under one handler here."""
+
+    def stop(sig: int, frame: Any) -> None:
+        for server, _ in servers:
+            server.handle_exit(sig, frame)
+
+    originals = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        await asyncio.gather(*(server._serve(socks) for server, socks in servers))
+    finally:
+        for sig, handler in originals.items():
+            signal.signal(sig, handler)
 
 
 def _host_port(bind: str) -> tuple[str, int]:
@@ -153,15 +199,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--internal-path", default="",
                         help="the proxy's mount point on a worker's private port, e.g. /kafka")
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--tls-bind", action="append", default=[],
+                        help="host:port to serve over TLS (needs --tls-cert); repeatable")
+    parser.add_argument("--tls-cert", default="", help="PEM certificate chain (may hold the key)")
+    parser.add_argument("--tls-key", default="", help="PEM private key, if not in --tls-cert")
     parser.add_argument("--serve-fds", help=argparse.SUPPRESS)  # a worker's inherited sockets
+    parser.add_argument("--serve-tls-fds", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.serve_fds:
-        serve(args.app, [int(fd) for fd in args.serve_fds.split(",")], args.log_level)
+        serve(args.app, [int(fd) for fd in args.serve_fds.split(",")], args.log_level,
+              [int(fd) for fd in (args.serve_tls_fds or "").split(",") if fd],
+              args.tls_cert, args.tls_key)
         return
     if not args.bind or args.workers < 1:
         parser.error("give at least one --bind and one worker")
+    if args.tls_bind and not args.tls_cert:
+        parser.error("--tls-bind needs --tls-cert")
     supervise(args)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastavro.schema import parse_schema, to_parsing_canonical_form
+from fastavro.schema import parse_schema
 
 from .errors import invalid_schema
 
@@ -44,9 +44,6 @@ class AvroSchema:
     text: str
     parsed: Any
     named: Mapping[str, Any] = field(repr=False)
-
-    def parsing_canonical_form(self) -> str:
-        return str(to_parsing_canonical_form(self.parsed))
 
 
 def parse(text: str, references: Sequence[AvroSchema] = (), normalize: bool = False) -> AvroSchema:

@@ -82,10 +82,6 @@ def reader_incompatibilities(reader: AvroSchema, writer: AvroSchema) -> list[Inc
     return _Checker(reader.named, writer.named).check(reader.parsed, writer.parsed, "")
 
 
-def is_compatible(reader: AvroSchema, writer: AvroSchema) -> bool:
-    return not reader_incompatibilities(reader, writer)
-
-
 class _Checker:
     def __init__(self, reader_named: Mapping[str, Any], writer_named: Mapping[str, Any]) -> None:
         self.reader_named = reader_named

@@ -8,43 +8,20 @@ reader schema from reading a writer schema's data, and render the stored text in
 `get()` answers 42201 for a name it does not know.
 
 Each format module imports what it needs lazily through this table, so a process that
-never sees a Protobuf schema never loads protoc.
+never sees a Protobuf schema never loads protoc. The format packages take the names and
+types they share from `registry.parsed`, never from here, so nothing imports in a circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from . import errors
-from .compatibility import Incompatibility
+from registry import errors
+from registry.compatibility import Incompatibility
+from registry.parsed import AVRO, JSON, PROTOBUF, TYPES, ParsedSchema, Resolved
 
-AVRO = "AVRO"
-JSON = "JSON"
-PROTOBUF = "PROTOBUF"
-TYPES = (JSON, PROTOBUF, AVRO)  # the order Confluent lists them in /schemas/types
-
-
-class ParsedSchema(Protocol):
-    """A schema as a format parsed it: `text` is canonical, `parsed` the format's own form."""
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def parsed(self) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A reference as a format sees it: its `name` in the referring schema (an Avro type
-    name, a JSON Schema `$ref` URL, a .proto import path) and the schema it names."""
-
-    name: str
-    schema: ParsedSchema
-    schema_type: str
-
+__all__ = ["AVRO", "JSON", "PROTOBUF", "TYPES", "ParsedSchema", "Resolved", "SchemaFormat", "get"]
 
 class SchemaFormat(Protocol):
     name: str

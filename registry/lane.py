@@ -99,7 +99,9 @@ def _dispatch(view_class: type[views.RegistryView], request: LaneRequest,
             response = getattr(view, request.method.lower())(request, **kwargs)
     except errors.RegistryError as exc:
         response = Response(exc.body(), status=exc.status)
-    except Exception:  # NotInMemory, or an error DRF's dispatch renders: Django serves it
+    # The fast lane's boundary: whatever it cannot finish (NotInMemory, or any error DRF's
+    # dispatch renders) Django's full path serves and renders, so nothing is lost here.
+    except Exception:  # noqa: BLE001 - falls back to Django, which answers it
         return None
     final = view.finalize_response(request, response)  # type: ignore[arg-type]
     assert isinstance(final, Response)

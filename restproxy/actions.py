@@ -88,7 +88,10 @@ def v3_report(cluster_id: str, topic: str, entry: records.V3Entry,
               report: DeliveryReport) -> dict[str, Any]:
     if report.error is not None:
         failure = errors.from_kafka(report.error, topic)
-        return {"error_code": failure.status, "message": failure.message}
+        # A record's error_code is its HTTP status, except an ACL's refusal (or a failed
+        # login), which carries Confluent's own code (40301, 40101) as v2 answers it.
+        code = failure.error_code if failure.status in (401, 403) else failure.status
+        return {"error_code": code, "message": failure.message}
     record = entry.record
     body: dict[str, Any] = {
         "error_code": 200, "cluster_id": cluster_id, "topic_name": topic,

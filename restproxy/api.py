@@ -30,6 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apierrors import exception_handler
+from clusterclient.clusters import KafkaCluster
 
 from . import content_types, errors
 
@@ -68,6 +69,7 @@ class ProxyView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
+        selected.set(None)  # the default cluster unless a v3 path names another
         if self.check_accept and not content_types.accepts_metadata(
             request.META.get("HTTP_ACCEPT")
         ):
@@ -116,6 +118,11 @@ def json_object(value: Any, what: str = "Request body") -> dict[str, Any]:
 
 
 _on_loop = contextvars.ContextVar("restproxy_on_loop", default=False)
+# The cluster a request acts on when it is not the default one (client.py picks its
+# clients by it): v3 views set it from the path's cluster id (v3/views.py ClusterView);
+# every view starts on the default cluster, None.
+selected: contextvars.ContextVar[KafkaCluster | None] = contextvars.ContextVar(
+    "restproxy_cluster", default=None)
 
 
 def need_thread() -> None:
@@ -135,7 +142,9 @@ async def _completed(response: HttpResponseBase, context: dict[str, Any]) -> Htt
     if isinstance(response, Later):
         try:
             final = await response.finish()
-        except Exception as exc:  # rendered as every other error of the view
+        # As DRF's own dispatch (APIView.handle_exception): any error of the view is
+        # rendered by the one exception handler, never left to become a bare 500.
+        except Exception as exc:  # noqa: BLE001 - rendered by exception_handler
             final = exception_handler(exc, context) or Response(status=500)
             for name, value in response.items():  # the view's own (Allow), as DRF adds them
                 if name.lower() != "content-type" and not final.has_header(name):

@@ -33,7 +33,7 @@ from clusterclient import (
 )
 
 from . import errors
-from .api import need_thread
+from .api import need_thread, selected
 
 METADATA_TTL = 5.0
 ADMIN_TIMEOUT = 15.0
@@ -49,18 +49,65 @@ THREAD_POLL_INTERVAL = 0.05
 LOOP_DRAIN_MIN_RECORDS = 10
 
 
+# librdkafka keys that say who a client is: the proxy's own login on a cluster, replaced by
+# the caller's (`as_caller`)
+_SASL_LOGIN = ("sasl.username", "sasl.password", "sasl.jaas.config", "sasl.mechanism",
+               "sasl.mechanisms", "sasl.oauthbearer.config", "sasl.oauthbearer.method",
+               "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret")
+_CLIENT_CERTIFICATE = ("ssl.certificate.location", "ssl.certificate.pem",
+                       "ssl.key.location", "ssl.key.pem", "ssl.keystore.location")
+
+
 def base_config() -> dict[str, Any]:
     """The Kafka config of the proxy's clients: as the caller when HTTP auth gave one
     (`httpauth.current_principal`; SASL with their credentials), else the proxy's own (with
-    a secured cluster's login from KAFKA_CLIENT_CONFIG: platform --secure)."""
-    config: dict[str, Any] = {
+    a secured cluster's login from KAFKA_CLIENT_CONFIG: platform --secure). Another
+    configured cluster (a v3 path's) gets its own config, and its own login replaced by the
+    caller's when there is one (`as_caller`)."""
+    chosen = selected.get()
+    principal = httpauth.current_principal.get()
+    if chosen is not None:
+        config = chosen.client_config(**{"client.id": "millrace-restproxy"})
+        return config if principal is None else as_caller(chosen.name, config, principal)
+    config = {
         **settings.KAFKA_CLIENT_CONFIG,
         "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
         "client.id": "millrace-restproxy",
     }
-    principal = httpauth.current_principal.get()
     if principal is not None:
         config.update(httpauth.principal_config(principal))
+    return config
+
+
+@contextmanager
+def as_proxy() -> Iterator[None]:
+    """The proxy's own identity inside the block, whoever called: finding the other
+    clusters' ids (a caller without a login on one must not make it look down to all)."""
+    token = httpauth.current_principal.set(None)
+    try:
+        yield
+    finally:
+        httpauth.current_principal.reset(token)
+
+
+def as_caller(name: str, config: dict[str, Any], principal: httpauth.Principal
+              ) -> dict[str, Any]:  # fmt: skip
+    """Another cluster's client config logging in as the caller: its own transport keys
+    (security.protocol, the CA it trusts) with the caller's SASL login, in the mechanism
+    HTTP users log in with (MILLRACE_HTTP_AUTH_SASL_MECHANISM), so that cluster's ACLs
+    decide for the caller as the default's do. A cluster without SASL cannot tell callers
+    apart: without a client certificate everyone reaches it as ANONYMOUS, so the proxy's
+    config is everyone's; with one (mTLS) the proxy's certificate would lend the caller the
+    proxy's rights, so the request is refused (403 40301)."""
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol.startswith("SASL_"):
+        config = {k: v for k, v in config.items() if k not in _SASL_LOGIN}
+        return {**config, "sasl.mechanisms": settings.MILLRACE_HTTP_AUTH_SASL_MECHANISM,
+                "sasl.username": principal.username, "sasl.password": principal.password}
+    if any(key in config for key in _CLIENT_CERTIFICATE):
+        raise errors.RestProxyError(
+            403, 40301, f"Cluster {name} identifies clients by certificate, not by login: "
+                        "the proxy cannot reach it as the caller")
     return config
 
 
@@ -314,7 +361,9 @@ def gateway() -> KafkaGateway:
     global _gateway
     principal = httpauth.current_principal.get()
     if principal is not None:
-        return principal_clients.get(principal).gateway()
+        return principal_clients.get(principal, _selected_name()).gateway()
+    if selected.get() is not None:
+        return _other().gateway()
     found = _gateway
     if found is not None:  # the hot path: no lock once it exists
         return found
@@ -330,11 +379,32 @@ def cluster() -> ClusterClient:
     global _cluster
     principal = httpauth.current_principal.get()
     if principal is not None:
-        return principal_clients.get(principal).cluster()
+        return principal_clients.get(principal, _selected_name()).cluster()
+    if selected.get() is not None:
+        return _other().cluster()
     with _gateway_lock:
         if _cluster is None:
             _cluster = _new_cluster()
         return _cluster
+
+
+# The clients of the other configured clusters, by name (made on first use, like the default's)
+_others: dict[str, CallerClients] = {}
+
+
+def _selected_name() -> str | None:
+    chosen = selected.get()
+    return None if chosen is None else chosen.name
+
+
+def _other() -> CallerClients:
+    chosen = selected.get()
+    assert chosen is not None
+    found = _others.get(chosen.name)
+    if found is None:
+        with _gateway_lock:
+            found = _others.setdefault(chosen.name, CallerClients())
+    return found
 
 
 def _new_cluster() -> ClusterClient:
@@ -375,8 +445,8 @@ class CallerClients:
 
 
 class PrincipalClients:
-    """The pool of callers' clients, by user and password (a password change gets new
-    clients; the old ones expire), each closed once idle for
+    """The pool of callers' clients, by user, password and cluster (a v3 path's; None for
+    the default: a password change gets new clients; the old ones expire), each closed once idle for
     RESTPROXY_PRINCIPAL_CLIENT_IDLE_S. Expiry is checked as the pool is used, at most
     every few seconds, and the closing (a flush) runs on a thread of its own."""
 
@@ -388,11 +458,12 @@ class PrincipalClients:
         self._swept = time.monotonic()
 
     @staticmethod
-    def _key(principal: httpauth.Principal) -> bytes:
-        return hashlib.sha256(f"{principal.username}\0{principal.password}".encode()).digest()
+    def _key(principal: httpauth.Principal, cluster: str | None) -> bytes:
+        return hashlib.sha256(
+            f"{principal.username}\0{principal.password}\0{cluster or ''}".encode()).digest()
 
-    def get(self, principal: httpauth.Principal) -> CallerClients:
-        key = self._key(principal)
+    def get(self, principal: httpauth.Principal, cluster: str | None = None) -> CallerClients:
+        key = self._key(principal, cluster)
         found = self._clients.get(key)
         if found is None:
             with self._lock:
@@ -434,11 +505,14 @@ def reset_gateway() -> None:
             _gateway.close()
         _gateway, _cluster = None, None
         _shortfalls.clear()
+        others = list(_others.values())
+        _others.clear()
+    _close_all(others)
     principal_clients.expire(idle_s=-1, wait=True)
 
 
-# topic -> (until when it is trusted, its shortfall); kept as long as metadata is
-_shortfalls: dict[str, tuple[float, AcksAllShortfall | None]] = {}
+# (cluster, topic) -> (until when it is trusted, its shortfall); kept as long as metadata is
+_shortfalls: dict[tuple[str | None, str], tuple[float, AcksAllShortfall | None]] = {}
 
 
 def acks_all_shortfall(name: str) -> AcksAllShortfall | None:
@@ -448,7 +522,9 @@ def acks_all_shortfall(name: str) -> AcksAllShortfall | None:
 
     Cached for as long as metadata (a topic's replicas or min.insync.replicas rarely
     change); a miss reads the topic's configs, so on the event loop it asks for a thread."""
-    cached = _shortfalls.get(name)
+    chosen = selected.get()
+    key = (None if chosen is None else chosen.name, name)
+    cached = _shortfalls.get(key)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
     need_thread()
@@ -456,7 +532,7 @@ def acks_all_shortfall(name: str) -> AcksAllShortfall | None:
         found = cluster().acks_all_shortfall(name)
     except (ClusterRequestError, ClusterUnavailable):
         found = None  # the produce itself will say what is wrong
-    _shortfalls[name] = (time.monotonic() + METADATA_TTL, found)
+    _shortfalls[key] = (time.monotonic() + METADATA_TTL, found)
     return found
 
 

@@ -94,13 +94,6 @@ def schema_registry_failure(message: str) -> RestProxyError:
     return RestProxyError(408, 40801, f"Schema registration or lookup failed: {message}")
 
 
-def already_subscribed() -> RestProxyError:
-    return RestProxyError(
-        409, 40901, "Consumer cannot subscribe the the specified target because it has "
-        "already subscribed to other topics."
-    )
-
-
 def consumer_already_exists(group: str, instance: str) -> RestProxyError:
     return RestProxyError(
         409, 40902, f"Consumer with specified consumer ID {instance} already exists in "

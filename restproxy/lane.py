@@ -29,6 +29,8 @@ from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.http.response import HttpResponseBase
 
+from clusterclient import ClusterRequestError, ClusterUnavailable
+
 from . import errors
 from .api import ProxyView, _completed, _on_loop
 from .client import cluster
@@ -100,7 +102,9 @@ def _handler(view_class: type[ProxyView]) -> LaneHandler:
                 response = view.forward(request, owner_url)  # type: ignore[attr-defined]
             else:
                 response = getattr(view, request.method.lower())(request, **path)
-        except Exception:  # an error, or NeedsThread: Django serves (and renders) it
+        # The fast lane's boundary: an error, or NeedsThread, goes down Django's full path,
+        # which serves (and renders) it; nothing is swallowed.
+        except Exception:  # noqa: BLE001 - falls back to Django, which answers it
             return None
         finally:
             _on_loop.reset(token)
@@ -152,7 +156,7 @@ async def _fresh_metadata() -> bool:
         return True
     try:
         await asyncio.to_thread(cluster().metadata)
-    except Exception:  # the cluster does not answer: Django's path says so
+    except (ClusterUnavailable, ClusterRequestError):  # Django's path says so
         return False
     return True
 

@@ -11,6 +11,7 @@ subject and version.
 
 from __future__ import annotations
 
+import ssl
 import struct
 import threading
 from typing import Any
@@ -34,8 +35,9 @@ MAX_REFERENCE_DEPTH = 32
 class SchemaRegistry:
     """A small caching client of the registry's REST API: schema ids to codecs."""
 
-    def __init__(self, url: str) -> None:
-        self.http = httpx.Client(base_url=url.rstrip("/"), timeout=10.0)
+    def __init__(self, url: str, verify: ssl.SSLContext | bool = True) -> None:
+        # verify: a context trusting the platform's own CA for an https registry
+        self.http = httpx.Client(base_url=url.rstrip("/"), timeout=10.0, verify=verify)
         self._by_id: dict[int, Codec] = {}
         self._ids: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
@@ -151,7 +153,9 @@ def registry() -> SchemaRegistry:
     global _registry
     with _registry_lock:
         if _registry is None:
-            _registry = SchemaRegistry(settings.SCHEMA_REGISTRY_URL)
+            ca = settings.MILLRACE_HTTP_TLS_CA
+            _registry = SchemaRegistry(settings.SCHEMA_REGISTRY_URL,
+                                       ssl.create_default_context(cafile=ca) if ca else True)
         return _registry
 
 

@@ -1,9 +1,9 @@
-"""Avro keys and values in the Confluent wire format, decoded through a schema registry.
+"""Avro schemas as Spark types, Avro bodies as Spark values, Spark types as Avro schemas.
 
 A record is ``0x00``, the writer schema's registry id (4 bytes, big-endian), then the Avro
-binary body. The Data Source reads every record with the latest schema registered under the
-topic's subject (``<topic>-value`` or ``<topic>-key``, TopicNameStrategy) as the reader
-schema, so records written with older compatible schemas resolve to one Spark type. Types map
+binary body (``formats.py`` splits it and fetches schemas). Records are read with the latest
+schema registered under the subject as the reader schema, so records written with older
+compatible schemas resolve to one Spark type. Types map
 as Spark's ``from_avro`` maps them: records to structs, enums to strings, maps to
 ``MAP<STRING, ...>``, ``["null", T]`` to a nullable ``T``, and other unions to a struct of
 ``member0``, ``member1``, ...
@@ -12,16 +12,13 @@ as Spark's ``from_avro`` maps them: records to structs, enums to strings, maps t
 from __future__ import annotations
 
 import io
-import json
-import struct
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import fastavro
-import httpx
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -40,6 +37,9 @@ from pyspark.sql.types import (
     TimestampNTZType,
     TimestampType,
 )
+
+if TYPE_CHECKING:
+    from sparkkafka.schema_registry import RegistryLike
 
 Schema = Any  # a parsed Avro schema: a name, a dict or a list (union)
 _PRIMITIVES: dict[str, DataType] = {
@@ -63,34 +63,6 @@ _LOGICAL: dict[str, DataType] = {
 
 class AvroError(ValueError):
     """A record or schema the decoder cannot read; the message says which and why."""
-
-
-class Registry:
-    """Schemas by id and latest by subject from a Confluent-compatible registry, cached."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
-        self._by_id: dict[int, Schema] = {}
-
-    def by_id(self, schema_id: int) -> Schema:
-        if schema_id not in self._by_id:
-            body = self._get(f"/schemas/ids/{schema_id}")
-            self._by_id[schema_id] = fastavro.parse_schema(json.loads(body["schema"]))
-        return self._by_id[schema_id]
-
-    def latest(self, subject: str) -> Schema:
-        body = self._get(f"/subjects/{subject}/versions/latest")
-        return json.loads(body["schema"])
-
-    def _get(self, path: str) -> dict[str, Any]:
-        try:
-            response = httpx.get(self.url + path, timeout=30)
-        except httpx.HTTPError as exc:
-            raise AvroError(f"schema registry {self.url} unreachable: {exc}") from exc
-        if response.status_code != 200:
-            raise AvroError(f"schema registry {path}: HTTP {response.status_code} {response.text}")
-        body: dict[str, Any] = response.json()
-        return body
 
 
 def spark_type(schema: Schema) -> DataType:
@@ -127,25 +99,23 @@ def spark_type(schema: Schema) -> DataType:
     return spark_type(kind)
 
 
-def decoder(registry: Registry, reader_schema: Schema) -> Callable[[bytes | None], Any]:
-    """A function from wire-format bytes to a value of ``spark_type(reader_schema)``."""
+def body_decoder(
+    writer_of: Callable[[int], Schema], reader_schema: Schema
+) -> Callable[[int, bytes], Any]:
+    """(writer schema id, Avro body) to a value of ``spark_type(reader_schema)``: read with
+    the writer's schema (``writer_of`` gives it parsed, by id) resolved to the reader's."""
     reader = fastavro.parse_schema(reader_schema)
     convert = _converter(reader_schema)
 
-    def decode(raw: bytes | None) -> Any:
-        if raw is None:
-            return None
-        if len(raw) < 5 or raw[0] != 0:
-            raise AvroError("not the Confluent wire format (no magic byte 0 and schema id)")
-        (schema_id,) = struct.unpack(">I", raw[1:5])
-        writer = registry.by_id(schema_id)
+    def read(schema_id: int, body: bytes) -> Any:
+        writer = writer_of(schema_id)
         try:
-            value = fastavro.schemaless_reader(io.BytesIO(raw[5:]), writer, reader)
-        except Exception as exc:
+            value = fastavro.schemaless_reader(io.BytesIO(body), writer, reader)
+        except Exception as exc:  # fastavro raises whatever the bytes provoke
             raise AvroError(f"cannot read with schema id {schema_id}: {exc}") from exc
         return convert(value)
 
-    return decode
+    return read
 
 
 def _converter(schema: Schema) -> Callable[[Any], Any]:
@@ -200,21 +170,62 @@ def _python_types(schema: Schema) -> tuple[type, ...]:
     }.get(kind, (datetime,))
 
 
-def from_avro(column: Any, subject: str, registry_url: str) -> Any:
+def from_avro(column: Any, subject: str, registry_url: RegistryLike, **options: Any) -> Any:
     """Spark's ``from_avro`` for the Confluent wire format, by subject: a column of the latest
     schema under ``subject`` as its Spark type, each value read with its own writer schema (by
     id) resolved to that one. ``column`` is a BINARY column or its name; works on batch and
-    streaming frames alike (``value`` of a ``readStream``, say)."""
-    from pyspark.sql import functions as F
+    streaming frames alike (``value`` of a ``readStream``, say). ``formats.from_avro`` is the
+    same (options: ``schema_id``, ``mode``)."""
+    from sparkkafka import formats
 
-    schema = Registry(registry_url).latest(subject)
-    decoders: list[Callable[[bytes | None], Any]] = []  # one per Python worker, made lazily
+    return formats.from_avro(column, subject, registry_url, **options)
 
-    def decode(raw: bytes | None) -> Any:
-        if not decoders:
-            decoders.append(decoder(Registry(registry_url), schema))
-        return decoders[0](None if raw is None else bytes(raw))
 
-    target = F.col(column) if isinstance(column, str) else column
-    # A lambda: Spark reads a function's type hints as a request for a pandas UDF.
-    return F.udf(lambda raw: decode(raw), spark_type(schema))(target)
+def avro_schema_for(kind: DataType, name: str = "Value", nullable: bool = False) -> Schema:
+    """The Avro schema Spark's ``to_avro`` gives a Spark type: structs are records (nested
+    ones named after their parent and field), nullable fields ``["null", T]`` defaulting to
+    null, timestamps ``timestamp-micros``, dates ``date``, decimals ``bytes`` decimals."""
+    schema = _avro_of(kind, name)
+    return ["null", schema] if nullable else schema
+
+
+def _avro_of(kind: DataType, name: str) -> Schema:
+    if isinstance(kind, StructType):
+        fields = []
+        for f in kind.fields:
+            inner = avro_schema_for(f.dataType, f"{name}_{f.name}", f.nullable)
+            fields.append(
+                {"name": f.name, "type": inner, **({"default": None} if f.nullable else {})}
+            )
+        return {"type": "record", "name": name, "fields": fields}
+    if isinstance(kind, ArrayType):
+        return {
+            "type": "array",
+            "items": avro_schema_for(kind.elementType, name, kind.containsNull),
+        }
+    if isinstance(kind, MapType):
+        if not isinstance(kind.keyType, StringType):
+            raise AvroError(f"Avro maps have string keys, not {kind.keyType.simpleString()}")
+        return {
+            "type": "map",
+            "values": avro_schema_for(kind.valueType, name, kind.valueContainsNull),
+        }
+    return _avro_scalar(kind)
+
+
+def _avro_scalar(kind: DataType) -> Schema:
+    if isinstance(kind, DecimalType):
+        return {"type": "bytes", "logicalType": "decimal", "precision": kind.precision,
+                "scale": kind.scale}  # fmt: skip
+    logical = {TimestampType: "timestamp-micros", TimestampNTZType: "local-timestamp-micros"}
+    for spark, avro in logical.items():
+        if isinstance(kind, spark):
+            return {"type": "long", "logicalType": avro}
+    if isinstance(kind, DateType):
+        return {"type": "int", "logicalType": "date"}
+    for avro, spark_kind in _PRIMITIVES.items():
+        if kind == spark_kind:
+            return avro
+    if kind.typeName() in ("short", "byte"):
+        return "int"
+    raise AvroError(f"no Avro type for Spark type {kind.simpleString()}")

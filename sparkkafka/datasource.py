@@ -13,10 +13,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructField, StructType
 
-from sparkkafka.avro_columns import spark_type
 from sparkkafka.options import parse_options, parse_sink_options, parse_stream_options
 from sparkkafka.sink import KafkaBatchWriter, KafkaStreamWriter
-from sparkkafka.source import COLUMNS, HEADERS, KafkaReader, avro_schemas
+from sparkkafka.source import COLUMNS, HEADERS, KafkaReader, registry_decoders
 from sparkkafka.stream import KafkaStreamReader
 
 FORMAT = "millrace-kafka"
@@ -29,20 +28,20 @@ class KafkaDataSource(DataSource):
 
     def schema(self) -> StructType:
         opts = parse_options(self.options)
-        avro = {column: spark_type(schema) for column, schema in avro_schemas(opts).items()}
+        decoded = {column: d.kind for column, d in registry_decoders(opts).items()}
         fields = [
-            StructField(f.name, avro.get(f.name, f.dataType), f.nullable)
+            StructField(f.name, decoded.get(f.name, f.dataType), f.nullable)
             for f in (*COLUMNS, *([HEADERS] if opts.include_headers else []))
         ]
         return StructType(fields)
 
     def reader(self, schema: StructType) -> KafkaReader:
         opts = parse_options(self.options)
-        return KafkaReader(opts, avro_schemas(opts))
+        return KafkaReader(opts, registry_decoders(opts))
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:
         opts = parse_stream_options(self.options)
-        return KafkaStreamReader(opts, avro_schemas(opts))
+        return KafkaStreamReader(opts, registry_decoders(opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
         return KafkaBatchWriter(parse_sink_options(self.options), schema)

@@ -7,6 +7,7 @@ the input partitions Spark runs in parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -17,8 +18,12 @@ EARLIEST = -2  # Spark's sentinels in the per-partition JSON
 LATEST = -1
 DEFAULT_MAX_RECORDS_PER_PARTITION = 500_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000
+# Spark's Kafka source names the consumer groups it generates by these prefixes (groupIdPrefix).
+BATCH_GROUP_ID_PREFIX = "spark-kafka-relation"
+STREAM_GROUP_ID_PREFIX = "spark-kafka-source"
 # Kafka client settings the source owns; a user setting them would break exact ranges.
-_OWNED_SETTINGS = {"group.id", "enable.auto.commit", "auto.offset.reset", "enable.partition.eof"}
+# Spark refuses these too (the source decides them); kafka.group.id it accepts, and so do we.
+_OWNED_SETTINGS = {"enable.auto.commit", "auto.offset.reset", "enable.partition.eof"}
 
 
 class OptionError(ValueError):
@@ -27,6 +32,15 @@ class OptionError(ValueError):
 
 # Topic -> partition -> offset (or EARLIEST/LATEST), or topic -> partition -> timestamp.
 PartitionMap = dict[str, dict[int, int]]
+
+
+# The schema.registry.* options: Confluent's registry client keys (schema_registry.CLIENT_KEYS,
+# restated: this module imports no client)
+REGISTRY_KEYS = ("url", "basic.auth.user.info", "basic.auth.credentials.source",
+                 "ssl.ca.location")
+
+# valueFormat / keyFormat: the registry's schema types by the names Spark users write.
+VALUE_FORMATS = {"binary": None, "avro": "AVRO", "jsonschema": "JSON", "protobuf": "PROTOBUF"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +61,17 @@ class SourceOptions:
     min_partitions: int | None = None
     max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
-    value_format: str = "binary"
+    value_format: str = "binary"  # or avro, jsonschema, protobuf
     key_format: str = "binary"
     schema_registry_url: str | None = None
+    # every schema.registry.* option, prefix removed: Confluent's registry client keys
+    # (url, basic.auth.user.info, ssl.ca.location; schema_registry.Registry.from_config)
+    schema_registry: Mapping[str, str] = field(default_factory=dict)
+    value_message: str | None = None  # valueProtobufMessage: the reader's message
+    key_message: str | None = None
+    decode_mode: str = "FAILFAST"  # mode: what a record that does not decode becomes
+    group_id: str | None = None  # kafka.group.id: used as given, never joined nor committed
+    group_id_prefix: str = BATCH_GROUP_ID_PREFIX  # groupIdPrefix, for generated group ids
     max_offsets_per_trigger: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -70,15 +92,27 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     owned = sorted(_OWNED_SETTINGS & set(client))
     if owned:
         raise OptionError(f"kafka.{owned[0]} is set by the source and cannot be given")
+    group_id = client.pop("group.id", None)
     strategies = [k for k in ("subscribe", "subscribepattern", "assign") if opts.get(k)]
     if len(strategies) != 1:
         raise OptionError("exactly one of subscribe, subscribePattern or assign must be given")
     fmt = {k: opts.get(k, "binary").lower() for k in ("valueformat", "keyformat")}
+    fmt = {k: "jsonschema" if v == "json" else v for k, v in fmt.items()}
     for name, value in fmt.items():
-        if value not in ("binary", "avro"):
-            raise OptionError(f"option {name} must be binary or avro, got {value!r}")
-    if "avro" in fmt.values() and not opts.get("schema.registry.url"):
-        raise OptionError("Avro decoding needs option schema.registry.url")
+        if value not in VALUE_FORMATS:
+            raise OptionError(
+                f"option {name} must be binary, avro, jsonschema or protobuf, got {value!r}"
+            )
+    if set(fmt.values()) != {"binary"} and not opts.get("schema.registry.url"):
+        raise OptionError("decoding through the registry needs option schema.registry.url")
+    registry = {k[len("schema.registry.") :]: v for k, v in opts.items()
+                if k.startswith("schema.registry.")}
+    if unknown := sorted(set(registry) - set(REGISTRY_KEYS)):
+        raise OptionError(f"option schema.registry.{unknown[0]} is not one of "
+                          f"{', '.join('schema.registry.' + k for k in REGISTRY_KEYS)}")
+    mode = opts.get("mode", "FAILFAST").upper()
+    if mode not in ("FAILFAST", "PERMISSIVE"):
+        raise OptionError(f"option mode must be FAILFAST or PERMISSIVE, got {mode!r}")
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise OptionError("startingOffsetsByTimestampStrategy must be error or latest")
@@ -110,6 +144,12 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         value_format=fmt["valueformat"],
         key_format=fmt["keyformat"],
         schema_registry_url=opts.get("schema.registry.url"),
+        schema_registry=registry,
+        value_message=opts.get("valueprotobufmessage"),
+        key_message=opts.get("keyprotobufmessage"),
+        decode_mode=mode,
+        group_id=group_id,
+        group_id_prefix=opts.get("groupidprefix", BATCH_GROUP_ID_PREFIX),
         max_offsets_per_trigger=_int(opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger", 1),
     )
 
@@ -124,7 +164,10 @@ def parse_stream_options(options: Mapping[str, str]) -> SourceOptions:
     for name in _BATCH_ONLY:
         if name.lower() in given:
             raise OptionError(f"option {name} is for batch queries; a streaming read has no end")
-    return parse_options(options)
+    parsed = parse_options(options)
+    if "groupidprefix" not in given:  # Spark names a stream's generated groups apart
+        parsed = dataclasses.replace(parsed, group_id_prefix=STREAM_GROUP_ID_PREFIX)
+    return parsed
 
 
 DELIVERY_GUARANTEES = ("exactly-once", "at-least-once")

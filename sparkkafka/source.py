@@ -14,7 +14,6 @@ source owns its consumer group id and never joins a group.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -35,11 +34,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from sparkkafka.avro_columns import AvroError, Registry, decoder
+from sparkkafka.avro_columns import AvroError
 from sparkkafka.offsets import TP
 from sparkkafka.options import (
     EARLIEST,
     LATEST,
+    VALUE_FORMATS,
     OffsetRange,
     OptionError,
     SourceOptions,
@@ -78,9 +78,10 @@ class KafkaSlice(InputPartition):
 
 
 class KafkaReader(DataSourceReader):
-    def __init__(self, options: SourceOptions, avro: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, options: SourceOptions, decoders: Mapping[str, Any] | None = None) -> None:
         self.options = options
-        self.avro = dict(avro or {})  # column -> reader schema (JSON), when decoding Avro
+        # column -> formats.RecordDecoder, when a column is decoded through the registry
+        self.decoders = dict(decoders or {})
 
     def partitions(self) -> list[KafkaSlice]:
         ranges = resolve_ranges(self.options)
@@ -93,12 +94,13 @@ class KafkaReader(DataSourceReader):
         return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch | tuple[Any, ...]]:
-        """Arrow batches of raw records, or rows when a column is decoded from Avro."""
+        """Arrow batches of raw records, or rows when a column is decoded (the nested types
+        make Arrow no faster there)."""
         assert isinstance(partition, KafkaSlice)
         if partition.end <= partition.start:
             return
-        if self.avro:
-            yield from _decoded_rows(self.options, partition, self.avro)
+        if self.decoders:
+            yield from _decoded_rows(self.options, partition, self.decoders)
         else:
             yield from read_slice(self.options, partition)
 
@@ -288,25 +290,23 @@ def list_offsets(
 def read_slice(opts: SourceOptions, part: KafkaSlice) -> Iterator[pa.RecordBatch]:
     """Records part.start..part.end-1 as Arrow batches, whatever the batches' compression."""
     for chunk in _message_chunks(opts, part):
-        columns = _Columns(opts.include_headers)
-        for message in chunk:
-            columns.append(message)
-        yield columns.batch()
+        yield record_batch(chunk, part, opts.include_headers)
 
 
 def _decoded_rows(
-    opts: SourceOptions, part: KafkaSlice, avro: Mapping[str, Any]
+    opts: SourceOptions, part: KafkaSlice, decoders: Mapping[str, Any]
 ) -> Iterator[tuple[Any, ...]]:
-    assert opts.schema_registry_url is not None
-    registry = Registry(opts.schema_registry_url)
-    decoders = {column: decoder(registry, schema) for column, schema in avro.items()}
+    from sparkkafka.formats import SchemaError
+
     decode_key, decode_value = decoders.get("key", _as_is), decoders.get("value", _as_is)
     for chunk in _message_chunks(opts, part):
         for m in chunk:
             try:
                 key, value = decode_key(m.key()), decode_value(m.value())
-            except AvroError as exc:
-                raise AvroError(f"{m.topic()}-{m.partition()} offset {m.offset()}: {exc}") from exc
+            except (SchemaError, AvroError) as exc:
+                raise SchemaError(
+                    f"{m.topic()}-{m.partition()} offset {m.offset()}: {exc}"
+                ) from exc
             kind, ts = m.timestamp()
             at = datetime.fromtimestamp(ts / 1000, UTC)
             row = (key, value, m.topic(), m.partition(), m.offset(), at)
@@ -326,7 +326,7 @@ def _message_chunks(opts: SourceOptions, part: KafkaSlice) -> Iterator[list[Any]
     consumer = Consumer(
         {
             **opts.client,
-            "group.id": f"spark-kafka-relation-{uuid.uuid4()}",
+            "group.id": opts.group_id or f"{opts.group_id_prefix}-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest",
             "enable.partition.eof": False,
@@ -349,17 +349,16 @@ def _message_chunks(opts: SourceOptions, part: KafkaSlice) -> Iterator[list[Any]
                     )
                 continue
             deadline = time.monotonic() + opts.poll_timeout_ms / 1000
-            chunk = []
-            for message in messages:
-                if message.error():
-                    raise KafkaException(message.error())
-                if message.offset() >= part.end:
-                    position = part.end
-                    break
-                chunk.append(message)
-                position = message.offset() + 1
-            if chunk:
-                yield chunk
+            failed = next((m for m in messages if m.error()), None)
+            if failed is not None:
+                raise KafkaException(failed.error())
+            if messages[-1].offset() >= part.end:  # read past the slice: keep its part
+                messages = [m for m in messages if m.offset() < part.end]
+                position = part.end
+            else:
+                position = messages[-1].offset() + 1
+            if messages:
+                yield messages
     finally:
         consumer.close()
 
@@ -374,73 +373,65 @@ def _position(consumer: Any, part: KafkaSlice) -> int:
 _HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-class _Columns:
-    """Rows gathered column by column, then one Arrow batch in the source's schema."""
+def record_batch(chunk: list[Any], part: KafkaSlice, include_headers: bool) -> pa.RecordBatch:
+    """One Arrow batch in the source's schema from a chunk of one partition's messages.
 
-    def __init__(self, include_headers: bool) -> None:
-        self.include_headers = include_headers
-        self.key: list[bytes | None] = []
-        self.value: list[bytes | None] = []
-        self.topic: list[str] = []
-        self.partition: list[int] = []
-        self.offset: list[int] = []
-        self.timestamp: list[int] = []
-        self.timestamp_type: list[int] = []
-        self.headers: list[list[dict[str, Any]]] = []
-
-    def __len__(self) -> int:
-        return len(self.offset)
-
-    def append(self, m: Any) -> None:
-        kind, ts = m.timestamp()
-        self.key.append(m.key())
-        self.value.append(m.value())
-        self.topic.append(m.topic())
-        self.partition.append(m.partition())
-        self.offset.append(m.offset())
-        self.timestamp.append(ts * 1000)
-        self.timestamp_type.append(_TIMESTAMP_TYPES.get(kind, -1))
-        if self.include_headers:
-            self.headers.append([{"key": k, "value": v} for k, v in m.headers() or []])
-
-    def batch(self) -> pa.RecordBatch:
-        arrays = [
-            pa.array(self.key, pa.binary()),
-            pa.array(self.value, pa.binary()),
-            pa.array(self.topic, pa.string()),
-            pa.array(self.partition, pa.int32()),
-            pa.array(self.offset, pa.int64()),
-            pa.array(self.timestamp, pa.timestamp("us", tz="UTC")),
-            pa.array(self.timestamp_type, pa.int32()),
-        ]
-        names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
-        if self.include_headers:
-            arrays.append(pa.array(self.headers, _HEADERS_TYPE))
-            names.append("headers")
-        return pa.RecordBatch.from_arrays(arrays, names=names)
+    Column by column with comprehensions, and topic and partition repeated from the slice:
+    per-record method calls are the read's main cost after librdkafka's own."""
+    n = len(chunk)
+    stamps = [m.timestamp() for m in chunk]
+    arrays = [
+        pa.array([m.key() for m in chunk], pa.binary()),
+        pa.array([m.value() for m in chunk], pa.binary()),
+        pa.array([part.topic] * n, pa.string()),
+        pa.array([part.partition] * n, pa.int32()),
+        pa.array([m.offset() for m in chunk], pa.int64()),
+        pa.array([ts * 1000 for _, ts in stamps], pa.timestamp("us", tz="UTC")),
+        pa.array([_TIMESTAMP_TYPES.get(kind, -1) for kind, _ in stamps], pa.int32()),
+    ]
+    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    if include_headers:
+        headers = [[{"key": k, "value": v} for k, v in m.headers() or []] for m in chunk]
+        arrays.append(pa.array(headers, _HEADERS_TYPE))
+        names.append("headers")
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def avro_schemas(opts: SourceOptions) -> dict[str, Any]:
-    """column -> the latest schema of its subject, the same for every topic read."""
-    formats = {"key": opts.key_format, "value": opts.value_format}
-    columns = [c for c, f in formats.items() if f == "avro"]
+def registry_decoders(opts: SourceOptions) -> dict[str, Any]:
+    """column -> a ``formats.RecordDecoder`` of the latest schema of its subject
+    (``<topic>-key`` / ``<topic>-value``), which must be the same for every topic read."""
+    from sparkkafka.formats import record_decoder
+    from sparkkafka.schema_registry import Registry, RegistryClient
+
+    formats = {
+        "key": (opts.key_format, opts.key_message),
+        "value": (opts.value_format, opts.value_message),
+    }
+    columns = {c: f for c, f in formats.items() if VALUE_FORMATS[f[0]] is not None}
     if not columns:
         return {}
     assert opts.schema_registry_url is not None
-    registry = Registry(opts.schema_registry_url)
+    access = Registry.from_config(opts.schema_registry)  # its login and CA too
+    registry = RegistryClient.of(access)
     topics = sorted(_topics_read(opts))
     if not topics:
-        raise OptionError("no topic matches, so there is no subject to take an Avro schema from")
+        raise OptionError("no topic matches, so there is no subject to take a schema from")
     found = {}
-    for column in columns:
-        schemas = {t: registry.latest(f"{t}-{column}") for t in topics}
-        distinct = {json.dumps(s, sort_keys=True) for s in schemas.values()}
-        if len(distinct) > 1:
+    for column, (fmt, message) in columns.items():
+        ids = {t: registry.latest(f"{t}-{column}").id for t in topics}
+        if len(set(ids.values())) > 1:
             raise OptionError(
                 f"the topics' {column} subjects hold different schemas ({', '.join(topics)}); "
                 "read them separately"
             )
-        found[column] = schemas[topics[0]]
+        found[column] = record_decoder(
+            access,
+            f"{topics[0]}-{column}",
+            also_subjects=tuple(f"{t}-{column}" for t in topics[1:]),
+            message=message,
+            mode=opts.decode_mode,
+            expected_type=VALUE_FORMATS[fmt],
+        )
     return found
 
 

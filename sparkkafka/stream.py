@@ -43,9 +43,9 @@ class DataLossError(OptionError):
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions, avro: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, options: SourceOptions, decoders: Mapping[str, Any] | None = None) -> None:
         self.options = options
-        self.avro = dict(avro or {})
+        self.decoders = dict(decoders or {})
         self._admin: Any = None
         self._target: Offsets | None = None  # Trigger.AvailableNow's end, fixed at its start
 
@@ -93,7 +93,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch | tuple[Any, ...]]:
-        return KafkaReader(self.options, self.avro).read(partition)
+        return KafkaReader(self.options, self.decoders).read(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets, the cluster holds no state."""

@@ -28,8 +28,9 @@ class BrokerProcess:
     """A `python -m brokercore` child with its own log dir and a fixed port across restarts."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
-                 node_id: int = 1, args: list[str] | None = None) -> None:
+                 node_id: int = 1, args: list[str] | None = None, tree: Path = REPO) -> None:
         self.data_dir = data_dir
+        self.tree = tree  # the source tree it runs from (benchmarks compare older trees)
         self.args = args or []  # more command-line arguments (--add-scram)
         self.port = free_port()
         self.node_id = node_id
@@ -56,7 +57,9 @@ class BrokerProcess:
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            env = None if self.tree == REPO else {**os.environ, "PYTHONPATH": str(self.tree)}
+            self.proc = subprocess.Popen(args, cwd=self.tree, stdout=out, stderr=subprocess.STDOUT,
+                                         env=env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

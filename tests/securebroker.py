@@ -11,7 +11,7 @@ from pathlib import Path
 
 from brokercluster.ports import free_port
 from tests.brokercore.security.certs import Pair, TestCA
-from tests.brokerproc import BrokerProcess
+from tests.brokerproc import REPO, BrokerProcess
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"SCRAM-SHA-256": ("scram256", "s256-secret"),
@@ -42,13 +42,13 @@ class SecuredBroker:
         return str(self.ca.ca_file)
 
 
-def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None
-                         ) -> SecuredBroker:
+def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None,
+                         tree: Path = REPO) -> SecuredBroker:
     ca = TestCA(data_dir / "certs")
     server = ca.issue("broker", "localhost", "Millrace")
     process = BrokerProcess(data_dir, args=[
         f"--add-scram={mechanism}=[name={user},password={password}]"
-        for mechanism, (user, password) in SCRAM_USERS.items()])
+        for mechanism, (user, password) in SCRAM_USERS.items()], tree=tree)
     ports = {"PLAINTEXT": process.port, "SASL_PLAINTEXT": free_port(), "SASL_SSL": free_port(),
              "SSL": free_port()}
     process.overrides.update({

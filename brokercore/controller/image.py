@@ -139,6 +139,14 @@ class MetadataImage:
                 self._change_partition(record)
             case RemoveTopicRecord(topic_id=topic_id):
                 del self.topics[self.topics_by_id.pop(topic_id).name]
+            case _:
+                self._apply_settings(record)
+        self.offset = offset
+
+    def _apply_settings(self, record: MetadataRecord) -> None:
+        """The records that are not the cluster's shape: producer ids, configs, ACLs and
+        SCRAM credentials."""
+        match record:
             case ProducerIdsRecord(block_end=block_end):
                 self.producer_id_block_end = block_end
             case ConfigRecord():
@@ -156,7 +164,6 @@ class MetadataImage:
                 credentials.pop(mechanism, None)
                 if not credentials:
                     self.scram_credentials.pop(name, None)
-        self.offset = offset
 
     def records(self) -> list[MetadataRecord]:
         """Records that rebuild this image when applied to an empty one (a snapshot's)."""

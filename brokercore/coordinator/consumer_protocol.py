@@ -41,7 +41,7 @@ from .consumer_group import (
 from .groups import Groups
 from .reconciliation import MemberAssignment, current, reconcile
 from .records import KeyValue, group_key
-from .state import Group, GroupError, GroupState
+from .state import ClassicGroupState, Group, GroupError
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class ConsumerProtocol:
         if group is not None:
             return group
         classic = self.groups.classic.get(group_id)
-        if classic is not None and not (classic.state is GroupState.EMPTY
+        if classic is not None and not (classic.state is ClassicGroupState.EMPTY
                                         and req.member_epoch == JOIN_EPOCH):
             if req.member_epoch == JOIN_EPOCH and self.migrations is not None:
                 upgraded = self.migrations.upgrade(classic, records)
@@ -416,13 +416,7 @@ def _validate(req: HeartbeatRequest) -> None:
     if req.member_epoch != JOIN_EPOCH and not req.member_id:
         raise invalid("MemberId can't be empty.")
     if req.member_epoch == JOIN_EPOCH:
-        if req.rebalance_timeout_ms == -1:
-            raise invalid("RebalanceTimeoutMs must be provided in first request.")
-        if req.owned:
-            raise invalid("TopicPartitions must be empty when (re-)joining.")
-        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-            raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in "
-                          "first request.")
+        _validate_join(req)
     if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
         raise invalid("InstanceId can't be null when leaving with epoch -2.")
     if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
@@ -435,6 +429,20 @@ def _validate(req: HeartbeatRequest) -> None:
             raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                              f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not "
                              f"a valid regular expression: {exc}.") from None
+
+
+def _validate_join(req: HeartbeatRequest) -> None:
+    """What the first heartbeat of a (re-)joining member must carry."""
+    if req.rebalance_timeout_ms == -1:
+        raise GroupError(ErrorCode.INVALID_REQUEST,
+                         "RebalanceTimeoutMs must be provided in first request.")
+    if req.owned:
+        raise GroupError(ErrorCode.INVALID_REQUEST,
+                         "TopicPartitions must be empty when (re-)joining.")
+    if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+        raise GroupError(ErrorCode.INVALID_REQUEST,
+                         "SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                         "first request.")
 
 
 def _check_epoch(member: ConsumerMember, req: HeartbeatRequest) -> None:

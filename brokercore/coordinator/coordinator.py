@@ -28,10 +28,9 @@ from .migration import Migration
 from .offsets import Offsets
 from .offsets_topic import OFFSETS_TOPIC, OffsetsStore
 from .records import GroupRecord, OffsetsRecord
-from .state import Group, GroupError, GroupState, Member
+from .state import ClassicGroupState, Group, GroupError, Member
 
 log = logging.getLogger(__name__)
-S = GroupState
 
 
 class GroupCoordinator(PartitionedCoordinator):
@@ -129,7 +128,8 @@ class GroupCoordinator(PartitionedCoordinator):
                 heartbeat_deadline=now + m.session_timeout_ms / 1000,
             ))
         group.leader_id = stored.leader_id if stored.leader_id in group.members else None
-        group.state = S.STABLE  # replay sets state directly: it reproduces a past transition
+        # replay sets state directly: it reproduces a past transition
+        group.state = ClassicGroupState.STABLE
 
     def unload_partition(self, partition: int) -> None:
         for group in [g for g in self.groups.classic.values() if g.partition == partition]:

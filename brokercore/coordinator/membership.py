@@ -7,6 +7,8 @@ leader gets every member's metadata. CompletingRebalance waits for the leader's 
 whose assignments are persisted and handed to every member; the group is then Stable.
 Heartbeats keep members alive for their session timeout. Time comes from the coordinator's
 clock and deadlines are checked by `expire`, so a fake clock drives all of it in tests.
+Membership answers the four requests and decides; `rebalance.py` moves a group through a
+generation (prepare, complete the join, store the assignment, Stable).
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from brokercore.protocol.errors import ErrorCode
 
 from .config import CoordinatorConfig
 from .groups import Groups
-from .records import GroupRecord, MemberRecord, group_key, group_value
-from .state import Group, GroupError, GroupState, JoinResult, Member, SyncResult
+from .rebalance import Rebalance, finish_sync, sync_result
+from .state import ClassicGroupState, Group, GroupError, JoinResult, Member, SyncResult
 
 log = logging.getLogger(__name__)
-S = GroupState
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Membership:
         # join is refused (ConsumerProtocol.yield_to_classic).
         self.yield_to_classic = yield_to_classic
         self.in_consumer_groups: ClassicMembersOfConsumerGroups | None = None
+        self.rebalance = Rebalance(groups, clock, config)
 
     def _consumer_group_serves(self, group_id: str) -> ClassicMembersOfConsumerGroups | None:
         """The classic members of a consumer group with members of that id, if there is one."""
@@ -114,7 +116,7 @@ class Membership:
             if req.member_id:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self.groups.create_classic(req.group_id)
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, req.protocols):
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -149,24 +151,24 @@ class Membership:
         waiter = self._await_join(member)
         group.add_member(member)
         log.info("group %s: member %s joined (%s)", group.group_id, member_id, req.client_host)
-        if group.state is S.PREPARING_REBALANCE:
-            self._extend_initial_delay(group)
-            self.try_complete_join(group)
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
+            self.rebalance.extend_initial_delay(group)
+            self.rebalance.try_complete_join(group)
         else:
-            self.prepare_rebalance(group, f"member {member_id} joined")
+            self.rebalance.prepare(group, f"member {member_id} joined")
         return waiter
 
     def _join_known_member(self, group: Group, req: JoinRequest) -> JoinOutcome:
         if group.pending_members.pop(req.member_id, None) is not None:
             return self._add_member(group, req.member_id, req)
         member = group.known_member(req.member_id, req.group_instance_id)
-        if group.state is S.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             return self._rejoin(group, member, req, rebalance=False)
         same = member.same_protocols(req.protocols)
-        if group.state is S.COMPLETING_REBALANCE and same:
-            return self.current_join_result(group, member)  # it lost our join response
-        if group.state is S.STABLE and same and member.member_id != group.leader_id:
-            return self.current_join_result(group, member)
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE and same:
+            return self.rebalance.join_result(group, member)  # it lost our join response
+        if group.state is ClassicGroupState.STABLE and same and member.member_id != group.leader_id:
+            return self.rebalance.join_result(group, member)
         # A changed subscription, or the leader asking to reassign: a new generation.
         return self._rejoin(group, member, req, rebalance=True)
 
@@ -179,9 +181,9 @@ class Membership:
         member.client_id, member.client_host = req.client_id, req.client_host
         waiter = self._await_join(member)
         if rebalance:
-            self.prepare_rebalance(group, f"member {member.member_id} rejoined")
+            self.rebalance.prepare(group, f"member {member.member_id} rejoined")
         else:
-            self.try_complete_join(group)
+            self.rebalance.try_complete_join(group)
         return waiter
 
     def _replace_static_member(
@@ -199,11 +201,12 @@ class Membership:
         member.heartbeat_deadline = self.now + req.session_timeout_ms / 1000
         log.info("group %s: static member %s now %s", group.group_id, req.group_instance_id,
                  new_id)
-        if group.state is S.STABLE and member.same_protocols(req.protocols):
-            result = self.current_join_result(group, member)
+        if group.state is ClassicGroupState.STABLE and member.same_protocols(req.protocols):
+            result = self.rebalance.join_result(group, member)
             result.skip_assignment = new_id == group.leader_id
             return result
-        return self._rejoin(group, member, req, rebalance=group.state is not S.PREPARING_REBALANCE)
+        rebalance = group.state is not ClassicGroupState.PREPARING_REBALANCE
+        return self._rejoin(group, member, req, rebalance=rebalance)
 
     def _await_join(self, member: Member) -> asyncio.Future[JoinResult]:
         if member.awaiting_join:
@@ -212,76 +215,6 @@ class Membership:
                                                      member.member_id))
         member.join_waiter = asyncio.get_running_loop().create_future()
         return member.join_waiter
-
-    def current_join_result(self, group: Group, member: Member) -> JoinResult:
-        is_leader = member.member_id == group.leader_id
-        members = []
-        if is_leader and group.protocol_name is not None:
-            members = [(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
-                       for m in group.members.values()]
-        return JoinResult(
-            ErrorCode.NONE, member.member_id, group.generation_id, group.protocol_type,
-            group.protocol_name, group.leader_id or "", members,
-        )
-
-    # -- rebalancing ----------------------------------------------------------------------
-    def prepare_rebalance(self, group: Group, reason: str) -> None:
-        if group.state is S.COMPLETING_REBALANCE:
-            for member in group.members.values():
-                member.assignment = b""
-                self._finish_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        now = self.now
-        timeout = group.max_rebalance_timeout_ms() / 1000
-        if group.state is S.EMPTY:
-            delay = self.config.initial_rebalance_delay_ms / 1000
-            group.join_not_before = now + min(delay, timeout)
-        else:
-            group.join_not_before = now
-        group.phase_deadline = now + timeout
-        group.transition_to(S.PREPARING_REBALANCE, self.clock.time_ms())
-        log.info("group %s: preparing to rebalance generation %d: %s", group.group_id,
-                 group.generation_id, reason)
-        self.try_complete_join(group)
-
-    def _extend_initial_delay(self, group: Group) -> None:
-        """New members during the initial delay push it back, up to the rebalance timeout."""
-        if group.join_not_before > self.now:
-            delay = self.config.initial_rebalance_delay_ms / 1000
-            group.join_not_before = min(self.now + delay, group.phase_deadline)
-
-    def try_complete_join(self, group: Group) -> None:
-        if group.state is not S.PREPARING_REBALANCE:
-            return
-        now = self.now
-        if now >= group.phase_deadline or (
-            now >= group.join_not_before and group.all_members_joined()
-        ):
-            self.complete_join(group)
-
-    def complete_join(self, group: Group) -> None:
-        for member in [m for m in group.members.values() if not m.awaiting_join]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id,
-                     member.member_id)
-            group.remove_member(member.member_id)
-        group.generation_id += 1
-        now_ms = self.clock.time_ms()
-        if not group.members:
-            group.protocol_name = None
-            group.transition_to(S.EMPTY, now_ms)
-            self.persist_group(group)
-            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
-            return
-        group.protocol_name = group.select_protocol()
-        group.transition_to(S.COMPLETING_REBALANCE, now_ms)
-        group.phase_deadline = self.now + group.max_rebalance_timeout_ms() / 1000
-        log.info("group %s: generation %d with %d member(s), protocol %s, leader %s",
-                 group.group_id, group.generation_id, len(group.members), group.protocol_name,
-                 group.leader_id)
-        for member in group.members.values():
-            member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000
-            waiter, member.join_waiter = member.join_waiter, None
-            if waiter is not None and not waiter.done():
-                waiter.set_result(self.current_join_result(group, member))
 
     # -- SyncGroup ------------------------------------------------------------------------
     async def sync(
@@ -313,62 +246,17 @@ class Membership:
             protocol_name is not None and protocol_name != group.protocol_name
         ):
             raise GroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        if group.state is S.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
-        self._heard_from(member)
-        if group.state is S.STABLE:
-            return self._sync_result(group, member)
+        self.rebalance.heard_from(member)
+        if group.state is ClassicGroupState.STABLE:
+            return sync_result(group, member)
         waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-        self._finish_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        finish_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         member.sync_waiter = waiter
         if member_id == group.leader_id:
-            self._apply_assignment(group, assignments)
+            self.rebalance.store_assignment(group, assignments)
         return waiter
-
-    def _apply_assignment(self, group: Group, assignments: dict[str, bytes]) -> None:
-        """Store the leader's assignment; members receive it once the ISR has it."""
-        for member in group.members.values():
-            member.assignment = assignments.get(member.member_id, b"")
-        try:
-            written_at = self.persist_group(group, raise_errors=True)
-        except GroupError as exc:
-            self._assignment_failed(group, exc)
-            return
-        generation = group.generation_id
-        self.groups.after_replicated(
-            group.partition, written_at,
-            lambda error: self._assignment_stored(group, generation, error))
-
-    def _assignment_stored(self, group: Group, generation: int, error: GroupError | None
-                           ) -> None:
-        if (self.groups.classic.get(group.group_id) is not group
-                or group.generation_id != generation
-                or group.state is not S.COMPLETING_REBALANCE):
-            return  # the group moved on while the write replicated (Kafka ignores it too)
-        if error is not None:
-            self._assignment_failed(group, error)
-            return
-        group.transition_to(S.STABLE, self.clock.time_ms())
-        log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
-        for member in group.members.values():
-            self._heard_from(member)
-            self._finish_sync(member, self._sync_result(group, member))
-
-    def _assignment_failed(self, group: Group, error: GroupError) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-            self._finish_sync(member, SyncResult(error.error_code))
-        self.prepare_rebalance(group, f"storing the assignment failed: {error}")
-
-    def _sync_result(self, group: Group, member: Member) -> SyncResult:
-        return SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
-                          member.assignment)
-
-    @staticmethod
-    def _finish_sync(member: Member, result: SyncResult) -> None:
-        waiter, member.sync_waiter = member.sync_waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(result)
 
     # -- Heartbeat and LeaveGroup ---------------------------------------------------------
     def heartbeat(
@@ -382,8 +270,8 @@ class Membership:
             member = group.known_member(member_id, instance_id)
         except GroupError as exc:
             return exc.error_code
-        self._heard_from(member)
-        if group.state is S.PREPARING_REBALANCE:
+        self.rebalance.heard_from(member)
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
@@ -399,7 +287,7 @@ class Membership:
             if bridge is not None:
                 return ErrorCode.NONE, bridge.leave(group_id, leaving)
             group = self.groups.classic.get(group_id)
-            if group is None or group.state is S.DEAD:
+            if group is None or group.state is ClassicGroupState.DEAD:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
         except GroupError as exc:
             return exc.error_code, [exc.error_code] * len(leaving)
@@ -416,7 +304,7 @@ class Membership:
                 return ErrorCode.FENCED_INSTANCE_ID
             member_id = current
         if group.pending_members.pop(member_id, None) is not None:
-            self.try_complete_join(group)
+            self.rebalance.try_complete_join(group)
             return ErrorCode.NONE
         if member_id not in group.members:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -429,16 +317,16 @@ class Membership:
             return
         log.info("group %s: member %s %s", group.group_id, member_id, reason)
         self.fail_waiters(member, ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            self.prepare_rebalance(group, f"member {member_id} {reason}")
+        if group.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
+            self.rebalance.prepare(group, f"member {member_id} {reason}")
         else:
-            self.try_complete_join(group)
+            self.rebalance.try_complete_join(group)
 
     def fail_waiters(self, member: Member, code: ErrorCode) -> None:
         waiter, member.join_waiter = member.join_waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(JoinResult(code, member.member_id))
-        self._finish_sync(member, SyncResult(code))
+        finish_sync(member, SyncResult(code))
 
     # -- timeouts -------------------------------------------------------------------------
     def expire(self, group: Group) -> None:
@@ -447,54 +335,24 @@ class Membership:
         for member_id, deadline in list(group.pending_members.items()):
             if now >= deadline:
                 del group.pending_members[member_id]
-                self.try_complete_join(group)
+                self.rebalance.try_complete_join(group)
         for member in list(group.members.values()):
             alive = member.awaiting_join or member.awaiting_sync
             if now >= member.heartbeat_deadline and not alive:
                 self.remove_member(group, member.member_id, "session timed out")
-        if group.state is S.PREPARING_REBALANCE:
-            self.try_complete_join(group)
-        elif group.state is S.COMPLETING_REBALANCE and now >= group.phase_deadline:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
+            self.rebalance.try_complete_join(group)
+        elif group.state is ClassicGroupState.COMPLETING_REBALANCE and now >= group.phase_deadline:
             for member in list(group.members.values()):
                 if not member.awaiting_sync:
                     self.remove_member(group, member.member_id, "did not sync in time")
-
-    # -- storing a group's metadata -------------------------------------------------------
-    def persist_group(self, group: Group, *, raise_errors: bool = False) -> int:
-        """Write the group's metadata record (after a sync or on becoming Empty); the offset
-        to wait for, or -1 if the write failed and `raise_errors` is off."""
-        try:
-            return self.groups.write(group.partition, [(group_key(group.group_id),
-                                                        group_value(group_record(group)))])
-        except GroupError as exc:
-            log.warning("group %s: cannot store its metadata: %s", group.group_id, exc)
-            if raise_errors:
-                raise
-            return -1
 
     # -- helpers --------------------------------------------------------------------------
     def _live_group(self, group_id: str) -> Group:
         self.groups.check_coordinator(group_id)
         group = self.groups.classic.get(group_id)
-        if group is None or group.state is S.EMPTY:
+        if group is None or group.state is ClassicGroupState.EMPTY:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return group
-
-    def _heard_from(self, member: Member) -> None:
-        member.heartbeat_deadline = self.now + member.session_timeout_ms / 1000
-
-
-def group_record(group: Group) -> GroupRecord:
-    protocol = group.protocol_name
-    members = tuple(
-        MemberRecord(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host,
-            m.rebalance_timeout_ms, m.session_timeout_ms,
-            m.metadata_for(protocol) if protocol else b"", m.assignment,
-        )
-        for m in group.members.values()
-    ) if protocol else ()
-    return GroupRecord(group.protocol_type or "", group.generation_id, protocol,
-                       group.leader_id, group.state_timestamp_ms, members)

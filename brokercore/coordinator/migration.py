@@ -52,10 +52,11 @@ from .embedded_protocol import (
     encode_assignment,
 )
 from .groups import Groups
-from .membership import JoinRequest, Membership, group_record
+from .membership import JoinRequest, Membership
+from .rebalance import group_record
 from .reconciliation import current
 from .records import KeyValue, group_key, group_value
-from .state import Group, GroupError, GroupState, JoinResult, Member, SyncResult
+from .state import ClassicGroupState, Group, GroupError, JoinResult, Member, SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Migration:
         """The consumer group a classic group with members becomes, or None if the policy,
         its protocol type or its size forbid it (the joiner then gets GROUP_ID_NOT_FOUND)."""
         if (not self.config.upgrade_enabled or classic.protocol_type != PROTOCOL_TYPE
-                or classic.protocol_name is None or classic.state is GroupState.DEAD
+                or classic.protocol_name is None or classic.state is ClassicGroupState.DEAD
                 or len(classic.members) >= self.config.consumer_max_size):
             return None
         group = ConsumerGroup(classic.group_id, classic.partition,
@@ -143,7 +144,7 @@ class Migration:
                 or len(group.members) > self.config.max_size
                 or self.groups.consumer.get(group.group_id) is not group):
             return False
-        classic = Group(group.group_id, group.partition, state=GroupState.STABLE,
+        classic = Group(group.group_id, group.partition, state=ClassicGroupState.STABLE,
                         state_timestamp_ms=self.clock.time_ms(), protocol_type=PROTOCOL_TYPE,
                         generation_id=generation)
         for m in group.members.values():
@@ -168,7 +169,7 @@ class Migration:
         self.groups.classic[group.group_id] = classic
         log.info("group %s: consumer group of epoch %d downgraded to a classic group with %d "
                  "member(s)", group.group_id, group.group_epoch, len(classic.members))
-        self.membership.prepare_rebalance(classic, "downgraded from the consumer protocol")
+        self.membership.rebalance.prepare(classic, "downgraded from the consumer protocol")
         return True
 
     # -- classic members of consumer groups -----------------------------------------------

@@ -34,10 +34,9 @@ from .records import (
     offset_value,
     subscription_topics,
 )
-from .state import Group, GroupError, GroupState, OffsetAndMetadata
+from .state import ClassicGroupState, Group, GroupError, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
-S = GroupState
 
 # (offset, leader_epoch, metadata) per partition, as a client commits them.
 Commit = tuple[int, int, str | None]
@@ -146,7 +145,7 @@ class Offsets:
                 _check_consumer_commit(consumer_group, generation_id, member_id, api_version=9)
             return consumer_group
         group = self.groups.classic.get(group_id) or self.groups.create_classic(group_id)
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if member_id:
             group.known_member(member_id, instance_id)
@@ -234,16 +233,16 @@ class Offsets:
             if generation_id >= 0:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION)
             return self.groups.create_classic(group_id)  # a group that only stores offsets
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation_id < 0 and group.state is S.EMPTY:
+        if generation_id < 0 and group.state is ClassicGroupState.EMPTY:
             # Kafka's order: generation -1 into an Empty group is a simple commit whatever
             # member id comes with it. librdkafka under group.protocol=consumer names the
             # member id it made itself (KIP-1082) before it has joined anything.
             return group
         if generation_id >= 0 or member_id or instance_id is not None:
             self._check_member(group, generation_id, member_id, instance_id)
-        elif group.state is not S.EMPTY:
+        elif group.state is not ClassicGroupState.EMPTY:
             # A commit from outside a group that has members would undo their progress.
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
         return group
@@ -254,7 +253,7 @@ class Offsets:
         member = group.known_member(member_id, instance_id)
         if generation_id != group.generation_id:
             raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-        if group.state is S.COMPLETING_REBALANCE:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
         member.heartbeat_deadline = (
             self.clock.monotonic() + member.session_timeout_ms / 1000)
@@ -300,9 +299,9 @@ class Offsets:
         if consumer_group is not None:
             return consumer_group, set(consumer_group.subscribed_topics)
         group = self.groups.classic.get(group_id)
-        if group is None or group.state is S.DEAD:
+        if group is None or group.state is ClassicGroupState.DEAD:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
-        return group, set() if group.state is S.EMPTY else _subscribed_topics(group)
+        return group, set() if group.state is ClassicGroupState.EMPTY else _subscribed_topics(group)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
@@ -313,9 +312,9 @@ class Offsets:
                 await self._delete_consumer_group(self.groups.consumer[group_id])
                 return ErrorCode.NONE
             group = self.groups.classic.get(group_id)
-            if group is None or group.state is S.DEAD:
+            if group is None or group.state is ClassicGroupState.DEAD:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
-            if group.state is not S.EMPTY:
+            if group.state is not ClassicGroupState.EMPTY:
                 raise GroupError(ErrorCode.NON_EMPTY_GROUP)
             await self.groups.replicated(group.partition, self._remove_group(group))
         except GroupError as exc:
@@ -355,7 +354,7 @@ class Offsets:
         written_at = self.groups.write(group.partition,
                                        [*tombstones, (group_key(group.group_id), None)])
         group.offsets.clear()
-        group.transition_to(S.DEAD, self.clock.time_ms())
+        group.transition_to(ClassicGroupState.DEAD, self.clock.time_ms())
         del self.groups.classic[group.group_id]
         log.info("group %s: deleted", group.group_id)
         return written_at
@@ -370,7 +369,8 @@ class Offsets:
         now_ms = self.clock.time_ms()
         retention = self.config.offsets_retention_ms
         self._expire_consumer_groups(now_ms - retention)
-        for group in [g for g in self.groups.classic.values() if g.state is S.EMPTY]:
+        empty = [g for g in self.groups.classic.values() if g.state is ClassicGroupState.EMPTY]
+        for group in empty:
             since = group.state_timestamp_ms if group.protocol_type else None
             expired = [tp for tp, om in group.offsets.items()
                        if (om.commit_timestamp_ms if since is None else since) + retention

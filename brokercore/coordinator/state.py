@@ -15,7 +15,10 @@ from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
 
-class GroupState(enum.Enum):
+class ClassicGroupState(enum.Enum):
+    """A classic (JoinGroup/SyncGroup) group's state, as Kafka 4.0 names it; KIP-848 groups
+    have ConsumerGroupState (consumer_group.py)."""
+
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -23,15 +26,15 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
-S = GroupState
-
 # The states a group may enter each state from (ClassicGroupState's validPreviousStates).
-VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
-    S.PREPARING_REBALANCE: frozenset({S.EMPTY, S.STABLE, S.COMPLETING_REBALANCE}),
-    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
-    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
-    S.DEAD: frozenset(GroupState),
+VALID_PREVIOUS_STATES: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
+    ClassicGroupState.EMPTY: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
+    ClassicGroupState.PREPARING_REBALANCE: frozenset({
+        ClassicGroupState.EMPTY, ClassicGroupState.STABLE,
+        ClassicGroupState.COMPLETING_REBALANCE}),
+    ClassicGroupState.COMPLETING_REBALANCE: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
+    ClassicGroupState.STABLE: frozenset({ClassicGroupState.COMPLETING_REBALANCE}),
+    ClassicGroupState.DEAD: frozenset(ClassicGroupState),
 }
 
 
@@ -116,7 +119,7 @@ class OffsetAndMetadata:
 class Group:
     group_id: str
     partition: int
-    state: GroupState = GroupState.EMPTY
+    state: ClassicGroupState = ClassicGroupState.EMPTY
     state_timestamp_ms: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -135,16 +138,13 @@ class Group:
     # PreparingRebalance from Empty waits at least group.initial.rebalance.delay.ms.
     join_not_before: float = 0.0
 
-    def transition_to(self, new_state: GroupState, now_ms: int) -> None:
+    def transition_to(self, new_state: ClassicGroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS_STATES[new_state]:
             raise IllegalStateTransition(
                 f"group {self.group_id}: {self.state.value} -> {new_state.value} is not legal"
             )
         self.state = new_state
         self.state_timestamp_ms = now_ms
-
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
 
     def add_member(self, member: Member) -> None:
         self.members[member.member_id] = member

@@ -4,7 +4,7 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 
-from brokercore.coordinator.state import Group, GroupError, GroupState
+from brokercore.coordinator.state import ClassicGroupState, Group, GroupError
 from brokercore.handlers.parts import BrokerParts
 from brokercore.handlers.registry import serves
 from brokercore.protocol.context import RequestContext
@@ -46,18 +46,19 @@ def _describe(broker: BrokerParts, group_id: str, operations: frozenset[int] | N
             return _described(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "", operations,
                               f"Group {group_id} not found." if group is None
                               else f"Group {group_id} is not a classic group.")
-        return _described(group_id, ErrorCode.NONE, GroupState.DEAD.value, operations)
+        return _described(group_id, ErrorCode.NONE, ClassicGroupState.DEAD.value, operations)
     return Described(
         error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
         group_state=group.state.value, protocol_type=group.protocol_type or "",
-        protocol_data=(group.protocol_name or "") if group.state is GroupState.STABLE else "",
+        protocol_data=((group.protocol_name or "") if group.state is ClassicGroupState.STABLE
+                       else ""),
         members=_members(group), authorized_operations=operations,
     )
 
 
 def _members(group: Group) -> list[Any]:
     # Metadata and assignments are only consistent, and so only shown, in Stable.
-    stable = group.state is GroupState.STABLE and group.protocol_name is not None
+    stable = group.state is ClassicGroupState.STABLE and group.protocol_name is not None
     return [
         DescribedMember(
             member_id=m.member_id, group_instance_id=m.group_instance_id,

@@ -17,6 +17,9 @@ connection after it until it has appended, append in turn (`AppendOrder`). So id
 sequences arrive in order however many requests a producer pipelines. Writes that need no
 verification (not transactional, or to a transaction already open on the partition) take
 no extra await.
+
+The records arrive as views of the request's own frame (`protocol/record_views.py`), which
+the log stamps in place: nothing copies a produced byte between the socket and the file.
 """
 
 import asyncio
@@ -35,6 +38,7 @@ from brokercore.log import LogError
 from brokercore.log.verification import VerificationGuard
 from brokercore.protocol.context import NO_RESPONSE, RequestContext
 from brokercore.protocol.errors import ErrorCode
+from brokercore.protocol.record_views import decode_records_as_views
 from brokercore.replication.partition import Partition, PartitionError
 from brokercore.security.acls import AclOperation
 from brokercore.topic_partition import TopicPartition
@@ -58,6 +62,9 @@ Appended = list[tuple[str, list[_Outcome]]]
 # v0-2 carry message format v0/v1, which the log refuses (UNSUPPORTED_FOR_MESSAGE_FORMAT);
 # min 0 is still advertised because librdkafka before 2.11.1 checks features against exact
 # versions and would otherwise silently disable compression.
+decode_records_as_views(ProduceRequest)
+
+
 @serves(ProduceRequest, ProduceResponse, min_version=0, max_version=12)
 async def handle(broker: BrokerParts, ctx: RequestContext, request: Any) -> Any:
     denied = _denied(broker, ctx, request)

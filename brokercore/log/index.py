@@ -77,15 +77,6 @@ class SparseIndex:
         finally:
             os.close(fd)
 
-    def truncate_entries(self, count: int) -> None:
-        """Keep only the first ``count`` entries, in memory and on disk."""
-        del self.keys[count:]
-        del self.values[count:]
-        if self._written > count:
-            with self.path.open("r+b") as file:
-                file.truncate(count * self.ENTRY.size)
-            self._written = count
-
     def reset(self) -> None:
         self.keys.clear()
         self.values.clear()
@@ -125,9 +116,6 @@ class OffsetIndex(SparseIndex):
         in_range = not keys or (keys[0] >= 0 and positions[0] >= 0 and positions[-1] < log_size)
         return ordered and in_range
 
-    def truncate_from_position(self, position: int) -> None:
-        self.truncate_entries(bisect_right(self.values, position - 1))
-
 
 class TimeIndex(SparseIndex):
     """``<base>.timeindex``: 12-byte entries, int64 timestamp and int32 relative offset.
@@ -164,10 +152,6 @@ class TimeIndex(SparseIndex):
                 and self.base_offset + offsets[-1] < max(next_offset, self.base_offset + 1)
             )
         )
-
-    def truncate_from_offset(self, offset: int) -> None:
-        relative = offset - self.base_offset
-        self.truncate_entries(bisect_right(self.values, relative - 1))
 
     @property
     def last_timestamp(self) -> int:

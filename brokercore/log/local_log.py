@@ -13,7 +13,7 @@ from brokercore.clock import Clock
 from brokercore.log.checkpoint import fsync_directory
 from brokercore.log.config import LogConfig
 from brokercore.log.epoch_cache import LeaderEpochCache
-from brokercore.log.records import decode_records
+from brokercore.log.records import Buffer, decode_records
 from brokercore.log.segment import FoundBatch, LogSegment
 from brokercore.log.transactions import AbortedTxn
 
@@ -71,7 +71,7 @@ class LocalLog:
 
     # -- writes ----------------------------------------------------------------
 
-    def write(self, buf: bytes | bytearray, batches: list[FoundBatch], now: int) -> None:
+    def write(self, buf: Buffer, batches: list[FoundBatch], now: int) -> None:
         first, last = batches[0].header, batches[-1].header
         max_timestamp = max(found.header.max_timestamp for found in batches)
         segment = self.active_segment

@@ -14,7 +14,7 @@ from brokercore.log.epoch_cache import LeaderEpochCache
 from brokercore.log.errors import OffsetOutOfRangeError, guard_io
 from brokercore.log.local_log import FetchData, LocalLog
 from brokercore.log.producer_state import ProducerAppend, ProducerEntry, ProducerStateManager
-from brokercore.log.records import stamp_batch
+from brokercore.log.records import Writable, stamp_batch
 from brokercore.log.segment import FoundBatch, LogSegment
 from brokercore.log.transactions import (
     AbortedTxn,
@@ -162,8 +162,12 @@ class PartitionLog:
         """Validate a Produce record set, convert it to the topic's codec if it has one, stamp
         offsets and epoch, write it all or nothing. With a `verification_guard` (KIP-890
         verification is on), a transactional batch must continue its producer's open
-        transaction here or carry the guard its verification started with."""
-        buf = bytearray(records)
+        transaction here or carry the guard its verification started with.
+
+        A writable view (a Produce request's records: a slice of the request's own frame,
+        which nothing reads once it is answered) is stamped in place; anything else is
+        copied first."""
+        buf = _stampable(records)
         buf, batches = with_topic_codec(buf, validate_record_set(buf, self.config), self.config)
         now = self.clock.time_ms()
         producer_append = self.producers.begin()
@@ -210,7 +214,7 @@ class PartitionLog:
         return self._write_stamped(buf, [stamped], leader_epoch, producer_append, now)
 
     def _write_stamped(
-        self, buf: bytearray, stamped: list[FoundBatch], leader_epoch: int,
+        self, buf: Writable, stamped: list[FoundBatch], leader_epoch: int,
         producer_append: ProducerAppend, now: int,
     ) -> AppendResult:
         first = stamped[0].header.base_offset
@@ -228,7 +232,7 @@ class PartitionLog:
 
     def _stamp(
         self,
-        buf: bytearray,
+        buf: Writable,
         found: FoundBatch,
         offset: int,
         epoch: int,
@@ -493,6 +497,14 @@ class PartitionLog:
 
     def delete(self) -> None:
         self.local.delete()
+
+
+def _stampable(records: bytes | memoryview) -> Writable:
+    """A Produce request's records as the leader stamps them: a writable view in place,
+    anything else copied."""
+    if isinstance(records, memoryview) and not records.readonly:
+        return records
+    return bytearray(records)
 
 
 def _largest_timestamp(segment: LogSegment) -> int:

@@ -49,6 +49,7 @@ _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 
 Buffer = bytes | bytearray | memoryview
+Writable = bytearray | memoryview  # a record set the leader stamps in place
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +154,14 @@ def iter_valid_batches(
         position += header.size
 
 
-def patch_offset_and_epoch(buf: bytearray, position: int, base_offset: int, epoch: int) -> None:
+def patch_offset_and_epoch(buf: Writable, position: int, base_offset: int, epoch: int) -> None:
     """Stamp baseOffset and partitionLeaderEpoch; both lie before the CRC'd range."""
     _INT64.pack_into(buf, position, base_offset)
     _INT32.pack_into(buf, position + 12, epoch)
 
 
 def stamp_log_append_time(
-    buf: bytearray, position: int, header: RecordBatchHeader, now: int
+    buf: Writable, position: int, header: RecordBatchHeader, now: int
 ) -> None:
     """LogAppendTime topics: the broker's clock becomes maxTimestamp, so the CRC changes."""
     struct.pack_into(">h", buf, position + ATTRIBUTES_AT, header.attributes | LOG_APPEND_TIME_FLAG)
@@ -169,7 +170,7 @@ def stamp_log_append_time(
 
 
 def stamp_batch(
-    buf: bytearray, position: int, header: RecordBatchHeader, base_offset: int, epoch: int,
+    buf: Writable, position: int, header: RecordBatchHeader, base_offset: int, epoch: int,
     log_append_time: int | None,
 ) -> RecordBatchHeader:
     """A leader's stamps on a batch it appends: its offset and leader epoch, and on a
@@ -182,7 +183,7 @@ def stamp_batch(
     return header
 
 
-def _restamp_crc(buf: bytearray, position: int, size: int) -> None:
+def _restamp_crc(buf: Writable, position: int, size: int) -> None:
     crc = crc32c(memoryview(buf)[position + CRC_START : position + size])
     struct.pack_into(">I", buf, position + 17, crc)
 

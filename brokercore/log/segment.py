@@ -14,6 +14,7 @@ from brokercore.log.index import OffsetIndex, TimeIndex
 from brokercore.log.records import (
     HEADER_SIZE,
     INT32_MAX,
+    Buffer,
     RecordBatchHeader,
     crc_ok,
     read_header,
@@ -152,7 +153,7 @@ class LogSegment:
 
     # -- appending -------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray, batches: list[FoundBatch]) -> None:
+    def append(self, data: Buffer, batches: list[FoundBatch]) -> None:
         """Write a validated, stamped record set; ``positions`` are relative to ``data``."""
         view = memoryview(data)
         written = 0

@@ -6,7 +6,9 @@ from __future__ import annotations
 from brokercore.log.config import LogConfig
 from brokercore.log.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from brokercore.log.records import (
+    Buffer,
     RecordBatchHeader,
+    Writable,
     crc_ok,
     read_header,
     recompress_batch,
@@ -16,7 +18,7 @@ from brokercore.log.segment import FoundBatch
 
 
 def validate_record_set(
-    buf: bytes | bytearray, config: LogConfig, *, from_leader: bool = False
+    buf: Buffer, config: LogConfig, *, from_leader: bool = False
 ) -> list[FoundBatch]:
     """Every batch of a Produce (or replicated) record set, validated, in order.
 
@@ -55,7 +57,7 @@ def check_follower_offsets(batches: list[FoundBatch], log_end_offset: int) -> No
 
 
 def _check_client_batch(
-    buf: bytes | bytearray, position: int, header: RecordBatchHeader, config: LogConfig
+    buf: Buffer, position: int, header: RecordBatchHeader, config: LogConfig
 ) -> None:
     if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
         raise InvalidRecordError(
@@ -68,8 +70,8 @@ def _check_client_batch(
 
 
 def with_topic_codec(
-    buf: bytearray, batches: list[FoundBatch], config: LogConfig
-) -> tuple[bytearray, list[FoundBatch]]:
+    buf: Writable, batches: list[FoundBatch], config: LogConfig
+) -> tuple[Writable, list[FoundBatch]]:
     """The record set with every batch in the topic's codec (Kafka's broker-side
     `compression.type`); the same objects, untouched, when the topic keeps the
     producer's codec or every batch already has it.
@@ -80,7 +82,8 @@ def with_topic_codec(
     codec = config.codec
     if codec is None or all(found.header.codec == codec for found in batches):
         return buf, batches
-    out, converted = bytearray(), []
+    out: bytearray = bytearray()
+    converted = []
     for found in batches:
         header = found.header
         batch = memoryview(buf)[found.position : found.position + header.size]

@@ -24,10 +24,9 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from brokercore.clock import Clock
 from brokercore.config import BrokerConfig
@@ -48,6 +47,7 @@ from .checkpoint import LogDirCheckpoints
 from .epoch_checkpoints import EpochCheckpoints
 from .fetcher import ReplicaFetcher
 from .housekeeping import every, start_housekeeping
+from .isr import IsrChanges
 from .log_dirs import LogDir, delete_strays, locate_partitions
 from .log_mover import ReplicaMove, recover_moves
 from .log_opener import OPEN_BATCH, LogOpener, Opened, Opening
@@ -55,9 +55,6 @@ from .partition import Partition, PartitionError
 from .topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
-
-# controller.alter_partition(topic_id, partition, leader_id, leader_epoch, partition_epoch, isr)
-AlterPartition = Callable[[str, int, int, int, int, list[int]], Awaitable[Any]]
 
 # Several threads, as most of the work is waiting on fsyncs, which the file system commits
 # together.
@@ -75,11 +72,8 @@ class ReplicaManager:
         self.node_id = config.node_id
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetchers: dict[int, ReplicaFetcher] = {}
-        # Set by the broker to its controller's alter_partition; without it ISRs never change
-        # (a lone broker, or tests that drive metadata themselves).
-        self.alter_partition: AlterPartition | None = None
+        self.isr = IsrChanges(self.node_id)  # the broker sets isr.alter_partition
         self._tasks: list[asyncio.Task[None]] = []
-        self._isr_changes: set[asyncio.Task[None]] = set()
         self.topic_configs = TopicConfigs(config, image)
         self._disk = ThreadPoolExecutor(DISK_THREADS, thread_name_prefix=f"logs-{self.node_id}")
         self.placement: dict[TopicPartition, LogDir] = {}  # the dir of each hosted partition
@@ -426,43 +420,12 @@ class ReplicaManager:
         if partition.pending_isr is None and partition.may_join_isr(replica_id):
             broker = self.image.brokers.get(replica_id)
             if broker is not None and not broker.fenced:
-                self._propose_isr(partition, [*partition.isr, replica_id])
+                self.isr.propose(partition, [*partition.isr, replica_id])
         return True
 
     def _shrink_isrs(self) -> None:
-        lag_max_ms = self.config.get_int("replica.lag.time.max.ms")
-        now = self.clock.time_ms()
-        for partition in list(self.partitions.values()):
-            if not partition.is_leader:
-                continue
-            lagging = partition.out_of_sync_replicas(now, lag_max_ms)
-            partition.mark_out_of_sync(lagging)
-            if lagging and partition.pending_isr is None:
-                log.info("node %d: %s followers %s are out of sync; shrinking ISR %s",
-                         self.node_id, partition.tp, lagging, partition.isr)
-                self._propose_isr(partition, [r for r in partition.isr if r not in lagging])
-
-    def _propose_isr(self, partition: Partition, isr: list[int]) -> None:
-        if self.alter_partition is None:
-            return
-        partition.pending_isr = isr
-        task = asyncio.create_task(self._alter_isr(partition, isr))
-        self._isr_changes.add(task)
-        task.add_done_callback(self._isr_changes.discard)
-
-    async def _alter_isr(self, partition: Partition, isr: list[int]) -> None:
-        assert self.alter_partition is not None
-        try:
-            await self.alter_partition(partition.topic_id, partition.tp.partition, self.node_id,
-                                       partition.leader_epoch, partition.partition_epoch, isr)
-        except Exception as exc:  # ControllerError, or the quorum being unreachable
-            log.info("node %d: %s ISR change to %s refused: %s", self.node_id, partition.tp,
-                     isr, getattr(exc, "error_code", exc))
-        finally:
-            # Accepted: the record is applied by now and has cleared it already.
-            if partition.pending_isr is isr:
-                partition.pending_isr = None
-                partition.maybe_increment_high_watermark()
+        self.isr.shrink(list(self.partitions.values()), self.clock.time_ms(),
+                        self.config.get_int("replica.lag.time.max.ms"))
 
     # -- background work --------------------------------------------------------------------
     def start(self) -> None:
@@ -479,7 +442,7 @@ class ReplicaManager:
         # A batch already on the worker thread finishes there; logs it opens are never
         # closed cleanly, so the next start recovers them, as after a crash.
         # Closing a log writes an epoch checkpoint still pending.
-        tasks = [*self._tasks, *self._isr_changes,
+        tasks = [*self._tasks, *self.isr.in_flight,
                  *(t for t in (self.opener.task, self.epoch_checkpoints.writer,
                                self.checkpoints.soon) if t is not None)]
         for task in tasks:

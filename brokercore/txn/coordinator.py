@@ -39,7 +39,6 @@ from .state_topic import TRANSACTION_STATE_TOPIC, TransactionStore
 from .table import TransactionTable
 
 log = logging.getLogger(__name__)
-S = TxnState
 RETRY_SECONDS = 0.1
 # Tombstones per write, in key bytes: a batch well under `max.message.bytes` (1 MiB by
 # default), as Kafka fills each tombstone batch only up to the log's largest message.
@@ -142,7 +141,7 @@ class TransactionCoordinator(PartitionedCoordinator):
         record = meta.record
         await self.table.transit(meta, dataclasses.replace(
             record, producer_epoch=record.producer_epoch + (1 if bump_epoch else 0),
-            state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             last_update_ms=self.clock.time_ms()))
         self._spawn(self.complete(meta))
 
@@ -150,7 +149,7 @@ class TransactionCoordinator(PartitionedCoordinator):
         """Send the markers of a prepared transaction until every partition has its own,
         then write the Complete state. Stops when this broker stops coordinating it."""
         prepared = meta.record
-        commit = prepared.state is S.PREPARE_COMMIT
+        commit = prepared.state is TxnState.PREPARE_COMMIT
         remaining = set(prepared.partitions)
         while self.txns.get(meta.transactional_id) is meta:
             coordinator_epoch = self.partitions.epochs.get(meta.partition, -1)
@@ -166,7 +165,8 @@ class TransactionCoordinator(PartitionedCoordinator):
                 try:
                     async with self.table.owning(meta):
                         await self.table.transit(meta, dataclasses.replace(
-                            prepared, state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT,
+                            prepared,
+                            state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                             partitions=frozenset(), last_update_ms=self.clock.time_ms()))
                     return
                 except TxnError as exc:
@@ -183,7 +183,7 @@ class TransactionCoordinator(PartitionedCoordinator):
 
     def _timed_out(self, meta: TransactionMetadata) -> bool:
         record = meta.record
-        return (record.state is S.ONGOING and not meta.pending
+        return (record.state is TxnState.ONGOING and not meta.pending
                 and record.start_ms + record.timeout_ms < self.clock.time_ms())
 
     async def _abort_quietly(self, meta: TransactionMetadata) -> None:
@@ -215,7 +215,7 @@ class TransactionCoordinator(PartitionedCoordinator):
 
     def _expired(self, meta: TransactionMetadata, now: int) -> bool:
         record = meta.record
-        return (record.state in VALID_PREVIOUS_STATES[S.DEAD] and not meta.pending
+        return (record.state in VALID_PREVIOUS_STATES[TxnState.DEAD] and not meta.pending
                 and record.last_update_ms <= now - self.config.id_expiration_ms)
 
     async def _remove(self, partition: int, metas: list[TransactionMetadata]) -> None:

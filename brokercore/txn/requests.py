@@ -19,7 +19,6 @@ from .records import TxnRecord
 from .state import TxnError, TxnState
 from .table import TransactionTable
 
-S = TxnState
 MAX_EPOCH = 32767  # Short.MAX_VALUE: an epoch this high takes a new producer id
 
 
@@ -65,14 +64,14 @@ class TransactionRequests:
         meta = self.table.metadata(transactional_id)
         if meta is None:  # new, or expired (a fresh producer id either way)
             meta = TransactionMetadata(transactional_id, self.table.partition_of(transactional_id),
-                                       TxnRecord(-1, -1, timeout_ms, S.EMPTY, frozenset(),
+                                       TxnRecord(-1, -1, timeout_ms, TxnState.EMPTY, frozenset(),
                                                  self.clock.time_ms()))
             self.table.txns[transactional_id] = meta
         record = meta.record
         if producer_id >= 0 and self._is_retry(meta, producer_id, producer_epoch):
             return record.producer_id, record.producer_epoch
         async with self.table.owning(meta):
-            if record.state is S.ONGOING:
+            if record.state is TxnState.ONGOING:
                 # Fence the old instance: abort its transaction at a new epoch; the new
                 # producer retries (CONCURRENT_TRANSACTIONS) until the abort completes.
                 await self.end(meta, commit=False, bump_epoch=True)
@@ -84,7 +83,7 @@ class TransactionRequests:
             else:
                 new_id, new_epoch = record.producer_id, record.producer_epoch + 1
             await self.table.transit(meta, TxnRecord(
-                new_id, new_epoch, timeout_ms, S.EMPTY, frozenset(),
+                new_id, new_epoch, timeout_ms, TxnState.EMPTY, frozenset(),
                 self.clock.time_ms(), -1))
             meta.last_producer_epoch = producer_epoch if new_id == producer_id else -1
         return new_id, new_epoch
@@ -105,7 +104,7 @@ class TransactionRequests:
             return False
         if (producer_epoch >= 0 and producer_epoch == meta.last_producer_epoch
                 and producer_epoch + 1 == record.producer_epoch
-                and record.state is S.EMPTY and not meta.pending):
+                and record.state is TxnState.EMPTY and not meta.pending):
             return True
         raise TxnError(ErrorCode.PRODUCER_FENCED,
                        f"epoch {producer_epoch}, current {record.producer_epoch}")
@@ -131,12 +130,12 @@ class TransactionRequests:
         if missing:
             return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
                     else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions}
-        if record.state is not S.ONGOING or not partitions <= record.partitions:
+        if record.state is not TxnState.ONGOING or not partitions <= record.partitions:
             now = self.clock.time_ms()
             async with self.table.owning(meta):
                 await self.table.transit(meta, dataclasses.replace(
-                    record, state=S.ONGOING, partitions=record.partitions | partitions,
-                    start_ms=record.start_ms if record.state is S.ONGOING else now,
+                    record, state=TxnState.ONGOING, partitions=record.partitions | partitions,
+                    start_ms=record.start_ms if record.state is TxnState.ONGOING else now,
                     last_update_ms=now))
         return dict.fromkeys(partitions, ErrorCode.NONE)
 
@@ -167,7 +166,7 @@ class TransactionRequests:
         state = meta.record.state
         if meta.pending:
             raise TxnError(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if state is S.ONGOING:
+        if state is TxnState.ONGOING:
             async with self.table.owning(meta):
                 await self.end(meta, commit, bump_epoch=False)
             return
@@ -182,5 +181,5 @@ class TransactionRequests:
 
 
 # Whether a transaction in each state was decided to commit (True) or abort (False).
-_DECIDED = {S.PREPARE_COMMIT: True, S.COMPLETE_COMMIT: True,
-            S.PREPARE_ABORT: False, S.COMPLETE_ABORT: False}
+_DECIDED = {TxnState.PREPARE_COMMIT: True, TxnState.COMPLETE_COMMIT: True,
+            TxnState.PREPARE_ABORT: False, TxnState.COMPLETE_ABORT: False}

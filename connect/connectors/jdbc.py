@@ -20,12 +20,15 @@ partition {"table"} and the offset {"incrementing"} or {"timestamp"}.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import re
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connect import logical
 from connect.api import (
     ConnectException,
     Schema,
@@ -51,6 +54,11 @@ VERSION = "10.8.0"
 SQL_TYPES = {"int8": "SMALLINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
              "float32": "REAL", "float64": "DOUBLE PRECISION", "boolean": "BOOLEAN",
              "string": "TEXT", "bytes": "BYTEA"}
+
+# Connect's logical types, as Confluent's PostgreSQL dialect creates them (SQLite takes the
+# same names: DECIMAL has its numeric affinity, the others hold ISO text)
+LOGICAL_SQL_TYPES = {logical.DECIMAL: "DECIMAL", logical.DATE: "DATE", logical.TIME: "TIME",
+                     logical.TIMESTAMP: "TIMESTAMP"}
 
 
 def _url(name: str, value: Any) -> None:
@@ -128,7 +136,7 @@ class JdbcSinkConnector(SinkConnector):
 
 def _column_type(schema: Schema | None, value: Any) -> str:
     if schema is not None:
-        return SQL_TYPES.get(schema.type, "TEXT")
+        return LOGICAL_SQL_TYPES.get(schema.name or "") or SQL_TYPES.get(schema.type, "TEXT")
     if isinstance(value, bool):
         return "BOOLEAN"
     if isinstance(value, int):
@@ -199,7 +207,23 @@ class JdbcSinkTask(SinkTask):
             updates = [f"{_quote(c)} = excluded.{_quote(c)}" for c in columns if c not in keys]
             sql += f" ON CONFLICT ({', '.join(_quote(k) for k in keys)}) DO " + (
                 f"UPDATE SET {', '.join(updates)}" if updates else "NOTHING")
-        self._execute(sql, [row[c] for c in columns])
+        self._execute(sql, [self._param(row[c]) for c in columns])
+
+    def _param(self, value: Any) -> Any:
+        """A logical type's value for the driver. A Timestamp goes into TIMESTAMP columns as
+        UTC without a zone (Confluent's `db.timezone` default); psycopg takes Decimal, date
+        and time as they are, and SQLite gets their text (its own adapters are deprecated)."""
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        if not self.sqlite:
+            return value
+        if isinstance(value, decimal.Decimal):
+            return str(value)
+        if isinstance(value, dt.datetime):
+            return value.isoformat(" ")
+        if isinstance(value, dt.date | dt.time):
+            return value.isoformat()
+        return value
 
     def _execute(self, sql: str, params: Sequence[Any]) -> None:
         try:

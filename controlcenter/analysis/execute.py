@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+from pathlib import Path
 from typing import Any
 
 from celery import current_app as app
@@ -24,7 +25,8 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from controlcenter import events
+from clusterclient.clusters import by_name
+from controlcenter import clusters, events
 from controlcenter.analysis import runner
 from controlcenter.models import AnalysisRun, AnalysisStatus
 
@@ -54,8 +56,12 @@ def queue_analysis(run_id: int) -> None:
 
 def run_analysis(run_id: int, worker: str = "") -> str:
     """Run a QUEUED run to its end in the Celery worker named `worker`; returns its final
-    status (or why nothing ran)."""
+    status (or why nothing ran). A run whose cluster is no longer configured (queued before
+    the platform restarted with fewer clusters) ends FAILED without starting a job."""
     master = settings.SPARK_MASTER_URL
+    run = AnalysisRun.objects.filter(pk=run_id).first()
+    if run is not None and by_name(clusters.configured(), run.cluster) is None:
+        return _refuse(run, clusters.UnknownCluster(run.cluster))
     if not _move(run_id, AnalysisStatus.QUEUED, AnalysisStatus.RUNNING,
                  started_at=timezone.now(), master=master, worker=worker):  # fmt: skip
         current = AnalysisRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
@@ -65,12 +71,8 @@ def run_analysis(run_id: int, worker: str = "") -> str:
     publish_run(run)
     scratch = settings.MILLRACE_ANALYSIS_DIR / str(run_id)
     shutil.rmtree(scratch, ignore_errors=True)
-    command = runner.JobCommand(
-        job=run.job, params={**run.parameters, "bootstrap": settings.KAFKA_BOOTSTRAP_SERVERS,
-                             **({"kafka_config": settings.KAFKA_CLIENT_CONFIG}
-                                if settings.KAFKA_CLIENT_CONFIG else {})},
-        out=scratch / "result.json", master=master, tag=f"millrace-analysis-{run_id}")
     try:
+        command = job_command(run, scratch / "result.json", master)
         outcome = runner.run_job(command, lambda p: _progress(run, p),
                                  lambda: _cancel_requested(run_id))
     except Exception as exc:  # the job could not even start: still an ending, never RUNNING
@@ -81,6 +83,28 @@ def run_analysis(run_id: int, worker: str = "") -> str:
         shutil.rmtree(scratch, ignore_errors=True)  # a failure keeps spark.log to read
     publish_run(AnalysisRun.objects.get(pk=run_id))
     return status
+
+
+def job_command(run: AnalysisRun, out: Path, master: str) -> runner.JobCommand:
+    """The Spark job of `run`: its parameters, and the bootstrap servers and client config
+    (a login) of the cluster it was launched for; UnknownCluster when that cluster is no
+    longer configured (never the default in its place)."""
+    cluster = by_name(clusters.configured(), run.cluster)
+    if cluster is None:
+        raise clusters.UnknownCluster(run.cluster)
+    params = {**run.parameters, "bootstrap": cluster.bootstrap_servers,
+              **({"kafka_config": dict(cluster.config)} if cluster.config else {})}
+    return runner.JobCommand(job=run.job, params=params, out=out, master=master,
+                             tag=f"millrace-analysis-{run.pk}")
+
+
+def _refuse(run: AnalysisRun, reason: clusters.UnknownCluster) -> str:
+    """A queued run that must not run: FAILED, saying why."""
+    if _move(run.pk, AnalysisStatus.QUEUED, AnalysisStatus.FAILED, finished_at=timezone.now(),
+             error=f"Not run: {reason}"):
+        log.warning("analysis %s not run: %s", run.pk, reason)
+        publish_run(AnalysisRun.objects.get(pk=run.pk))
+    return str(AnalysisRun.objects.values_list("status", flat=True).get(pk=run.pk))
 
 
 def _finish(run_id: int, outcome: runner.Outcome) -> str:

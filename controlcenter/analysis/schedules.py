@@ -31,12 +31,16 @@ class ScheduleSpec:
     params: dict[str, Any]  # the job's params without since/until
     window_minutes: int
     every_minutes: int
+    # its cluster; "": the current one for a new schedule, its own for a changed one
+    cluster: str = ""
 
     @classmethod
-    def of(cls, name: str, job: str, form: JobForm, every_minutes: int) -> ScheduleSpec:
-        """From a valid launch form of `job`."""
+    def of(cls, name: str, job: str, form: JobForm, every_minutes: int,
+           cluster: str = "") -> ScheduleSpec:
+        """From a valid launch form of `job` (checked on `cluster`)."""
         params = {k: v for k, v in form.params().items() if k not in WINDOW_KEYS}
-        return cls(name, job, params, form.cleaned_data["window_minutes"], every_minutes)
+        return cls(name, job, params, form.cleaned_data["window_minutes"], every_minutes,
+                   cluster)
 
 
 class ScheduleFields(forms.Form):
@@ -64,10 +68,10 @@ def schedule_form(spec: JobSpec, data: Mapping[str, Any]) -> JobForm:
     return cast(type[JobForm], form_class).with_defaults(data)
 
 
-def spec_of(form: JobForm, job: str) -> ScheduleSpec:
-    """The spec of a valid `schedule_form`."""
+def spec_of(form: JobForm, job: str, cluster: str = "") -> ScheduleSpec:
+    """The spec of a valid `schedule_form` (checked on `cluster`)."""
     data = form.cleaned_data
-    return ScheduleSpec.of(data["name"], job, form, data["every_minutes"])
+    return ScheduleSpec.of(data["name"], job, form, data["every_minutes"], cluster)
 
 
 def current_values(schedule: AnalysisSchedule) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 A launch is validated by the job's form (`controlcenter.analysis.jobs`) before anything is
 queued: unknown groups or topics, an empty window or impossible parameters answer 400 with
-`{"error_code": "INVALID_REQUEST", "message", "fields"}`.
+`{"error_code": "INVALID_REQUEST", "message", "fields"}`. A run is its cluster's: the list
+answers with the current cluster's runs (`?cluster=<name>` or `all`), a launch is for the
+body's `cluster` (else `?cluster=`, else the current one), and a name no configured cluster
+has answers 400 `UNKNOWN_CLUSTER`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,19 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from controlcenter import actions
+from controlcenter import actions, clusters
 from controlcenter.access import Capability
 from controlcenter.analysis import export
 from controlcenter.analysis.jobs import JOBS
-from controlcenter.api.base import ControlCenterError, ControlCenterView, form_errors, refusal
+from controlcenter.api.base import (
+    LISTED_CLUSTER,
+    ControlCenterError,
+    ControlCenterView,
+    form_errors,
+    listed_cluster,
+    refusal,
+    target_cluster,
+)
 from controlcenter.api.jobparams import job_parameter_fields
 from controlcenter.models import AnalysisRun
 
@@ -33,7 +44,7 @@ class RunSerializer(serializers.ModelSerializer[AnalysisRun]):
 
     class Meta:
         model = AnalysisRun
-        fields = ["id", "job", "parameters", "status", "cancel_requested", "stages_done",
+        fields = ["id", "job", "cluster", "parameters", "status", "cancel_requested", "stages_done",
                   "stages_total", "stages_skipped", "tasks_done", "tasks_total", "master",
                   "created_at", "started_at", "finished_at", "duration_seconds", "error",
                   "requested_by"]
@@ -48,6 +59,8 @@ class RunPageSerializer(serializers.Serializer[Any]):
 
 LAUNCH_REQUEST = inline_serializer("AnalysisLaunchRequest", {
     "job": serializers.ChoiceField(choices=list(JOBS)),
+    "cluster": serializers.CharField(required=False, help_text="default: ?cluster=, else the "
+                                     "current cluster; one not configured is refused"),
     "window_minutes": serializers.IntegerField(default=60),
     "until": serializers.DateTimeField(required=False, help_text="UTC; default now"),
     **job_parameter_fields(),
@@ -58,10 +71,14 @@ class AnalysisListView(ControlCenterView):
     capability = Capability.RUN_ANALYSES
 
     @extend_schema(summary="Analysis runs, newest first", operation_id="analysis_list",
-                   parameters=[OpenApiParameter("page", int)], responses=RunPageSerializer)
+                   parameters=[OpenApiParameter("page", int), LISTED_CLUSTER],
+                   responses=RunPageSerializer)
     def get(self, request: Request) -> Response:
-        page = Paginator(AnalysisRun.objects.select_related("requested_by"), PER_PAGE
-                         ).get_page(request.query_params.get("page"))
+        shown = listed_cluster(request)
+        runs = AnalysisRun.objects.select_related("requested_by")
+        if shown is not None:
+            runs = runs.filter(cluster=shown)
+        page = Paginator(runs, PER_PAGE).get_page(request.query_params.get("page"))
         return Response({"count": page.paginator.count, "page": page.number,
                          "pages": page.paginator.num_pages,
                          "results": RunSerializer(list(page.object_list), many=True).data})
@@ -74,13 +91,16 @@ class AnalysisListView(ControlCenterView):
         if spec is None:
             raise ControlCenterError(400, "INVALID_REQUEST",
                                      f"job must be one of: {', '.join(JOBS)}")
-        form = spec.form.with_defaults({k: v for k, v in data.items() if v is not None})
-        if not form.is_valid():
-            raise form_errors(form.errors)
-        try:
-            run = actions.launch_analysis(request._request, spec.name, form.params())
-        except actions.ActionError as exc:
-            raise refusal(exc) from exc
+        cluster = target_cluster(request, data, clusters.current_name())
+        with clusters.using(cluster):  # the job's names are checked on its cluster
+            form = spec.form.with_defaults({k: v for k, v in data.items() if v is not None})
+            if not form.is_valid():
+                raise form_errors(form.errors)
+            try:
+                run = actions.launch_analysis(request._request, spec.name, form.params(),
+                                              cluster=cluster)
+            except actions.ActionError as exc:
+                raise refusal(exc) from exc
         return Response(RunSerializer(run).data, status=202)
 
 

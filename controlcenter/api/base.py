@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from apierrors import ApiError
+from controlcenter import clusters
 from controlcenter.access import Capability
 from controlcenter.actions import ActionError
 from controlcenter.api.access import AUTHENTICATION, PagesRules
@@ -56,3 +59,30 @@ def refusal(exc: ActionError) -> ControlCenterError:
 def form_errors(errors: Any) -> ControlCenterError:
     return ControlCenterError(400, "INVALID_REQUEST", errors.as_text(),
                               errors.get_json_data())
+
+
+# --- the cluster of a list, a launch or a schedule (clusters.listed, clusters.checked) ---------
+
+LISTED_CLUSTER = OpenApiParameter(
+    "cluster", str, description="whose rows: a configured cluster's name (default: the "
+                                "current cluster, the session's), or `all` for every cluster's")
+
+
+def listed_cluster(request: Request) -> str | None:
+    """The cluster whose rows a list answers with (None: every cluster's); 400
+    UNKNOWN_CLUSTER for `?cluster=` naming no configured cluster."""
+    try:
+        return clusters.listed(request.query_params.get("cluster"))
+    except clusters.UnknownCluster as exc:
+        raise ControlCenterError(400, "UNKNOWN_CLUSTER", str(exc)) from exc
+
+
+def target_cluster(request: Request, data: dict[str, Any], default: str) -> str:
+    """The cluster a launch or schedule is for: the body's `cluster` (taken out of `data`),
+    else `?cluster=`, else `default`; 400 UNKNOWN_CLUSTER for one not configured, never
+    another cluster in its place."""
+    name = str(data.pop("cluster", None) or request.query_params.get("cluster") or default)
+    try:
+        return clusters.checked(name)
+    except clusters.UnknownCluster as exc:
+        raise ControlCenterError(400, "UNKNOWN_CLUSTER", str(exc)) from exc

@@ -5,7 +5,10 @@ schedule's values are checked by the job's launch form plus its name and interva
 (`controlcenter.analysis.schedules`), exactly as the page checks them: unknown groups or
 topics and impossible values answer 400 `{"error_code": "INVALID_REQUEST", "message",
 "fields"}`; a name in use answers 409 `SCHEDULE_EXISTS`. Changes need `run_analyses` and are
-audited (`analysis.schedule.*`) through `actions`.
+audited (`analysis.schedule.*`) through `actions`. A schedule is its cluster's: the list
+answers with the current cluster's (`?cluster=<name>` or `all`); a new one is for the
+body's `cluster` (else `?cluster=`, else the current one), a changed one keeps its own unless
+the body names another; a name no configured cluster has answers 400 `UNKNOWN_CLUSTER`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from controlcenter import actions
+from controlcenter import actions, clusters
 from controlcenter.access import Capability
 from controlcenter.analysis.jobs import JOBS, MAX_WINDOW_MINUTES
 from controlcenter.analysis.schedules import (
@@ -28,7 +31,15 @@ from controlcenter.analysis.schedules import (
     schedule_form,
     spec_of,
 )
-from controlcenter.api.base import ControlCenterError, ControlCenterView, form_errors, refusal
+from controlcenter.api.base import (
+    LISTED_CLUSTER,
+    ControlCenterError,
+    ControlCenterView,
+    form_errors,
+    listed_cluster,
+    refusal,
+    target_cluster,
+)
 from controlcenter.api.jobparams import job_parameter_fields
 from controlcenter.models import AnalysisSchedule
 
@@ -42,7 +53,7 @@ class ScheduleSerializer(serializers.ModelSerializer[AnalysisSchedule]):
 
     class Meta:
         model = AnalysisSchedule
-        fields = ["id", "name", "job", "parameters", "window_minutes", "every_minutes",
+        fields = ["id", "name", "job", "cluster", "parameters", "window_minutes", "every_minutes",
                   "enabled", "last_launched_at", "next_launch_at", "runs", "created_by"]
 
 
@@ -50,6 +61,9 @@ def _request_serializer(name: str, required: bool) -> Any:
     return inline_serializer(name, {
         "name": serializers.SlugField(max_length=100, required=required),
         "job": serializers.ChoiceField(choices=list(JOBS), required=required),
+        "cluster": serializers.CharField(required=False, help_text=(
+            "default: ?cluster=, else the current cluster for a new schedule and its own "
+            "for a changed one; one not configured is refused")),
         "window_minutes": serializers.IntegerField(
             min_value=1, max_value=MAX_WINDOW_MINUTES, required=False,
             help_text="each launch analyses the last this many minutes (default 60)"),
@@ -70,16 +84,19 @@ class ScheduleListView(ControlCenterView):
     capability = Capability.RUN_ANALYSES
 
     @extend_schema(summary="Analysis schedules, by name", operation_id="analysis_schedules",
-                   responses=ScheduleSerializer(many=True))
+                   parameters=[LISTED_CLUSTER], responses=ScheduleSerializer(many=True))
     def get(self, request: Request) -> Response:
+        shown = listed_cluster(request)
         schedules = AnalysisSchedule.objects.select_related("created_by")
+        if shown is not None:
+            schedules = schedules.filter(cluster=shown)
         return Response(ScheduleSerializer(list(schedules), many=True).data)
 
     @extend_schema(summary="Create a schedule: the job every N minutes over the last M",
                    request=CREATE_REQUEST,
                    responses={201: ScheduleSerializer, 400: ERROR, 409: ERROR})
     def post(self, request: Request) -> Response:
-        spec = _validated(_body(request))
+        spec = _validated(request, _body(request), clusters.current_name())
         try:
             schedule = actions.create_analysis_schedule(request._request, spec)
         except actions.ActionError as exc:
@@ -115,7 +132,7 @@ class ScheduleView(ControlCenterView):
 
     def _update(self, request: Request, schedule: AnalysisSchedule,
                 start: dict[str, Any]) -> Response:  # fmt: skip
-        spec = _validated({**start, **_body(request)})
+        spec = _validated(request, {**start, **_body(request)}, schedule.cluster)
         try:
             actions.update_analysis_schedule(request._request, schedule, spec)
         except actions.ActionError as exc:
@@ -151,7 +168,14 @@ def _body(request: Request) -> dict[str, Any]:
         if isinstance(request.data, dict) else {}
 
 
-def _validated(data: dict[str, Any]) -> ScheduleSpec:
+def _validated(request: Request, data: dict[str, Any], cluster: str) -> ScheduleSpec:
+    """The spec of `data`, checked on its cluster (`data`'s, else `cluster`)."""
+    cluster = target_cluster(request, data, cluster)
+    with clusters.using(cluster):
+        return _checked(data, cluster)
+
+
+def _checked(data: dict[str, Any], cluster: str) -> ScheduleSpec:
     job = str(data.pop("job", ""))
     spec = JOBS.get(job)
     if spec is None:
@@ -161,7 +185,7 @@ def _validated(data: dict[str, Any]) -> ScheduleSpec:
     form = schedule_form(spec, data)
     if not form.is_valid():
         raise form_errors(form.errors)
-    return spec_of(form, spec.name)
+    return spec_of(form, spec.name, cluster)
 
 
 def _schedule(schedule_id: int) -> AnalysisSchedule:

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from controlcenter.api import analysis, cluster, groups, schedules, schemas
+from controlcenter.api import analysis, cluster, groups, schedules, schemas, streams
 
 
 def _view(cls: Any) -> Any:
@@ -47,4 +47,5 @@ urlpatterns = [
     path("schemas/subjects/<path:subject>/diff", _view(schemas.DiffView),
          name="api-subject-diff"),
     path("schemas/subjects/<path:subject>", _view(schemas.SubjectView), name="api-subject"),
+    *streams.urlpatterns_for(_view),
 ]

@@ -45,7 +45,11 @@ def cluster_events(before: Snapshot | None, after: Snapshot) -> list[ClusterEven
 def live_changes(before: Snapshot | None, after: Snapshot) -> Changed:
     """Which event groups to refresh: a page's group when anything it shows changed."""
     def differs(old: dict, new: dict) -> set:  # type: ignore[type-arg]
-        return {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        # rows are dicts, never None: a key on one side only differs (10,000 a cycle at
+        # scale, so no union of the two key sets first)
+        changed = {k for k, row in new.items() if old.get(k) != row}
+        changed.update(old.keys() - new.keys())
+        return changed
 
     if before is None:
         return [("overview", None), ("brokers", None), ("topics", None), ("groups", None)]

@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException
 from django.db import close_old_connections
 
 from clusterclient import ClusterClient, ClusterRequestError, ClusterUnavailable
-from controlcenter import events
+from controlcenter import clusters, events
 from laganalysis.retention import DEFAULT_POLICY, Policy
 
 from . import clientlog, detect
@@ -34,10 +34,13 @@ class CollectorConfig:
     interval: float = 5.0
     supervisor_dir: Path | None = None  # the built-in cluster's data dir, if any
     retention: Policy | None = None
-    cluster_name: str = "millrace"
+    cluster_name: str = ""  # "": the current cluster when the collector is made
     history_topics: bool = True
     # librdkafka keys every client adds (KAFKA_CLIENT_CONFIG: a secured cluster's login)
     client_config: Mapping[str, str] = field(default_factory=dict)
+    # Pushes to browsers (banners, live rows), to this cluster's event groups (events.scoped:
+    # the collector process is pinned to its cluster)
+    live_pushes: bool = True
 
 
 class PhaseClock:
@@ -60,6 +63,7 @@ class PhaseClock:
 class Collector:
     def __init__(self, config: CollectorConfig) -> None:
         self.config = config
+        self.cluster_name = config.cluster_name or clusters.current_name()
         # The cycle's first request, Metadata, gets half an interval: a cluster that does not
         # answer shows as unreachable within one interval. The batched requests after it get
         # longer: at 10,000 partitions one ListOffsets can take seconds on a loaded machine,
@@ -80,8 +84,9 @@ class Collector:
         self.store = Store(config.bootstrap_servers, config.retention or DEFAULT_POLICY)
         self.history = (HistoryTopics(self.client, config.client_config)
                         if config.history_topics else None)
-        self.metrics = LagMetrics(config.cluster_name)
-        self.pusher = Pusher()  # renders and sends what changed, off the cycle
+        self.metrics = LagMetrics(self.cluster_name)
+        # renders and sends what changed, off the cycle, from this cluster's rows
+        self.pusher = Pusher(self.cluster_name)
         self.reachable: bool | None = None  # None until the first cycle
         self.last_compaction = 0.0
         self.cycles = 0
@@ -93,7 +98,12 @@ class Collector:
 
     def cycle(self) -> float:
         """One sample of the cluster into every output; returns how long it took.
-        `phases` says where the time went (seconds by step), for the slow-cycle log."""
+        `phases` says where the time went (seconds by step), for the slow-cycle log. Its rows
+        and pushes are `cluster_name`'s, whatever the thread's current cluster."""
+        with clusters.using(self.cluster_name):
+            return self._cycle()
+
+    def _cycle(self) -> float:
         clock = PhaseClock()
         close_old_connections()
         try:
@@ -115,10 +125,12 @@ class Collector:
             self.history.append(snap.lag_samples, cluster_events)
         self._poll_clients()
         clock.lap("history")
-        if self.reachable is not True:
-            events.publish(events.ALWAYS, events.banner_message("ok", "cluster reachable"))
+        if self.reachable is not True and self.config.live_pushes:
+            events.publish(events.group_name(events.ALWAYS),
+                           events.banner_message("ok", "cluster reachable"))
             self.reachable = True
-        self.pusher.submit(changed)
+        if self.config.live_pushes:
+            self.pusher.submit(changed)
         self.published = snap
         clock.lap("publish")
         if time.time() - self.last_compaction >= COMPACT_EVERY_S:
@@ -139,9 +151,9 @@ class Collector:
         log.warning("cluster %s unreachable: %s", self.config.bootstrap_servers, error)
         self.store.write_unreachable(error, time.time())
         self.store.previous = None  # when it is back, the first cycle rewrites every row
-        if self.reachable is not False:
+        if self.reachable is not False and self.config.live_pushes:
             text = f"Cluster {self.config.bootstrap_servers} is not answering: {error}"
-            events.publish(events.ALWAYS, events.banner_message("error", text))
+            events.publish(events.group_name(events.ALWAYS), events.banner_message("error", text))
             self.pusher.submit([("overview", None)])
             self.reachable = False
 
@@ -161,3 +173,4 @@ class Collector:
         if self.history is not None:
             self.history.close()
         self.sampler.close()
+        self.client.close()

@@ -18,14 +18,15 @@ import threading
 
 from django.db import connections
 
-from controlcenter import events
+from controlcenter import clusters, events
 
 log = logging.getLogger(__name__)
 Changed = list[tuple[str, str | None]]
 
 
 class Pusher:
-    def __init__(self) -> None:
+    def __init__(self, cluster: str = "") -> None:
+        self.cluster = cluster  # whose rows and event groups ("": the current one's)
         self.pending: dict[tuple[str, str | None], None] = {}  # insertion-ordered set
         self.busy = False
         self.stopping = False
@@ -56,7 +57,8 @@ class Pusher:
         try:
             while (batch := self._next()) is not None:
                 try:
-                    events.publish_changes(batch)
+                    with clusters.using(self.cluster):  # a thread starts with no context
+                        events.publish_changes(batch)
                 except Exception:  # a failed push must not end the pushes; the next retries
                     log.exception("live push of %d changes failed", len(batch))
                 with self.changed:

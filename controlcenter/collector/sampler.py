@@ -3,8 +3,10 @@
 Through clusterclient only (so an external Kafka works unchanged): Metadata (the probe:
 answered within half an interval or the cluster is unreachable), a batched ListOffsets for
 the end of every partition (and once a minute one for their log starts), and meanwhile
-ListGroups, one DescribeGroups for all groups (and one for groups no longer listed), then
-OffsetFetch for all groups in flight at once; then topic configs (min.insync.replicas) for
+ListGroups, the groups described (and those no longer listed), then their committed
+offsets: one request per group coordinator each (clusterclient's batched group reads; on
+librdkafka's path for a security only it speaks, a request per group, all in flight at
+once); then topic configs (min.insync.replicas) for
 topics not seen before. For the built-in cluster also the supervisor's process states and
 each running broker's Prometheus endpoint (bytes in/out, messages in, active controller,
 each partition's log size).
@@ -176,8 +178,9 @@ class Sampler:
                                frozenset[str]]:
         last_groups, last_committed = self.last_groups or ({}, {})
         listed = [g.group_id for g in self.client.list_groups()]
-        # Described before their offsets are fetched, never meanwhile: librdkafka 2.16 crashes
-        # the process when an admin OffsetFetch meets NOT_COORDINATOR (librdkafka #5040), so
+        # Described before their offsets are fetched, never meanwhile: on librdkafka's path
+        # (batched_groups off, or a security only it speaks) librdkafka 2.16 crashes the
+        # process when an admin OffsetFetch meets NOT_COORDINATOR (librdkafka #5040), so
         # OffsetFetch goes out only right after every coordinator answered DescribeGroups.
         described = self.client.describe_groups(listed)
         found, kept = self._unlisted(sorted(last_groups.keys() - set(listed)))

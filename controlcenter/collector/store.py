@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, models, transaction
 
+from controlcenter.clusters import current_name
 from controlcenter.models import (
     BrokerState,
     ClusterEvent,
@@ -110,7 +111,8 @@ class Store:
         return was_reachable
 
     def _history(self, snap: Snapshot, old: Snapshot | None, now: dt.datetime) -> None:
-        raw = {"ts": now, "resolution": Resolution.RAW.value}
+        # every row is the collector's cluster's (manage.py collect --cluster)
+        raw = {"cluster": current_name(), "ts": now, "resolution": Resolution.RAW.value}
         keep: tuple[str, ...] = ("total_lag", "max_lag", "max_lag_seconds", "status")
         rows.insert(GroupLagHistory, [
             {"group_id": g, **raw, **{k: row[k] for k in keep}}
@@ -171,8 +173,9 @@ def sync(model: type[models.Model], keys: tuple[str, ...], new: dict[Any, Row],
         for values in list(gone)[i:i + BATCH]:
             query |= models.Q(**dict(zip(keys, values, strict=True)))
         manager.filter(query).delete()
-    rows.insert(model, [{**dict(zip(keys, key_of(k), strict=True)), **new[k], "updated_at": now}
-                        for k in changed], using, unique=keys)
+    cluster = current_name()  # the read model's rows are keyed by cluster too
+    rows.insert(model, [{"cluster": cluster, **dict(zip(keys, key_of(k), strict=True)), **new[k],
+                         "updated_at": now} for k in changed], using, unique=("cluster", *keys))
 
 
 def downsample(model: type[models.Model], series: tuple[str, ...], at: float, policy: Policy,

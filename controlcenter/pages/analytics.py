@@ -2,7 +2,9 @@
 (live progress bar, cancel, results as tables and uPlot charts), its downloads, schedules.
 
 Runs and results come from `AnalysisRun` rows; pages never call Spark. Launching and
-cancelling go through `actions` and need the `run_analyses` permission.
+cancelling go through `actions` and need the `run_analyses` permission. The lists show the
+current cluster's runs and schedules (`?cluster=all`: every cluster's, pages/scope.py); the
+launch form carries the cluster it was shown for, and launches there or nowhere.
 """
 
 from __future__ import annotations
@@ -16,21 +18,46 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from controlcenter import actions
+from controlcenter import actions, clusters
 from controlcenter.access import Capability, requires
 from controlcenter.analysis import execute, export
 from controlcenter.analysis.jobs import JOBS, JobSpec
 from controlcenter.analysis.schedules import MAX_EVERY_MINUTES, ScheduleSpec
 from controlcenter.models import AnalysisRun, AnalysisSchedule
+from controlcenter.pages import scope
 
 PER_PAGE = 25
 
 
 def analytics(request: HttpRequest) -> HttpResponse:
-    page = Paginator(AnalysisRun.objects.select_related("requested_by"), PER_PAGE).get_page(
-        request.GET.get("page"))
+    shown = scope.shown_cluster(request)
+    runs = scope.of_cluster(AnalysisRun.objects.select_related("requested_by"), shown)
+    page = Paginator(runs, PER_PAGE).get_page(request.GET.get("page"))
+    # Schedules of a cluster the platform no longer watches: only every cluster's list shows
+    # them, and their launches fail; the page says where they are.
+    stranded = AnalysisSchedule.objects.exclude(
+        cluster__in=[c.name for c in clusters.configured()]).values_list("cluster", flat=True)
     return render(request, "controlcenter/analytics.html", {
-        "page": page, "jobs": JOBS.values(), "schedules": AnalysisSchedule.objects.all()})
+        "page": page, "jobs": JOBS.values(), **scope.context(shown),
+        "schedules": scope.of_cluster(AnalysisSchedule.objects.all(), shown),
+        "stranded": sorted(set(stranded))})
+
+
+class ClusterChoice(forms.Form):
+    """The cluster the launch page was shown for: the run (and schedule) is that cluster's
+    even when the session has switched since, and one no longer configured is refused."""
+
+    cluster = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            data["cluster"] = clusters.checked(data.get("cluster") or clusters.current_name())
+        except clusters.UnknownCluster as exc:
+            raise forms.ValidationError(
+                f"{exc} Nothing was launched or scheduled: choose a cluster with the "
+                "switcher and launch again.") from exc
+        return data
 
 
 class ScheduleForm(forms.Form):
@@ -51,28 +78,40 @@ def analysis_new(request: HttpRequest, job: str) -> HttpResponse:
     spec = _spec(job)
     if request.method == "POST":
         return _launch(request, spec)
-    return _form_page(request, spec, spec.form(), ScheduleForm())
+    return _form_page(request, spec, spec.form(), ScheduleForm(),
+                      ClusterChoice(initial={"cluster": clusters.current_name()}))
 
 
 def _form_page(request: HttpRequest, spec: JobSpec, form: Any, schedule: ScheduleForm,
-               status: int = 200) -> HttpResponse:  # fmt: skip
-    return render(request, "controlcenter/analysis_new.html",
-                  {"spec": spec, "form": form.offer_names(), "schedule": schedule},
-                  status=status)
+               choice: ClusterChoice, status: int = 200) -> HttpResponse:  # fmt: skip
+    return render(request, "controlcenter/analysis_new.html", {
+        "spec": spec, "form": form.offer_names(), "schedule": schedule, "choice": choice,
+        "cluster_name": clusters.current_name()}, status=status)
 
 
 @requires(Capability.RUN_ANALYSES)
 def _launch(request: HttpRequest, spec: JobSpec) -> HttpResponse:
+    choice = ClusterChoice(request.POST)
+    if not choice.is_valid():  # the job's names cannot be checked on no cluster
+        posted = {k: v if len(v) > 1 else v[0] for k, v in request.POST.lists()}
+        return _form_page(request, spec, spec.form(initial=posted),
+                          ScheduleForm(request.POST), choice, status=400)
+    with clusters.using(choice.cleaned_data["cluster"]):
+        return _launch_on(request, spec, choice)
+
+
+def _launch_on(request: HttpRequest, spec: JobSpec, choice: ClusterChoice) -> HttpResponse:
     form, schedule = spec.form(request.POST), ScheduleForm(request.POST)
     if not (form.is_valid() and schedule.is_valid()):
-        return _form_page(request, spec, form, schedule, status=400)
-    name = schedule.cleaned_data.get("schedule_name")
+        return _form_page(request, spec, form, schedule, choice, status=400)
+    name, cluster = schedule.cleaned_data.get("schedule_name"), choice.cleaned_data["cluster"]
     if name:
         actions.save_analysis_schedule(request, ScheduleSpec.of(
-            name, spec.name, form, schedule.cleaned_data["every_minutes"]))
+            name, spec.name, form, schedule.cleaned_data["every_minutes"], cluster))
         messages.success(request, f"Schedule {name} saved: {spec.title} every "
-                                  f"{schedule.cleaned_data['every_minutes']} minutes.")
-    run = actions.launch_analysis(request, spec.name, form.params())
+                                  f"{schedule.cleaned_data['every_minutes']} minutes on "
+                                  f"{cluster}.")
+    run = actions.launch_analysis(request, spec.name, form.params(), cluster=cluster)
     return redirect("analysis-run", run_id=run.pk)
 
 

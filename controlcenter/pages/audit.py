@@ -1,4 +1,5 @@
-"""The audit log page: every state change, newest first, searchable, paginated."""
+"""The audit log page: every state change, newest first, searchable, paginated; the current
+cluster's entries unless `?cluster=all` (pages/scope.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from controlcenter.models import AuditEntry
+from controlcenter.pages import scope
 
 PER_PAGE = 50
 
@@ -15,9 +17,11 @@ PER_PAGE = 50
 def audit_log(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     result = request.GET.get("result", "")
-    entries = _search(AuditEntry.objects.all(), query, result)
+    shown = scope.shown_cluster(request)
+    entries = _search(scope.of_cluster(AuditEntry.objects.all(), shown), query, result)
     page = Paginator(entries, PER_PAGE).get_page(request.GET.get("page"))
-    context = {"page": page, "q": query, "result": result, "results": AuditEntry.Result}
+    context = {"page": page, "q": query, "result": result, "results": AuditEntry.Result,
+               **scope.context(shown)}
     return render(request, "controlcenter/audit_log.html", context)
 
 

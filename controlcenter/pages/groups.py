@@ -35,6 +35,7 @@ from controlcenter.models import (
 from controlcenter.offsetreset import ResetMode, ResetSpec
 from controlcenter.pages.banners import cluster_banners
 from controlcenter.pages.overview import SEVERITY
+from controlcenter.streams.publish import alerts_context
 
 PER_PAGE = 50
 SORTS = {"group": "group_id", "type": "group_type", "state": "state", "members": "members",
@@ -137,7 +138,7 @@ def group(request: HttpRequest, group_id: str) -> HttpResponse:
     return render(request, "controlcenter/group.html", {
         "cluster": cluster, "banners": cluster_banners(cluster), **context,
         "group_id": group_id, "window": window, "windows": list(WINDOWS),
-        "history": lag_history(group_id, window)})
+        "history": lag_history(group_id, window), "lag_alerts": alerts_context(group_id)})
 
 
 # --- reset offsets, delete ----------------------------------------------------------------

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Case, F, IntegerField, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from controlcenter import clusters
 from controlcenter.models import BrokerState, BurrowStatus, ClusterState, GroupState, TopicState
 from controlcenter.pages.banners import cluster_banners
 
@@ -29,7 +29,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         "cluster": cluster,
         "banners": cluster_banners(cluster),
-        "bootstrap_servers": settings.KAFKA_BOOTSTRAP_SERVERS,
+        "bootstrap_servers": clusters.current().bootstrap_servers,
         **brokers_context(None),
         **groups_in_trouble_context(None),
         **busiest_topics_context(None),

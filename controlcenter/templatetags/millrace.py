@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.conf import settings
 from django.core.paginator import Page
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
+from controlcenter import clusters
 from controlcenter.navigation import nav_links
 
 register = template.Library()
@@ -33,13 +33,18 @@ BURROW_MEANINGS = {
 @register.inclusion_tag("controlcenter/components/nav.html", takes_context=True)
 def main_nav(context: template.Context) -> dict[str, Any]:
     request = context.get("request")
-    return {"links": nav_links(request.path if request is not None else "/")}
+    configured = clusters.configured()
+    return {"links": nav_links(request.path if request is not None else "/"),
+            # the switcher, once there is more than one cluster to switch between
+            "clusters": configured if len(configured) > 1 else (),
+            "current_cluster": clusters.current().name,
+            "path": request.path if request is not None else "/"}
 
 
 @register.simple_tag
 def bootstrap_servers() -> str:
     """The cluster every page shows, as clients would be configured for it."""
-    return str(settings.KAFKA_BOOTSTRAP_SERVERS)
+    return clusters.current().bootstrap_servers
 
 
 @register.simple_tag

@@ -2,7 +2,8 @@
 // `analyses` topic. live.js swaps the rows this page shows; a row it does not show is a run
 // queued since the page loaded (from another browser, the API or a schedule), which this
 // module inserts in its place, newest first, on the first page only (later pages would
-// shift under the reader). The count follows, the page keeps its size.
+// shift under the reader), and only when the list shows its cluster (the table's
+// data-cluster; empty: every cluster's). The count follows, the page keeps its size.
 const table = document.getElementById("analysis-runs");
 const ROW_PREFIX = "analysis-row-";
 
@@ -35,6 +36,9 @@ if (table && table.dataset.liveInsert === "1") {
     if (message.type !== "fragment" || !message.id.startsWith(ROW_PREFIX)) return;
     if (document.getElementById(message.id)) return; // shown: live.js swapped it
     const row = parseRow(message.html);
-    if (row && row.id === message.id) insert(table.tBodies[0], row);
+    if (!row || row.id !== message.id) return;
+    const shown = table.dataset.cluster;
+    if (shown && row.dataset.cluster !== shown) return; // another cluster's run
+    insert(table.tBodies[0], row);
   });
 }

@@ -9,6 +9,7 @@ from laganalysis.jobs import anomalies, correlation, eta, hot_partitions, lag_su
 from laganalysis.jobs.result import JobResult, ParamError, Series, Table
 
 Job = Callable[[Any, Mapping[str, Any]], JobResult]
+Check = Callable[[Mapping[str, Any]], None]
 
 JOBS: dict[str, Job] = {
     "lag_summary": lag_summary.run,
@@ -19,4 +20,15 @@ JOBS: dict[str, Job] = {
     "correlation": correlation.run,
 }
 
-__all__ = ["JOBS", "JobResult", "ParamError", "Series", "Table"]
+# What each job checks of its parameters before a Spark session exists (a JVM start is
+# seconds): the same checks `run` makes, raising the same ParamError.
+CHECKS: dict[str, Check] = {
+    "lag_summary": lag_summary.check,
+    "eta": eta.check,
+    "sla": sla.check,
+    "hot_partitions": hot_partitions.check,
+    "anomalies": anomalies.check,
+    "correlation": correlation.check,
+}
+
+__all__ = ["CHECKS", "JOBS", "JobResult", "ParamError", "Series", "Table"]

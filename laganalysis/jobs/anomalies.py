@@ -17,19 +17,29 @@ from typing import Any
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from laganalysis.jobs.history import lag_samples
+from laganalysis.jobs.history import check_input, lag_samples
 from laganalysis.jobs.result import JobResult, ParamError, Series, Table
 
 COLUMNS = ("group", "hour", "day_of_week", "hour_of_day", "lag", "baseline", "stddev", "z")
 
 
-def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
+def check(params: Mapping[str, Any]) -> None:
+    check_input(params)
+    _settings(params)
+
+
+def _settings(params: Mapping[str, Any]) -> tuple[float, int]:
     try:
         z, min_history = float(params.get("z", 3.0)), int(params.get("min_history", 2))
     except (TypeError, ValueError) as exc:
         raise ParamError(f"z and min_history must be numbers: {exc}") from exc
     if z <= 0 or min_history < 1:
         raise ParamError("z must be positive and min_history at least 1")
+    return z, min_history
+
+
+def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
+    z, min_history = _settings(params)
     totals = (
         lag_samples(spark, params)
         .groupBy("group", "ts")

@@ -14,8 +14,8 @@ from typing import Any
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 
-from laganalysis.jobs.history import cluster_events, lag_samples
-from laganalysis.jobs.result import JobResult, ParamError, Table
+from laganalysis.jobs.history import check_input, cluster_events, lag_samples
+from laganalysis.jobs.result import JobResult, ParamError, Series, Table
 from laganalysis.records import EventKind
 
 KEY = ["group", "topic", "partition"]
@@ -23,13 +23,24 @@ JUMP_COLUMNS = (*KEY, "ts", "jump", "event_kind", "event_ts", "event_broker")
 KIND_COLUMNS = ("event_kind", "jumps")
 
 
-def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
+def check(params: Mapping[str, Any]) -> None:
+    check_input(params)
+    check_input(params, "events_path")
+    _settings(params)
+
+
+def _settings(params: Mapping[str, Any]) -> tuple[int, float]:
     try:
         min_jump, within = int(params.get("min_jump", 100)), float(params.get("within_s", 60))
     except (TypeError, ValueError) as exc:
         raise ParamError(f"min_jump and within_s must be numbers: {exc}") from exc
     if min_jump < 1 or within <= 0:
         raise ParamError("min_jump must be at least 1 and within_s positive")
+    return min_jump, within
+
+
+def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
+    min_jump, within = _settings(params)
     order = Window.partitionBy(*KEY).orderBy("ts")
     jumps = (
         lag_samples(spark, params)
@@ -65,4 +76,6 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
     result = JobResult("correlation")
     result.tables["jumps"] = Table.of(JUMP_COLUMNS, [r.asDict() for r in rows])
     result.tables["by_event_kind"] = Table.of(KIND_COLUMNS, [r.asDict() for r in by_kind])
+    result.charts["jumps_by_event_kind"] = Series(
+        [r.event_kind for r in by_kind], {"jumps": [float(r.jumps) for r in by_kind]})
     return result

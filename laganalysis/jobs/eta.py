@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from laganalysis import eta as rules
-from laganalysis.jobs.history import lag_samples
-from laganalysis.jobs.result import JobResult, Table
+from laganalysis.jobs.history import check_input, lag_samples
+from laganalysis.jobs.result import JobResult, Series, Table
 from laganalysis.window import Sample
 
 KEY = ["group", "topic", "partition"]
@@ -31,6 +31,10 @@ GROUP_COLUMNS = (
     "skew_max_over_mean",
     "skew_gini",
 )
+
+
+def check(params: Mapping[str, Any]) -> None:
+    check_input(params)
 
 
 def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
@@ -54,6 +58,10 @@ def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
     result = JobResult("eta")
     result.tables["partitions"] = Table.of(PARTITION_COLUMNS, _partition_rows(partitions))
     result.tables["groups"] = Table.of(GROUP_COLUMNS, _group_rows(partitions))
+    rows = result.tables["partitions"].rows
+    result.charts["lag_by_partition"] = Series(
+        [f"{r['group']} {r['topic']}-{r['partition']}" for r in rows],
+        {"lag": [float(r["lag"]) for r in rows]})
     return result
 
 

@@ -29,15 +29,33 @@ def lag_samples(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
     df = _records(spark, params, "samples_path", LAG_SAMPLES_TOPIC, LAG_SAMPLE_DDL)
     df = df.withColumn("ts", F.col("ts") / 1000.0)
     df = _window(df, params)
-    groups = params.get("groups")
+    groups = _groups(params)
     if groups:
-        df = df.where(F.col("group").isin(list(groups)))
+        df = df.where(F.col("group").isin(groups))
     return df
 
 
 def cluster_events(spark: SparkSession, params: Mapping[str, Any]) -> DataFrame:
     df = _records(spark, params, "events_path", CLUSTER_EVENTS_TOPIC, CLUSTER_EVENT_DDL)
     return _window(df.withColumn("ts", F.col("ts") / 1000.0), params)
+
+
+def check_input(params: Mapping[str, Any], path_key: str = "samples_path") -> None:
+    """What every history job checks before Spark starts: a source, a window, a group list."""
+    if not (params.get(path_key) or params.get("bootstrap")):
+        topic = LAG_SAMPLES_TOPIC if path_key == "samples_path" else CLUSTER_EVENTS_TOPIC
+        raise ParamError(f"give bootstrap (the cluster holding {topic}) or {path_key}")
+    window_bounds(params)
+    _groups(params)
+
+
+def _groups(params: Mapping[str, Any]) -> list[str]:
+    groups = params.get("groups")
+    if groups is None:
+        return []
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise ParamError(f"groups must be a list of group names, got {groups!r}")
+    return groups
 
 
 def window_bounds(params: Mapping[str, Any]) -> tuple[float | None, float | None]:

@@ -35,7 +35,15 @@ TOPIC_COLUMNS = (
 )
 
 
+def check(params: Mapping[str, Any]) -> None:
+    if not params.get("bootstrap"):
+        raise ParamError("give bootstrap, the cluster holding the topics")
+    window_bounds(params)
+    _settings(params)
+
+
 def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:
+    check(params)
     topics, hot_factor, top_keys = _settings(params)
     data = _read(spark, params, topics).select(
         "topic",

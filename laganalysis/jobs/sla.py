@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from laganalysis.jobs.history import lag_samples, window_bounds
+from laganalysis.jobs.history import check_input, lag_samples, window_bounds
 from laganalysis.jobs.result import JobResult, ParamError, Series, Table
 
 COLUMNS = (
@@ -27,6 +27,11 @@ COLUMNS = (
     "budget_left_minutes",
     "budget_left_fraction",
 )
+
+
+def check(params: Mapping[str, Any]) -> None:
+    check_input(params)
+    _settings(params)
 
 
 def run(spark: SparkSession, params: Mapping[str, Any]) -> JobResult:

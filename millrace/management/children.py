@@ -6,10 +6,11 @@ nothing orphaned; a clean stop sends SIGTERM and waits, then SIGKILL.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import os
 import signal
-import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -25,19 +26,19 @@ def _die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def port_open(host: str, port: int) -> bool:
+def http_ok(url: str, basic: tuple[str, str] | None = None, ca: str | None = None) -> bool:
+    """Whether `url` answers with a success (urlopen raises for 4xx and 5xx), sending
+    `basic` (user, password) as HTTP Basic credentials when given, and trusting the CA
+    file `ca` for an https URL."""
+    request = urllib.request.Request(url)
+    if basic is not None:
+        token = base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    context = ssl.create_default_context(cafile=ca) if ca else None
     try:
-        with socket.create_connection((host, port), timeout=0.3):
-            return True
-    except OSError:
-        return False
-
-
-def http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # our own URL
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
             return bool(response.status < 500)
-    except OSError:
+    except OSError:  # HTTPError (4xx, 5xx) included
         return False
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..compatibility import Incompatibility
-from ..formats import JSON, ParsedSchema, Resolved
+from registry.compatibility import Incompatibility
+from registry.parsed import JSON, ParsedSchema, Resolved
+
 from .compatibility import reader_incompatibilities
 from .schema import JsonSchema, parse
 

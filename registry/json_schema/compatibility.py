@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compatibility import Incompatibility
+from registry.compatibility import Incompatibility
+
 from .members import Arrays, Objects
 from .nodes import Side, is_empty, normal
 from .schema import JsonSchema

@@ -28,8 +28,8 @@ from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 
-from ..errors import invalid_schema
-from ..formats import Resolved
+from registry.errors import invalid_schema
+from registry.parsed import Resolved
 
 MAX_REF_CHAIN = 64
 MAX_DEPTH = 64  # of objects and arrays: the checks recurse a few frames a level

@@ -10,8 +10,11 @@ text is what is stored and fingerprinted, and its compiled descriptor is what
 `?format=serialized` answers, so a schema has one id whichever way it came. (Text compiled
 as given declares what its canonical text declares, in the same order, so it is compiled
 once; the differential test checks that on every generated pair.) A reference's `name` is
-the import path it stands for; imports of `google/protobuf/*` and `google/type/*` need no
-reference. `wire.py` reads message indexes and builds message classes for decoders.
+the import path it stands for; imports of `google/protobuf/*`, `google/type/*` and
+Confluent's `confluent/meta.proto` and `confluent/type/decimal.proto` need no reference.
+Custom options an import declares (Confluent's `confluent.field_meta`, which its Connect
+converter puts a Decimal's precision and scale in) are written out with the rest.
+`wire.py` reads message indexes and builds message classes for decoders.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from dataclasses import dataclass, field
 from google.protobuf import descriptor_pb2 as pb
 from google.protobuf import descriptor_pool
 
-from ..compatibility import Incompatibility
-from ..errors import invalid_schema
-from ..formats import PROTOBUF, ParsedSchema, Resolved
+from registry.compatibility import Incompatibility
+from registry.errors import invalid_schema
+from registry.parsed import PROTOBUF, ParsedSchema, Resolved
+
 from . import compatibility, compiler
 from .render import render
 
@@ -62,7 +66,7 @@ def parse(text: str, references: Sequence[Resolved], normalize: bool) -> Protobu
     else:
         descriptor, _ = compiler.compile_text(text, sources)
         again = normalize  # else the text declares what the canonical text does, in order
-    canonical = render(descriptor, normalize)
+    canonical = render(descriptor, normalize, _options_pool(descriptor, imports))
     if again:
         descriptor, _ = compiler.compile_text(canonical, sources)
     return ProtobufSchema(text=canonical, parsed=descriptor, imports=imports)
@@ -89,6 +93,20 @@ def _from_descriptor(text: str, imports: dict[str, tuple[str, pb.FileDescriptorP
     except (TypeError, KeyError, ValueError) as exc:
         raise invalid_schema(f"the FileDescriptorProto does not build: {exc}") from exc
     return descriptor
+
+
+def _options_pool(descriptor: pb.FileDescriptorProto,
+                  imports: dict[str, tuple[str, pb.FileDescriptorProto]]
+                  ) -> descriptor_pool.DescriptorPool | None:
+    """A pool of the file's imports (and descriptor.proto), in which its options' custom
+    extensions are known; None when it imports nothing, so declares no such extension."""
+    if not descriptor.dependency:
+        return None
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+    for name in ("google/protobuf/descriptor.proto", *descriptor.dependency):
+        _add(pool, name, imports, added)
+    return pool
 
 
 def _add(pool: descriptor_pool.DescriptorPool, name: str,

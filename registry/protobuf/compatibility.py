@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from google.protobuf import descriptor_pb2 as pb
 
-from ..compatibility import Incompatibility
+from registry.compatibility import Incompatibility
 
 F = pb.FieldDescriptorProto
 COMPATIBLE = frozenset({

@@ -2,11 +2,13 @@
 
 protoc reads files: the schema and every file it imports through references are written
 to a fresh temporary directory under their import paths, and the well-known types
-(`google/protobuf/*.proto`, shipped with grpcio-tools, and `google/type/*.proto`, shipped
-with googleapis-common-protos) come from include paths after it, so a reference of the same
-name wins. protoc writes its errors to file descriptor 2; `_captured_stderr` points that
-descriptor at a file for the call (under a lock: it is the process's), and whatever else
-the process wrote meanwhile is passed on to the real stderr afterwards.
+(`google/protobuf/*.proto`, shipped with grpcio-tools, `google/type/*.proto`, shipped
+with googleapis-common-protos, and Confluent's `confluent/meta.proto` and
+`confluent/type/decimal.proto`, written out from `CONFLUENT_FILES`) come from include paths
+after it, so a reference of the same name wins. protoc writes its errors to file
+descriptor 2; `_captured_stderr` points that descriptor at a file for the call (under a
+lock: it is the process's), and whatever else the process wrote meanwhile is passed on to
+the real stderr afterwards.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
-from ..errors import invalid_schema
+from registry.errors import invalid_schema
 
 SCHEMA_FILE = "schema.proto"  # the name the registered schema itself is compiled under
 _lock = threading.Lock()
@@ -32,11 +34,53 @@ _builtin_cache: dict[str, descriptor_pb2.FileDescriptorProto] = {}
 
 _includes: list[str] = []
 
+# Confluent's own imports, which its clients treat as built in (confluent-kafka's serializer
+# registers no reference for anything under `confluent/`) and its Connect converter writes:
+# `confluent.type.Decimal` for Connect's Decimal, and the `confluent.field_meta` option in
+# which the field's precision and scale go. Declared here as Confluent declares them (same
+# packages, names, numbers and types), so descriptors built from either agree on the wire.
+CONFLUENT_FILES = {
+    "confluent/meta.proto": """syntax = "proto3";
+package confluent;
+import "google/protobuf/descriptor.proto";
+option go_package = "../confluent";
+message Meta {
+  string doc = 1;
+  map<string, string> params = 2;
+  repeated string tags = 3;
+  repeated Rule rules = 4;
+}
+message Rule {
+  string name = 1;
+  string doc = 2;
+  string expr = 3;
+  string sql = 4;
+}
+extend google.protobuf.FileOptions { Meta file_meta = 1088; }
+extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
+extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
+extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
+extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
+""",
+    "confluent/type/decimal.proto": """syntax = "proto3";
+package confluent.type;
+option go_package = "../confluent/type";
+// The unscaled number is `value`, big-endian two's complement; the number is
+// value * 10^-scale, with `precision` digits.
+message Decimal {
+  bytes value = 1;
+  uint32 precision = 2;
+  int32 scale = 3;
+}
+""",
+}
+
 
 def include_paths() -> list[str]:
     """grpcio-tools' `google/protobuf/*.proto`, and a directory of this process holding
     only googleapis-common-protos' `google/type/*.proto` (its package directory holds
-    everything else installed beside it, which an import must not reach)."""
+    everything else installed beside it, which an import must not reach) and
+    `CONFLUENT_FILES`."""
     with _lock:
         if not _includes:
             import google.type
@@ -47,12 +91,15 @@ def include_paths() -> list[str]:
             (own / "google" / "type").mkdir(parents=True)
             for source in Path(next(iter(google.type.__path__))).glob("*.proto"):
                 shutil.copyfile(source, own / "google" / "type" / source.name)
+            for name, text in CONFLUENT_FILES.items():
+                (own / name).parent.mkdir(parents=True, exist_ok=True)
+                (own / name).write_text(text, encoding="utf-8")
             _includes.extend([str(Path(grpc_tools.__file__).parent / "_proto"), str(own)])
     return list(_includes)
 
 
 def is_builtin(name: str) -> bool:
-    return name.startswith(("google/protobuf/", "google/type/"))
+    return name.startswith(("google/protobuf/", "google/type/")) or name in CONFLUENT_FILES
 
 
 def compile_text(

@@ -6,7 +6,9 @@ names are written fully qualified (`.pkg.Msg`), which needs no scope resolution 
 back; messages, enums and services keep their order, since the wire format's message
 indexes count them. Inside a message, fields come in declaration order, each oneof where
 its first field is; with `normalize`, fields are ordered by number and imports and
-options sorted.
+options sorted. Options set through an import's extensions (`[(confluent.field_meta) =
+{...}]`) reach the descriptor as unknown fields; with a pool of the imports they are read
+again as that pool's option messages, so they are written out by name.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from google.protobuf import descriptor_pb2 as pb
+from google.protobuf import descriptor_pool, message_factory, unknown_fields
 from google.protobuf.descriptor import FieldDescriptor
 
-from ..errors import invalid_schema
+from registry.errors import invalid_schema
 
 F = pb.FieldDescriptorProto
 SCALARS = {
@@ -32,15 +35,19 @@ LABELS = {F.LABEL_OPTIONAL: "optional", F.LABEL_REQUIRED: "required",
 INDENT = "  "
 
 
-def render(file: pb.FileDescriptorProto, normalize: bool = False) -> str:
+def render(file: pb.FileDescriptorProto, normalize: bool = False,
+           pool: descriptor_pool.DescriptorPool | None = None) -> str:
+    """`pool`: the file's imports, whose extensions its options may set."""
     if file.syntax not in ("", "proto2", "proto3"):
         raise invalid_schema(f"syntax {file.syntax!r} (editions) is not supported")
-    return _Writer(file, normalize).file()
+    return _Writer(file, normalize, pool).file()
 
 
 class _Writer:
-    def __init__(self, file: pb.FileDescriptorProto, normalize: bool) -> None:
+    def __init__(self, file: pb.FileDescriptorProto, normalize: bool,
+                 pool: descriptor_pool.DescriptorPool | None = None) -> None:
         self.source = file
+        self.pool = pool
         self.proto3 = file.syntax == "proto3"
         self.normalize = normalize
         self.lines: list[str] = []
@@ -72,7 +79,7 @@ class _Writer:
         return "\n".join(self.lines) + "\n"
 
     def options(self, depth: int, options: Any, skip: Iterable[str] = ()) -> None:
-        for text in _option_texts(options, skip, self.normalize):
+        for text in _option_texts(options, skip, self.normalize, self.pool):
             self.emit(depth, f"option {text};")
 
     def message(self, depth: int, message: pb.DescriptorProto, scope: str) -> None:
@@ -127,7 +134,7 @@ class _Writer:
         else:
             kind = _type(field)
             label = self.label(field, in_oneof)
-        options = _field_options(field)
+        options = _field_options(field, self.pool)
         suffix = f" [{', '.join(options)}]" if options else ""
         self.emit(depth, f"{label}{kind} {field.name} = {field.number}{suffix};")
 
@@ -144,7 +151,7 @@ class _Writer:
         self.emit(depth, f"enum {enum.name} {{")
         self.options(depth + 1, enum.options)
         for value in enum.value:
-            options = _option_texts(value.options, (), self.normalize)
+            options = _option_texts(value.options, (), self.normalize, self.pool)
             suffix = f" [{', '.join(options)}]" if options else ""
             self.emit(depth + 1, f"{value.name} = {value.number}{suffix};")
         self.reserved(depth + 1, enum.reserved_range, enum.reserved_name, exclusive=False)
@@ -176,7 +183,7 @@ class _Writer:
             out = "stream " if method.server_streaming else ""
             head = (f"rpc {method.name}({into}{method.input_type}) "
                     f"returns ({out}{method.output_type})")
-            options = _option_texts(method.options, (), self.normalize)
+            options = _option_texts(method.options, (), self.normalize, self.pool)
             if options:
                 self.emit(1, f"{head} {{")
                 for text in options:
@@ -199,13 +206,14 @@ def _range(start: int, end: int) -> str:
     return str(start) if last == start else f"{start} to {last}"
 
 
-def _field_options(field: pb.FieldDescriptorProto) -> list[str]:
+def _field_options(field: pb.FieldDescriptorProto,
+                   pool: descriptor_pool.DescriptorPool | None) -> list[str]:
     options = []
     if field.HasField("default_value"):
         options.append(f"default = {_default(field)}")
     if field.HasField("json_name") and field.json_name != _json_name(field.name):
         options.append(f"json_name = {_quote(field.json_name)}")
-    options += _option_texts(field.options, (), False)
+    options += _option_texts(field.options, (), False, pool)
     return options
 
 
@@ -223,8 +231,11 @@ def _json_name(name: str) -> str:
     return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
 
 
-def _option_texts(options: Any, skip: Iterable[str], normalize: bool) -> list[str]:
+def _option_texts(options: Any, skip: Iterable[str], normalize: bool,
+                  pool: descriptor_pool.DescriptorPool | None = None) -> list[str]:
     texts = []
+    if pool is not None and len(unknown_fields.UnknownFieldSet(options)):
+        options = _extended(options, pool)
     for descriptor, value in options.ListFields():
         if descriptor.name in ("uninterpreted_option", "features", *skip):
             continue
@@ -232,6 +243,16 @@ def _option_texts(options: Any, skip: Iterable[str], normalize: bool) -> list[st
         values = value if descriptor.is_repeated else [value]
         texts += [f"{name} = {_value(descriptor, v)}" for v in values]
     return sorted(texts) if normalize else texts
+
+
+def _extended(options: Any, pool: descriptor_pool.DescriptorPool) -> Any:
+    """`options` read again as the pool's own options message, in which the extensions
+    its files declare are known (those the pool does not know stay unknown, and unsaid)."""
+    try:
+        own = pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+    except KeyError:
+        return options
+    return message_factory.GetMessageClass(own).FromString(options.SerializeToString())
 
 
 def _value(descriptor: FieldDescriptor, value: Any) -> str:

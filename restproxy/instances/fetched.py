@@ -14,8 +14,8 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from .. import errors, formats
-from ..content_types import EmbeddedFormat
+from restproxy import errors, formats
+from restproxy.content_types import EmbeddedFormat
 
 
 def record_json(message: Any, fmt: EmbeddedFormat) -> dict[str, Any]:

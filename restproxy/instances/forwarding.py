@@ -12,8 +12,8 @@ from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.urls import reverse
 from rest_framework.request import Request
 
-from .. import errors
-from ..api import Later, read_body
+from restproxy import errors
+from restproxy.api import Later, read_body
 
 FORWARDED_HEADER = "X-Millrace-Forwarded"
 FORWARD_TIMEOUT = 120.0

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 import httpauth
+from restproxy import errors
+from restproxy.client import base_config
+from restproxy.content_types import EmbeddedFormat
 
-from .. import errors
-from ..client import base_config
-from ..content_types import EmbeddedFormat
 from . import fetched
 
 logger = logging.getLogger(__name__)
@@ -116,7 +116,9 @@ class ConsumerInstance:
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(function(self))
-                except BaseException as exc:
+                # As concurrent.futures' own workers: whatever the command raises is the
+                # caller's, handed over through its future (never this thread's end).
+                except BaseException as exc:  # noqa: BLE001 - re-raised by future.result()
                     future.set_exception(exc)
         with self._queue_lock:
             self._finished = True

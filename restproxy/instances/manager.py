@@ -24,10 +24,10 @@ from django.core.cache import DEFAULT_CACHE_ALIAS, BaseCache, caches
 from django.db import IntegrityError, close_old_connections
 
 import httpauth
+from restproxy import errors
+from restproxy.api import need_thread
+from restproxy.models import ConsumerInstanceOwner
 
-from .. import errors
-from ..api import need_thread
-from ..models import ConsumerInstanceOwner
 from .instance import ConsumerInstance, InstanceConfig
 
 logger = logging.getLogger(__name__)

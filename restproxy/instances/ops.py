@@ -6,7 +6,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
 
-from .. import errors
+from restproxy import errors
+
 from .instance import ConsumerInstance
 
 

@@ -25,7 +25,8 @@ from django.conf import settings
 from django.http import HttpResponseBase, StreamingHttpResponse
 from rest_framework.request import Request
 
-from .. import content_types, errors
+from restproxy import content_types, errors
+
 from . import fetched
 from .forwarding import forward_stream
 from .instance import ConsumerInstance, message_size

@@ -11,8 +11,9 @@ from django.urls import reverse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import actions, content_types, errors
-from ..api import Later, ProxyView, json_object, read_json
+from restproxy import actions, content_types, errors
+from restproxy.api import Later, ProxyView, json_object, read_json
+
 from . import ops
 from .forwarding import forward, is_forwarded
 from .instance import ConsumerInstance

@@ -9,10 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clusterclient import EARLIEST, LATEST, PartitionMetadata, TopicPartition
-
-from .. import actions, client, content_types, errors
-from ..api import Later, ProxyView, json_object, parse_json, read_body
-from ..client import cluster
+from restproxy import actions, client, content_types, errors
+from restproxy.api import Later, ProxyView, json_object, parse_json, read_body
+from restproxy.client import cluster
 
 
 def v2_partition(partition: PartitionMetadata) -> dict[str, Any]:

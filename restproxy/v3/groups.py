@@ -9,9 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from clusterclient import ConsumerGroup, GroupLag, GroupMember, PartitionLag
+from restproxy import errors
+from restproxy.client import cluster
 
-from .. import errors
-from ..client import cluster
 from . import resources_groups
 from .views import ClusterView
 

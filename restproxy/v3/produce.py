@@ -20,9 +20,10 @@ from django.http import HttpResponseBase, StreamingHttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import actions, client, errors, records
-from ..api import Later, _on_loop, read_body
-from ..client import PendingBatch, gateway
+from restproxy import actions, client, errors, records
+from restproxy.api import Later, _on_loop, read_body
+from restproxy.client import PendingBatch, gateway
+
 from .views import ClusterView
 
 T = TypeVar("T")
@@ -275,10 +276,15 @@ class RecordsView(ClusterView):
         async def answer() -> Response:
             await batch.all_done_within(REPORT_TIMEOUT)
             body = actions.v3_report(cluster_id, topic, entry, batch.reports[0])
-            status = 200 if body["error_code"] == 200 else int(body["error_code"])
-            return Response(body, status=status)
+            return Response(body, status=http_status(int(body["error_code"])))
 
         return Later(answer)
+
+
+def http_status(error_code: int) -> int:
+    """The HTTP status of a record's report: its error_code, or the status a Confluent
+    code names (40301: 403)."""
+    return error_code // 100 if error_code >= 1000 else error_code
 
 
 def _stream(cluster_id: str, topic: str) -> ProduceStream:

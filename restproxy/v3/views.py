@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from clusterclient import PartitionMetadata
+from clusterclient import ClusterMetadata, ClusterUnavailable, PartitionMetadata
+from clusterclient.clusters import KafkaCluster, from_settings
+from restproxy import actions, client, errors
+from restproxy.api import V3View, json_object, need_thread, parse_json, read_body, selected
+from restproxy.client import as_proxy, cluster
 
-from .. import actions, client, errors
-from ..api import V3View, json_object, need_thread, parse_json, read_body
-from ..client import cluster
 from . import resources
 from .resources import Links
+
+log = logging.getLogger(__name__)
+# How long another cluster has to say its id before it is left out of the answer (s)
+ID_PROBE_TIMEOUT = 3.0
+# ... and how long one that did not answer is left out without asking it again (s)
+UNANSWERED_S = 10.0
+_unanswered: dict[str, float] = {}  # cluster name -> until when
 
 
 def read_v3_json(request: Request) -> Any:
@@ -21,25 +33,71 @@ def read_v3_json(request: Request) -> Any:
 
 
 class ClusterView(V3View):
-    """Base of every view under /v3/clusters/{cluster_id}: 404 for another cluster."""
+    """Base of every view under /v3/clusters/{cluster_id}: the request acts on the configured
+    cluster with that id (client.selected), Confluent's 404 for any other id."""
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        metadata = cluster().cached_metadata()
-        if metadata is None:
-            need_thread()  # a refresh blocks: not on the event loop
-            metadata = cluster().metadata()
-        cluster_id = metadata.cluster_id or "millrace"
         wanted = kwargs.get("cluster_id")
+        cluster_id = _default_cluster_id()
         if wanted is not None and wanted != cluster_id:
-            raise errors.cluster_not_found(wanted)
+            chosen = next((c for c, cid in _other_cluster_ids() if cid == wanted), None)
+            if chosen is None:
+                raise errors.cluster_not_found(wanted)
+            selected.set(chosen)
+            cluster_id = wanted
         self.links = Links(request, cluster_id)
+
+
+def _cluster_id(metadata: ClusterMetadata | None) -> str:
+    return (metadata.cluster_id if metadata is not None else None) or "millrace"
+
+
+def _default_cluster_id() -> str:
+    selected.set(None)
+    metadata = cluster().cached_metadata()
+    if metadata is None:
+        need_thread()  # a refresh blocks: not on the event loop
+        metadata = cluster().metadata()
+    return _cluster_id(metadata)
+
+
+def _other_cluster_ids() -> Iterator[tuple[KafkaCluster, str]]:
+    """The other configured clusters that answer, with their ids (a cluster that does not
+    answer is left out: its id cannot be known). Asked as the proxy (client.as_proxy): the
+    request itself then reaches the cluster as the caller."""
+    for other in from_settings(settings)[1:]:
+        if _unanswered.get(other.name, 0.0) > time.monotonic():
+            continue
+        selected.set(other)
+        with as_proxy():
+            metadata = cluster().cached_metadata()
+        if metadata is None:
+            need_thread()
+            try:  # a short probe: a cluster that is down must not hold up the others
+                with as_proxy():
+                    metadata = cluster().metadata(timeout=ID_PROBE_TIMEOUT)
+            except ClusterUnavailable:
+                log.warning("cluster %s (%s) does not answer", other.name,
+                            other.bootstrap_servers)
+                _unanswered[other.name] = time.monotonic() + UNANSWERED_S
+                continue
+            finally:
+                selected.set(None)
+        yield other, _cluster_id(metadata)
+    selected.set(None)
 
 
 class ClusterListView(ClusterView):
     def get(self, request: Request) -> Response:
         metadata = cluster().metadata(refresh=True)
         data = [resources.cluster(self.links, metadata.controller_id)]
+        for other, cluster_id in list(_other_cluster_ids()):
+            selected.set(other)
+            with as_proxy():
+                controller = cluster().metadata().controller_id
+            data.append(resources.cluster(Links(request, cluster_id), controller))
+        selected.set(None)
         return Response({"kind": "KafkaClusterList",
                          "metadata": {"self": self.links.base, "next": None}, "data": data})
 

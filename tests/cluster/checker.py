@@ -196,12 +196,26 @@ def check(history: History) -> Report:
         for offset, _key, value in records:
             final_at[(partition, offset)] = value
     seen = _values_by_position(history, final_at)
+    final_values = set(final_at.values())
+    _check_positions(history, report, seen)
+    _check_acked(history, report, seen, final_values)
+    report.reordered = _reordered(history)
+    if history.consumers_drained:
+        consumed = {r.value for r in history.reads}
+        report.unconsumed = [f"{w.value!r} acked at {_pos(w.position)}"
+                             for w in history.acked()
+                             if w.value not in consumed and w.position is not None]
+    report.partial = _partial(history, final_values)
+    report.offsets = _offsets(history, final_at)
+    return report
+
+
+def _check_positions(history: History, report: Report, seen: dict[Position, set[str]]) -> None:
+    """Each position read as one value, each value at one position, and written by us."""
     positions_of: dict[str, set[Position]] = defaultdict(set)
     for position, values in seen.items():
         for value in values:
             positions_of[value].add(position)
-    final_values = set(final_at.values())
-
     for position, values in sorted(seen.items()):
         if len(values) > 1:
             report.changed_meaning.append(f"{_pos(position)} read as {sorted(values)}")
@@ -213,6 +227,11 @@ def check(history: History) -> Report:
             report.unexpected.append(f"{value!r} at {_pos(min(positions))}")
         elif write.status == "fail":
             report.failed_but_present.append(f"{value!r} at {_pos(min(positions))}")
+
+
+def _check_acked(history: History, report: Report, seen: dict[Position, set[str]],
+                 final_values: set[str]) -> None:
+    """Every acknowledged write present in the final read, at the position it was acked."""
     for write in history.acked():
         if write.value not in final_values:
             report.lost.append(f"{write.value!r} acked at {_pos(write.position)}")
@@ -222,15 +241,6 @@ def check(history: History) -> Report:
         if other:
             report.changed_meaning.append(
                 f"{write.value!r} acked at {_pos(write.position)}, which holds {sorted(other)}")
-    report.reordered = _reordered(history)
-    if history.consumers_drained:
-        consumed = {r.value for r in history.reads}
-        report.unconsumed = [f"{w.value!r} acked at {_pos(w.position)}"
-                             for w in history.acked()
-                             if w.value not in consumed and w.position is not None]
-    report.partial = _partial(history, final_values)
-    report.offsets = _offsets(history, final_at)
-    return report
 
 
 def _partial(history: History, final_values: set[str]) -> list[str]:

@@ -52,7 +52,9 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout: float = 60.0,
     while time.monotonic() < deadline:
         try:
             last = probe()
-        except Exception as exc:  # a broker that is down answers with errors: keep asking
+        # A probe of a cluster under faults fails in whichever client's error type it uses;
+        # the last error is in the timeout's message.
+        except Exception as exc:  # noqa: BLE001 - kept and reported on timeout
             last = None
             error = exc
         else:

@@ -8,16 +8,20 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient
+from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from brokercluster.client import ActionRefused, BrokerState, NoSupervisor, SupervisorClient
+from tests.brokercore.wire import WireClient
 from tests.brokerproc import REPO, ClusterActionError, ClusterProcess
 
 
@@ -247,3 +251,55 @@ def test_the_typed_client_says_when_no_supervisor_runs(tmp_path: Path) -> None:
     assert not client.available()
     with pytest.raises(NoSupervisor):
         client.status()
+
+
+def test_requests_reaching_a_stopping_broker_are_answered_or_closed_at_once(
+    cluster: ClusterProcess,
+) -> None:
+    """While SIGTERM stops broker 2 (controlled shutdown, then its listener drains), clients
+    keep sending it requests: each is answered, or its connection fails (closed, reset or
+    refused) at once, never held until a client's timeout (brokercore/README.md)."""
+    requests = [
+        (lambda: ListGroupsRequest(states_filter=[]), 4),
+        (lambda: DescribeGroupsRequest(groups=["cli-group"],
+                                       include_authorized_operations=False), 5),
+        (lambda: MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                 include_topic_authorized_operations=False), 9),
+    ]
+    done = threading.Event()
+    took: list[tuple[float, str]] = []
+
+    def probe(make: Callable[[], Any], version: int) -> None:
+        client: WireClient | None = None
+        while not done.is_set():
+            start = time.monotonic()
+            try:
+                client = client or WireClient(cluster.bootstrap_of(2), timeout=10.0)
+                client.request(make(), version)
+                outcome = "answered"
+            except OSError as exc:  # closed, reset, refused, or held past the timeout
+                outcome = type(exc).__name__
+                if client is not None:
+                    client.close()
+                client = None
+                time.sleep(0.05)
+            took.append((time.monotonic() - start, outcome))
+        if client is not None:
+            client.close()
+
+    probes = [threading.Thread(target=probe, args=r) for r in requests]
+    for t in probes:
+        t.start()
+    time.sleep(0.5)
+    try:
+        assert cluster.stop(2)["state"] == "stopped"
+        time.sleep(0.5)
+    finally:
+        done.set()
+        for t in probes:
+            t.join(30)
+    assert any(outcome == "answered" for _, outcome in took)
+    assert any(outcome != "answered" for _, outcome in took)  # it did stop under them
+    slowest = max(took)
+    # Generous for a loaded machine; a request held until it is dropped takes the 10 s.
+    assert slowest[0] < 5.0, slowest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -136,27 +136,6 @@ def test_list_offsets_of_a_missing_partition_is_a_value(client: ClusterClient) -
     assert bad in answer.errors and answer.errors[bad].partition == 7
     with pytest.raises(ClusterRequestError):
         answer.checked()
-
-
-@pytest.fixture
-def member(kafka_bootstrap: str) -> Iterator[Callable[..., Consumer]]:
-    consumers: list[Consumer] = []
-
-    def join(group: str, topic: str, protocol: str = "classic") -> Consumer:
-        consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group,
-                             "client.id": "lag-tester", "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest", "group.protocol": protocol})
-        consumer.subscribe([topic])
-        consumers.append(consumer)
-        deadline = time.monotonic() + 30
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.2)
-        assert consumer.assignment(), "the consumer never got its partitions"
-        return consumer
-
-    yield join
-    for consumer in consumers:
-        consumer.close()
 
 
 def test_group_lag_of_a_live_consumer_group(client: ClusterClient, kafka_bootstrap: str,

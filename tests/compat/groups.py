@@ -97,7 +97,7 @@ class PollingMember:
             while not self._stop.is_set():
                 self.consumed += self.poll()
                 self.assignment = self.owned()
-        except BaseException as exc:  # surfaced by stop()
+        except BaseException as exc:  # noqa: BLE001 - the thread's end: stop() re-raises it
             self.error = exc
 
     def stop(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import kafka
 import pytest
 from aiokafka.helpers import create_ssl_context
 
+from brokercore.server import TLS_WRITE_CHUNK
 from tests.securebroker import CREDENTIALS, SecuredBroker, start_secured_broker
 
 SASL = [(protocol, mechanism) for protocol in ("SASL_PLAINTEXT", "SASL_SSL")
@@ -189,3 +191,13 @@ def test_a_wrong_password_is_refused_with_kafkas_error(broker: SecuredBroker) ->
             break
     failure = next(e for e in errors if e.code() == confluent_kafka.KafkaError._AUTHENTICATION)
     assert "Invalid user credentials" in failure.str()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_record_larger_than_a_tls_write_slice_arrives_whole(
+        broker: SecuredBroker, client: str) -> None:
+    """The broker hands responses to TLS in slices (`TLS_WRITE_CHUNK`): a fetch response
+    several slices long must reach each client's TLS reader byte for byte."""
+    make_config, roundtrip = CLIENTS[client]
+    value = os.urandom(3 * TLS_WRITE_CHUNK + 12_345)
+    assert roundtrip(make_config(broker, "SASL_SSL", "SCRAM-SHA-512"), value) == value

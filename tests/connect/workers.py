@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -20,10 +21,23 @@ from brokercluster.ports import free_port
 REPO = Path(__file__).resolve().parents[2]
 
 
+class PortTaken(Exception):
+    """The worker could not bind its REST port: another process took it first."""
+
+
 class WorkerProcess:
+    """`scheme` https: its REST API serves TLS (its keystore in `extra`), trusted with the
+    CA file `ca`."""
+
     def __init__(self, data_dir: Path, bootstrap: str, group: str,
-                 extra: dict[str, str] | None = None) -> None:
+                 extra: dict[str, str] | None = None,
+                 auth: tuple[str, str] | None = None, scheme: str = "http",
+                 ca: str | None = None) -> None:
         self.data_dir = data_dir
+        self.auth = auth  # Basic credentials, when its REST API asks for them
+        self.scheme = scheme
+        self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) \
+            if ca else True
         self.port = free_port()
         self.props = {
             "bootstrap.servers": bootstrap, "group.id": group,
@@ -31,7 +45,7 @@ class WorkerProcess:
             "status.storage.topic": f"{group}-status",
             "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1", "offset.storage.partitions": "3",
-            "status.storage.partitions": "2", "listeners": f"http://127.0.0.1:{self.port}",
+            "status.storage.partitions": "2", "listeners": self.url,
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
             "value.converter": "org.apache.kafka.connect.storage.StringConverter",
             "offset.flush.interval.ms": "500", "session.timeout.ms": "6000",
@@ -42,9 +56,25 @@ class WorkerProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 40) -> WorkerProcess:
+        """Start the worker and wait until its REST API answers. The port was free when
+        picked, but the worker binds it only after joining its group, seconds later: when
+        another process took it meanwhile (seen once), start again on a new port."""
+        for attempt in range(3):
+            try:
+                self._start_once(timeout)
+                return self
+            except PortTaken:
+                if attempt == 2:
+                    raise
+                self.port = free_port()
+                self.props["listeners"] = self.url
+                self.output = self.data_dir / f"worker-{self.port}.out"
+        return self
+
+    def _start_once(self, timeout: float) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir / f"worker-{self.port}.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
@@ -53,16 +83,20 @@ class WorkerProcess:
                                           str(config)], cwd=REPO, stdout=out,
                                          stderr=subprocess.STDOUT)
         wait_for(lambda: self._answers(), timeout, f"the worker never answered:\n{self.log()}")
-        return self
 
     def _answers(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
+            if "address already in use" in self.log().lower():
+                raise PortTaken(self.port)
             raise RuntimeError(f"the worker exited:\n{self.log()}")
         try:
-            return httpx.get(self.url + "/", timeout=1).status_code == 200
+            response = httpx.get(self.url + "/", timeout=1, auth=self.auth,
+                                 verify=self.verify)
         except httpx.HTTPError:
             return False
+        # Whatever else took the port may answer too: only Connect's root names its cluster.
+        return response.status_code == 200 and "kafka_cluster_id" in response.text
 
     def log(self) -> str:
         return self.output.read_text(errors="replace")[-6000:] if self.output.exists() else ""
@@ -84,10 +118,11 @@ class WorkerProcess:
             self.proc.wait()
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, timeout=30)
+        return httpx.get(self.url + path, timeout=30, auth=self.auth, verify=self.verify)
 
     def request(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return httpx.request(method, self.url + path, json=body, timeout=60)
+        return httpx.request(method, self.url + path, json=body, timeout=60, auth=self.auth,
+                             verify=self.verify)
 
 
 def wait_for(check: Callable[[], Any], timeout: float, message: str = "") -> Any:

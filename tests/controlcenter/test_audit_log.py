@@ -1,14 +1,17 @@
 """The audit log page and the components it uses: newest first, server-side pagination
-that keeps the search, and a search over user, action and target."""
+that keeps the search, and a search over user, action and target; each entry is its
+cluster's, and the page shows the current cluster's unless asked for every cluster's."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
 
-from controlcenter import audit
+from clusterclient.clusters import KafkaCluster
+from controlcenter import audit, clusters
 from controlcenter.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -79,3 +82,29 @@ def test_targets_link_to_the_pages_of_what_they_name(client: Client) -> None:
     assert 'broker <a href="/brokers/2/">2</a>' in page
     assert 'run <a href="/analytics/runs/7/">7</a>' in page
     assert "<td>cluster</td>" in page and "<td>broker x</td>" in page
+
+
+def test_entries_are_their_clusters_and_the_log_shows_the_current_ones(
+    client: Client, settings: Any
+) -> None:
+    settings.KAFKA_EXTRA_CLUSTERS = (KafkaCluster("backup", "127.0.0.1:9"),)
+    default = clusters.default_name()
+    audit.record(None, "topic.create", "topic here", ok=True)
+    with clusters.using("backup"):  # a request on the second cluster, or its collector
+        audit.record(None, "topic.delete", "topic there", ok=True)
+    assert sorted(AuditEntry.objects.values_list("action", "cluster")) == [
+        ("topic.create", default), ("topic.delete", "backup")]
+    page = client.get("/audit/").content.decode()
+    assert actions_on(page) == ["topic.create"]
+    assert f"Cluster <strong>{default}</strong> only" in page
+    every = client.get("/audit/", {"cluster": "all", "q": "topic"}).content.decode()
+    assert actions_on(every) == ["topic.delete", "topic.create"]
+    assert "<td>backup</td>" in every and f"<td>{default}</td>" in every
+    assert '<input type="hidden" name="cluster" value="all">' in every  # the search keeps it
+    unknown = client.get("/audit/", {"cluster": "nope"}).content.decode()
+    assert actions_on(unknown) == ["topic.create"]
+    assert "Cluster &#x27;nope&#x27; is not configured" in unknown
+    assert actions_on(client.get("/audit/", {"cluster": "backup"}).content.decode()) == [
+        "topic.delete"]
+    # the switcher's choice stays: the log now shows the second cluster's
+    assert actions_on(client.get("/audit/").content.decode()) == ["topic.delete"]

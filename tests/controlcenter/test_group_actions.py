@@ -19,8 +19,8 @@ from controlcenter import actions
 from controlcenter.access import Capability
 from controlcenter.models import AuditEntry, BurrowStatus, PartitionLagHistory
 from controlcenter.offsetreset import ResetMode, ResetSpec, plan_reset
+from tests.controlcenter.collector.test_collector import create_topic, produce
 from tests.controlcenter.conftest import PASSWORD, make_user
-from tests.controlcenter.test_collector import create_topic, produce
 
 pytestmark = pytest.mark.django_db
 

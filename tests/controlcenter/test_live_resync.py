@@ -16,8 +16,8 @@ from controlcenter.models import ClusterState, GroupState
 from millrace.asgi import application
 from tests.controlcenter.browser import Browser
 from tests.controlcenter.cluster_snapshot import seed
-from tests.controlcenter.test_group_browser import cluster_server, tab
-from tests.controlcenter.test_group_pages import seed_lagging_group
+from tests.controlcenter.pages.test_group_browser import cluster_server, tab
+from tests.controlcenter.pages.test_group_pages import seed_lagging_group
 from tests.controlcenter.test_live import ORIGIN, own_hub
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,8 +55,9 @@ async def test_a_reconnected_page_gets_the_banner_and_the_current_fragments(
     [banner] = [m for m in messages if m["type"] == "banner"]
     assert banner["key"] == "cluster" and banner["active"] and "unreachable" in banner["text"]
     fragments = {m["id"]: m["html"] for m in messages if m["type"] == "fragment"}
+    # every fragment of the group's page, its lag-anomaly card too (controlcenter/streams)
     assert set(fragments) == {"group-table", "group-summary", "group-members",
-                              "group-partitions"}
+                              "group-partitions", "group-alerts"}
     assert "billing-worker" in fragments["group-members"]
     assert 'data-field="total-lag">150<' in fragments["group-summary"]
 

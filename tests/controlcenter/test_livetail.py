@@ -48,7 +48,7 @@ def wait_for(condition: Callable[[], bool]) -> None:
 
 def leave_all(hub: TailHub, topic: str) -> None:
     """Every follower leaves: the tail's thread ends and the hub forgets the topic."""
-    tail = hub.tails[topic]
+    tail = hub.tails[("", topic)]
     for follower in list(tail.followers):
         hub.leave(topic, follower)
     tail.thread.join(timeout=20)
@@ -64,8 +64,8 @@ def test_one_tail_serves_every_follower_with_its_filters_and_stops_with_the_last
     second = Follower(tea.put, MessageQuery(topic, value="tea"))
     hub.join(topic, first)
     hub.join(topic, second)
-    tail = hub.tails[topic]
-    assert list(hub.tails) == [topic]
+    tail = hub.tails[("", topic)]
+    assert list(hub.tails) == [("", topic)]
     wait_for(lambda: len(tail.followers) == 2)
 
     for item in ("green tea", "coffee", "black tea"):
@@ -77,7 +77,7 @@ def test_one_tail_serves_every_follower_with_its_filters_and_stops_with_the_last
     # others, already past it, are not sent it again.
     late = queue.Queue[str]()
     hub.join(topic, Follower(late.put, MessageQuery(topic), {0: 2}))
-    assert hub.tails[topic] is tail
+    assert hub.tails[("", topic)] is tail
     assert values(late, 1) == ["black tea"]
     produce(kafka_bootstrap, topic, b"oolong tea", key=b"k")
     assert values(late, 1) == ["oolong tea"]
@@ -125,7 +125,7 @@ def test_the_tail_rides_out_a_broker_crash_and_restart(broker_factory: Callable[
     hub = TailHub()
     pushes = queue.Queue[str]()
     hub.join(topic, Follower(pushes.put, MessageQuery(topic)))
-    tail = hub.tails[topic]
+    tail = hub.tails[("", topic)]
     wait_for(lambda: len(tail.followers) == 1)
     produce(broker.bootstrap, topic, b"before", key=b"k")
     assert values(pushes, 1) == ["before"]

@@ -2,7 +2,8 @@
 propagation"): against a broker with StandardAuthorizer, a SCRAM user's REST produce is
 allowed or refused by that user's ACLs, and a refusal is Confluent's 403 40301 at once,
 never a timeout. The proxy's own identity (PLAINTEXT, a super user here) would be allowed
-everything, so every refusal below is the caller's."""
+everything, so every refusal below is the caller's. The same holds on another configured
+cluster (a v3 path's): a second secured broker, where the proxy's own login is a super user."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from django.conf import settings
 from django.test import override_settings
 
 import httpauth
+from clusterclient.clusters import KafkaCluster
 from millrace.asgi import application
 from restproxy import client as proxy_client
 from tests.securebroker import SCRAM_USERS, start_secured_broker
@@ -64,6 +66,36 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                        AclOperation.READ, AclPermissionType.ALLOW),
             AclBinding(ResourceType.TOPIC, "read-only", ResourcePatternType.LITERAL, user,
                        "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+    for future in admin.create_acls(acls).values():
+        future.result(15)
+    bob = UserScramCredentialUpsertion(
+        OTHER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), OTHER_PASSWORD.encode())
+    for future in admin.alter_user_scram_credentials([bob]).values():
+        future.result(15)
+    try:
+        yield secured
+    finally:
+        proxy_client.reset_gateway()
+        secured.process.stop()
+
+
+@pytest.fixture(scope="module")
+def other(broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second secured cluster: the caller may write `granted` and only describe
+    `read-only`; the proxy logs in there as `admin` (PLAIN), a super user."""
+    secured = start_secured_broker(tmp_path_factory.mktemp("caller-other"), {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS;User:admin",
+    })
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap("PLAINTEXT")})
+    for future in admin.create_topics([NewTopic(name, 1, 1) for name in
+                                       ("granted", "read-only", "hidden")]).values():
+        future.result(15)
+    user = f"User:{USER}"
+    acls = [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, user, "*",
+                       operation, AclPermissionType.ALLOW)
+            for topic, operation in (("granted", AclOperation.WRITE),
+                                     ("read-only", AclOperation.DESCRIBE))]
     for future in admin.create_acls(acls).values():
         future.result(15)
     bob = UserScramCredentialUpsertion(
@@ -125,9 +157,11 @@ def test_the_caller_s_acls_decide_a_produce(auth_on: None) -> None:
     ok = asgi("POST", f"/v3/clusters/{cluster_id}/topics/granted/records", record)
     assert ok.status_code == 200 and ok.json()["error_code"] == 200, ok.content
     no = asgi("POST", f"/v3/clusters/{cluster_id}/topics/read-only/records", record)
-    # v3 answers a record's failure with its HTTP status as error_code (restproxy/README.md)
-    assert (no.status_code, no.json()["error_code"]) == (403, 403), no.content
+    # v3 answers an ACL's refusal as v2 does: 403 with Confluent's 40301
+    assert (no.status_code, no.json()["error_code"]) == (403, 40301), no.content
     assert "authorization failed" in no.json()["message"]
+    unseen = asgi("POST", f"/v3/clusters/{cluster_id}/topics/hidden/records", record)
+    assert (unseen.status_code, unseen.json()["error_code"]) == (403, 40301), unseen.content
 
 
 def test_the_caller_sees_only_the_topics_it_may_describe(auth_on: None) -> None:
@@ -152,7 +186,7 @@ V2 = "application/vnd.kafka.v2+json"
 
 def fetch(instance: str, user: str = USER) -> httpx.Response:
     """Records of the instance, polled until some come or an error does."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a loaded machine's group join took over 30 s
     while True:
         response = asgi("GET", f"{instance}/records?timeout=500", user=user)
         if response.status_code != 200 or response.json() or time.monotonic() > deadline:
@@ -188,3 +222,30 @@ def test_a_consumer_without_read_is_refused_not_left_waiting(auth_on: None) -> N
     assert refused.status_code == 403, refused.content
     assert refused.json()["error_code"] == 40301
     asgi("DELETE", instance, content_type=V2)
+
+
+def test_another_cluster_is_reached_as_the_caller_too(auth_on: None, other: Any) -> None:
+    """The other cluster's config holds the proxy's own login (a super user there): the
+    caller's login replaces it, so that cluster's ACLs decide for the caller."""
+    service = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+               "sasl.username": "admin", "sasl.password": "admin-secret"}
+    clusters = (KafkaCluster("other", other.bootstrap("SASL_PLAINTEXT"), service),)
+    with override_settings(KAFKA_EXTRA_CLUSTERS=clusters):
+        proxy_client.reset_gateway()
+        listed = asgi("GET", "/v3/clusters")
+        assert listed.status_code == 200, listed.content
+        ids = [c["cluster_id"] for c in listed.json()["data"]]
+        assert len(ids) == 2 and ids[0] != ids[1], ids
+        base = f"/v3/clusters/{ids[1]}/topics"
+        record = {"value": {"type": "BINARY", "data": base64.b64encode(b"x").decode()}}
+        ok = asgi("POST", f"{base}/granted/records", record)
+        assert ok.status_code == 200 and ok.json()["cluster_id"] == ids[1], ok.content
+        no = asgi("POST", f"{base}/read-only/records", record)
+        assert (no.status_code, no.json()["error_code"]) == (403, 40301), no.content
+        topics = asgi("GET", base)
+        assert topics.status_code == 200, topics.content
+        assert sorted(t["topic_name"] for t in topics.json()["data"]) == ["granted", "read-only"]
+        # a user with no ACLs there is refused what the proxy itself may do
+        bob = asgi("POST", f"{base}/granted/records", record, user=OTHER)
+        assert (bob.status_code, bob.json()["error_code"]) == (403, 40301), bob.content
+        proxy_client.reset_gateway()

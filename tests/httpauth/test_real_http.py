@@ -5,6 +5,7 @@ confluent-kafka's own schema registry client with and without `basic.auth.user.i
 from __future__ import annotations
 
 import base64
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -113,3 +114,74 @@ def test_the_proxy_asks_the_registry_as_its_caller(server: str, transactional_db
     finally:
         schemas.reset_registry()
         proxy_client.reset_gateway()
+
+
+@pytest.fixture(scope="module")
+def https_server(server: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[tuple[str, str]]:
+    """(URL, CA file) of a registry as `platform --secure` serves it: HTTPS with the
+    platform's own certificate, HTTP Basic against the module's broker's SCRAM users."""
+    from millrace.secure import SecureFiles
+
+    data = tmp_path_factory.mktemp("realhttps")
+    files = SecureFiles.ensure(data)
+    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data, extra_env=SERVER_ENV,
+                          tls=(files.http_keystore, files.ca_file)) as (url,):
+        yield url, str(files.ca_file)
+
+
+def test_sparkkafka_decodes_through_an_https_registry_with_basic_auth(
+        https_server: tuple[str, str]) -> None:
+    """The Data Source's `schema.registry.*` options (Confluent's client keys) reach a
+    registry behind HTTPS and HTTP Basic: the decoder settled on the driver, and the one an
+    executor unpickles, read a record; without the login or the CA the read is refused in
+    the registry's words. No Spark session: the decoder is what a task runs."""
+    import pickle
+    import struct
+
+    import fastavro
+
+    from sparkkafka.options import parse_options
+    from sparkkafka.schema_registry import SchemaError
+    from sparkkafka.source import registry_decoders
+
+    url, ca = https_server
+    client = SchemaRegistryClient({"url": url, "ssl.ca.location": ca,
+                                   "basic.auth.user.info": f"{USER}:{PASSWORD}"})
+    schema_id = client.register_schema("secure-users-value", Schema(SCHEMA, "AVRO"))
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(json.loads(SCHEMA)), {"name": "ada"})
+    record = b"\0" + struct.pack(">I", schema_id) + body.getvalue()
+    options = {"kafka.bootstrap.servers": SERVER_ENV["KAFKA_BOOTSTRAP_SERVERS"],
+               "subscribe": "secure-users", "valueFormat": "avro",
+               "schema.registry.url": url, "schema.registry.ssl.ca.location": ca,
+               "schema.registry.basic.auth.user.info": f"{USER}:{PASSWORD}"}
+    decoder = registry_decoders(parse_options(options))["value"]
+    assert decoder(record) == ("ada",)  # the row of the record struct
+    shipped = pickle.loads(pickle.dumps(decoder))  # a fresh client on the executor
+    assert shipped(record) == ("ada",)
+
+    wrong = {**options, "schema.registry.basic.auth.user.info": f"{USER}:wrong"}
+    with pytest.raises(SchemaError, match=r"HTTP 401.*40101"):
+        registry_decoders(parse_options(wrong))
+    untrusted = {k: v for k, v in options.items() if k != "schema.registry.ssl.ca.location"}
+    with pytest.raises(SchemaError, match=r"unreachable.*CERTIFICATE_VERIFY_FAILED"):
+        registry_decoders(parse_options(untrusted))
+
+
+def test_the_stream_views_find_the_schema_in_the_https_registry(
+        https_server: tuple[str, str]) -> None:
+    """`views.latest_schema_type`, which decides whether a topic's view gets decoded
+    columns, asks with the login and CA of `Source.registry()`; without them the topic
+    would silently read as undecoded bytes."""
+    from controlcenter.streams import views
+
+    url, ca = https_server
+    client = SchemaRegistryClient({"url": url, "ssl.ca.location": ca,
+                                   "basic.auth.user.info": f"{USER}:{PASSWORD}"})
+    client.register_schema("views-users-value", Schema(SCHEMA, "AVRO"))
+    source = views.Source("unused:9092", url, {}, {"basic.auth.user.info": f"{USER}:{PASSWORD}",
+                                                   "ssl.ca.location": ca})
+    assert views.latest_schema_type(source.registry(), "views-users-value") == "AVRO"
+    assert views.latest_schema_type({"url": url, "ssl.ca.location": ca},
+                                    "views-users-value") is None  # 401

@@ -13,7 +13,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from laganalysis.burrow import Status
-from laganalysis.jobs import JOBS, ParamError
+from laganalysis.jobs import CHECKS, JOBS, ParamError
+from laganalysis.jobs.history import lag_samples
+from laganalysis.jobs.lag_summary import bucket_labels, summarize
 from laganalysis.records import ClusterEvent, EventKind, LagSample
 from tests.laganalysis.history import (
     T0,
@@ -82,9 +84,14 @@ def test_lag_summary_gives_min_avg_p95_max_and_time_in_each_status(
     assert chart["y"]["g1"][0] == 3000.0
 
 
-def test_lag_summary_matches_an_independent_numpy_computation(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("input_tasks", [None, 5])
+def test_lag_summary_matches_an_independent_numpy_computation(
+    spark: Any, tmp_path: Path, input_tasks: int | None
+) -> None:
     """Random histories, rows in random order, random statuses, one partition without any lag
-    seconds: every figure as numpy computes it (p95 is numpy's linear percentile)."""
+    seconds: every figure as numpy computes it (p95 is numpy's linear percentile). With
+    input_tasks, the rows are dealt round-robin to that many input tasks first, so every key's
+    rows come from several tasks and meet in the shuffle."""
     rng = np.random.default_rng(21)
     statuses = [s for s in Status if s is not Status.NOTFOUND]
     samples: list[LagSample] = []
@@ -100,8 +107,13 @@ def test_lag_summary_matches_an_independent_numpy_computation(spark: Any, tmp_pa
             )
     order = rng.permutation(len(samples))
     path = write_samples(tmp_path / "random.jsonl", [samples[i] for i in order])
-    result = JOBS["lag_summary"](spark, {"samples_path": path}).to_json()
-    got = {r["partition"]: r for r in rows(result, "partitions")}
+    if input_tasks is None:
+        result = JOBS["lag_summary"](spark, {"samples_path": path}).to_json()
+        got = {r["partition"]: r for r in rows(result, "partitions")}
+    else:
+        spread = lag_samples(spark, {"samples_path": path}).repartition(input_tasks)
+        assert spread.rdd.getNumPartitions() == input_tasks
+        got = {r["partition"]: r.asDict() for r in summarize(spread).collect()}
     assert sorted(got) == list(range(6))
     for p, row in got.items():
         mine = sorted((s for s in samples if s.partition == p), key=lambda s: s.timestamp_ms)
@@ -125,6 +137,46 @@ def test_lag_summary_matches_an_independent_numpy_computation(spark: Any, tmp_pa
                 assert math.isclose(row[column], want, rel_tol=1e-9, abs_tol=1e-6), (p, column)
 
 
+def test_lag_summary_keeps_a_null_group_or_partition_as_a_key_of_its_own() -> None:
+    """The two numpy steps the Spark tasks run, in process: rows in batches of two, a null
+    group and a null partition (a record missing them) each summarized as their own key."""
+    import pyarrow as pa
+
+    from laganalysis.jobs.lag_summary import reduce_buckets, split_by_key
+
+    table = pa.table({
+        "group": pa.array(["a", None, "a", None, "b"]),
+        "topic": pa.array(["t"] * 5),
+        "partition": pa.array([0, 0, 0, 0, None], pa.int32()),
+        "ts": [1.0, 2.0, 3.0, 4.0, 5.0],
+        "lag": pa.array([1, 2, 3, 4, 5], pa.int64()),
+        "lag_seconds": [0.1, None, 0.3, 0.4, 0.5],
+        "code": pa.array([0, 1, 0, 1, 2], pa.int8()),
+    })
+    (buckets,) = split_by_key(bucket_labels(2), iter(table.to_batches(max_chunksize=2)))
+    got = {}
+    for i in range(buckets.num_rows):  # each bucket as its own reduce task would get it
+        for batch in reduce_buckets(iter([buckets.slice(i, 1)])):
+            got.update({(r["group"], r["partition"]): r for r in batch.to_pylist()})
+    assert sorted(got, key=repr) == sorted([("a", 0), (None, 0), ("b", None)], key=repr)
+    assert (got[("a", 0)]["samples"], got[("a", 0)]["lag_max"]) == (2, 3)
+    assert got[("a", 0)]["seconds_OK"] == 2.0
+    assert (got[(None, 0)]["samples"], got[(None, 0)]["lag_seconds_avg"]) == (2, 0.4)
+    assert got[("b", None)]["lag_min"] == 5
+
+
+def test_lag_summary_buckets_land_in_distinct_shuffle_partitions(spark: Any) -> None:
+    """The bucket values the lag summary shuffles by are sent by Spark's own hash partitioning
+    to as many different partitions as there are buckets."""
+    from pyspark.sql import functions as F
+
+    for n in (1, 2, 8, 200):
+        labels = bucket_labels(n)
+        df = spark.createDataFrame([(v,) for v in labels], "v INT")
+        got = [r[0] for r in df.select(F.pmod(F.hash("v"), F.lit(n))).collect()]
+        assert got == list(range(n)), n
+
+
 def test_eta_per_partition_and_group_with_skew(spark: Any, history: dict[str, Any]) -> None:
     result = run(spark, "eta", history, groups=["g1", "g2"])
     parts = {(r["group"], r["partition"]): r for r in rows(result, "partitions")}
@@ -140,6 +192,9 @@ def test_eta_per_partition_and_group_with_skew(spark: Any, history: dict[str, An
     # g2: p0 has 1000 left draining at 2/s (500 s), p1 200 at 1/s (200 s): the group is p0's.
     assert groups["g2"]["eta_seconds"] == 500.0 and groups["g2"]["slowest_partition"] == 0
     assert groups["g2"]["total_lag"] == 1200
+    chart = result["charts"]["lag_by_partition"]  # the run page draws a bar per partition
+    assert dict(zip(chart["x"], chart["y"]["lag"], strict=True)) == {
+        f"{g} t-{p}": float(r["lag"]) for (g, p), r in parts.items()}
 
 
 def test_sla_counts_breach_minutes_and_the_budget_left(spark: Any, history: dict[str, Any]) -> None:
@@ -190,6 +245,8 @@ def test_lag_jumps_are_matched_to_the_events_before_them(
     assert jumps == [(T0 + 300.0, 900, "rebalance"), (T0 + 400.0, 500, None)]
     kinds = {r["event_kind"]: r["jumps"] for r in rows(result, "by_event_kind")}
     assert kinds == {"rebalance": 1, "unexplained": 1}
+    assert result["charts"]["jumps_by_event_kind"] == {
+        "x": ["rebalance", "unexplained"], "y": {"jumps": [1.0, 1.0]}}
 
 
 def test_an_empty_window_gives_empty_results_not_an_error(
@@ -198,6 +255,7 @@ def test_an_empty_window_gives_empty_results_not_an_error(
     for job in ("lag_summary", "eta", "sla", "anomalies", "correlation"):
         result = run(spark, job, history, since=1, until=2)
         assert all(t["rows"] == [] for t in result["tables"].values()), job
+        assert result["charts"], f"{job} has no chart for its run page"
 
 
 @pytest.mark.parametrize(
@@ -208,11 +266,19 @@ def test_an_empty_window_gives_empty_results_not_an_error(
         ("sla", {"thresholds": {"g": -1}}, "positive"),
         ("hot_partitions", {"bootstrap": "x"}, "topics"),
         ("lag_summary", {"samples_path": None, "events_path": None}, "bootstrap"),
+        ("lag_summary", {"bucket_s": 0}, "bucket_s"),
+        ("eta", {"groups": "g1"}, "groups"),
+        ("anomalies", {"z": -1}, "z"),
+        ("correlation", {"within_s": "soon"}, "within_s"),
     ],
 )
 def test_impossible_parameters_are_refused(
     spark: Any, history: dict[str, Any], job: str, params: dict[str, Any], message: str
 ) -> None:
+    """By the job in Spark, and by its check before any Spark session (laganalysis.run)."""
+    paths = {k: history[k] for k in ("samples_path", "events_path")}
+    with pytest.raises(ParamError, match=message):
+        CHECKS[job]({**paths, **params})
     with pytest.raises(ParamError, match=message):
         run(spark, job, history, **params)
 

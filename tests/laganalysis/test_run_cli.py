@@ -1,5 +1,9 @@
 """python -m laganalysis.run as Celery and spark-submit use it: progress lines, an atomic
-result file, readable failures, and cancellation by signal leaving nothing behind."""
+result file, readable failures, and cancellation by signal leaving nothing behind.
+
+A JVM start is seconds on this machine, so only what needs the command itself runs it as a
+subprocess (bad parameters, refused before Spark starts; SIGTERM); the rest runs the same
+body (`execute`) on the session the laganalysis tests share."""
 
 from __future__ import annotations
 
@@ -7,12 +11,16 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from laganalysis.burrow import Status
 from laganalysis.records import LagSample
+from laganalysis.run import execute
 from tests.laganalysis.history import T0, catching_up_group, write_samples
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,13 +51,20 @@ def events(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
-def test_a_run_reports_progress_and_writes_its_result(tmp_path: Path) -> None:
+def run_here(spark: Any, capsys: pytest.CaptureFixture[str], job: str,
+             params: dict[str, Any], out: Path) -> tuple[int, list[dict[str, Any]]]:
+    """The command's body on the tests' shared session: what it prints and its exit code."""
+    code = execute(spark, job, params, out, f"test-{job}", threading.Event())
+    return code, events(capsys.readouterr().out)
+
+
+def test_a_run_reports_progress_and_writes_its_result(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     samples = write_samples(tmp_path / "s.jsonl", catching_up_group())
     out = tmp_path / "out" / "result.json"
-    proc = start("eta", {"samples_path": samples}, out)
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr[-3000:]
-    lines = events(stdout)
+    code, lines = run_here(spark, capsys, "eta", {"samples_path": samples}, out)
+    assert code == 0, lines
     progress = [e for e in lines if e["event"] == "progress"]
     assert any(e["tasks_total"] > 0 for e in progress)
     # The last counts before the ending are the final ones: every stage that ran is done,
@@ -66,32 +81,67 @@ def test_a_run_reports_progress_and_writes_its_result(tmp_path: Path) -> None:
     assert list(out.parent.iterdir()) == [out]
 
 
-def test_bad_parameters_exit_2_with_a_message_and_no_result(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("job", "params", "word"), [
+    ("sla", {"samples_path": "x", "objective": 7}, "objective"),
+    ("hot_partitions", {"bootstrap": "x"}, "topics"),
+])  # fmt: skip
+def test_bad_parameters_exit_2_with_a_message_before_spark_starts(
+    tmp_path: Path, job: str, params: dict[str, Any], word: str
+) -> None:
     out = tmp_path / "result.json"
-    proc = start("sla", {"samples_path": str(tmp_path), "objective": 7}, out)
-    stdout, _ = proc.communicate(timeout=600)
+    proc = start(job, params, out)
+    stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2
-    assert events(stdout)[-1]["error"] == "ParamError" and "objective" in stdout
+    assert events(stdout) == [{"event": "error", "error": "ParamError",
+                               "message": events(stdout)[0]["message"]}]
+    assert word in events(stdout)[0]["message"]
+    assert "SparkContext" not in stderr and "log4j" not in stderr  # no JVM was started
     assert not out.exists()
 
 
-def test_a_spark_failure_is_readable_and_exits_1(tmp_path: Path) -> None:
+def test_a_spark_failure_is_readable_and_exits_1(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     out = tmp_path / "result.json"
-    proc = start("lag_summary", {"samples_path": str(tmp_path / "missing")}, out)
-    stdout, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 1
-    error = events(stdout)[-1]
+    code, lines = run_here(spark, capsys, "lag_summary",
+                           {"samples_path": str(tmp_path / "missing")}, out)
+    assert code == 1
+    error = lines[-1]
     assert error["event"] == "error" and "PATH_NOT_FOUND" in error["message"]
     assert "\tat org.apache" not in error["message"]
     assert not out.exists()
 
 
+def test_a_cancel_interrupts_the_running_job_on_a_shared_session(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """What SIGTERM sets, set from another thread once tasks run; the session stays usable."""
+    samples = write_samples(tmp_path / "big.jsonl", busy_rows(200_000))
+    out, cancelled = tmp_path / "result.json", threading.Event()
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(execute(
+        spark, "lag_summary", {"samples_path": samples}, out, "test-cancel", cancelled)))
+    runner.start()
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 300
+    while not any(tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup("test-cancel")):
+        assert time.monotonic() < deadline and runner.is_alive()
+        time.sleep(0.05)
+    cancelled.set()
+    runner.join(300)
+    assert codes == [130]
+    assert events(capsys.readouterr().out)[-1] == {"event": "cancelled"}
+    assert not out.exists()
+    assert spark.range(3).count() == 3
+
+
+def busy_rows(n: int) -> Any:
+    return (LagSample(f"g{i % 50}", "t", i % 7, (T0 + i) * 1000, i, i + 10, 10, 1.0, Status.OK)
+            for i in range(n))
+
+
 def test_sigterm_cancels_the_running_job_and_leaves_no_result(tmp_path: Path) -> None:
-    rows = (
-        LagSample(f"g{i % 50}", "t", i % 7, (T0 + i) * 1000, i, i + 10, 10, 1.0, Status.OK)
-        for i in range(400_000)
-    )
-    samples = write_samples(tmp_path / "big.jsonl", rows)
+    samples = write_samples(tmp_path / "big.jsonl", busy_rows(400_000))
     out = tmp_path / "result.json"
     proc = start("lag_summary", {"samples_path": samples}, out)
     assert proc.stdout is not None

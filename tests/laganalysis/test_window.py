@@ -52,6 +52,25 @@ def test_observe_records_an_unmoved_offset_only_while_a_member_owns_the_partitio
     assert [s.committed_offset for s in moved.samples] == [100, 150]
 
 
+def test_an_observation_that_changes_nothing_keeps_the_window_and_any_change_is_recorded(
+) -> None:
+    # The collector keeps a window that did not change (observe returns it): a stopped
+    # consumer's window settles once its end ring is full of one end offset, and from then on
+    # a new end offset, a moved commit or an owner must each still make a new window.
+    window = PartitionWindow(intervals=3).observe(0.0, 100, 200, owned=False)
+    for at in (5.0, 10.0):
+        window = window.observe(at, 100, 200, owned=False)
+    assert window.end_offsets == (200, 200, 200)
+    assert window.observe(15.0, 100, 200, owned=False) is window
+    assert window.observe(15.0, 100, 201, owned=False).end_offsets == (200, 200, 201)
+    assert [s.committed_offset for s in window.observe(15.0, 150, 200, owned=False).samples
+            ] == [100, 150]
+    assert [s.timestamp for s in window.observe(15.0, 100, 200, owned=True).samples
+            ] == [0.0, 15.0]
+    filling = PartitionWindow(intervals=3).observe(0.0, 100, 200, owned=False)
+    assert filling.observe(5.0, 100, 200, owned=False).end_offsets == (200, 200)
+
+
 def test_it_refuses_an_empty_window() -> None:
     with pytest.raises(ValueError, match="intervals"):
         PartitionWindow(intervals=0)

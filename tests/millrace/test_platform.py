@@ -3,7 +3,10 @@ endpoint, offers the failover commands that work, and stops everything cleanly.
 
 One platform serves the module's tests in file order (starting one takes a migration, three
 brokers, the web server, Celery and the collector): each test leaves the cluster with all three
-brokers running, and the last one stops the platform with Ctrl-C."""
+brokers running, and the last one stops the platform with Ctrl-C. It runs with `--clusters 2`
+(one more broker and collector than `make run`), so the second built-in cluster is tested
+here too rather than by a platform of its own; the first cluster's tests see what `make run`
+gives, the second's rows come after all of them."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import confluent_kafka.admin
 import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.brokerproc import REPO
 from tests.compat.clients import new_topic
@@ -123,16 +127,20 @@ class Running:
         """Ctrl-C, and everything printed after the endpoints."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(60)
+            # 14 children stopped in turn, the clusters' brokers each given up to 15 s: on a
+            # loaded machine (load 30 on 2 cores) the whole stop outlasted 60 s
+            self.proc.wait(240)
         self.reader.join(10)
         return "".join(self.later)
 
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    proc = platform(tmp_path_factory.mktemp("platform"))
+    proc = platform(tmp_path_factory.mktemp("platform"), "--clusters", "2")
     try:
-        yield Running(proc, "".join(wait_for_output(proc)))
+        # 13 children with --clusters 2, each waited for in turn: on a loaded machine
+        # (load 26 on 2 cores) the start outlasted 180 s
+        yield Running(proc, "".join(wait_for_output(proc, 420)))
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -157,11 +165,14 @@ def assert_an_analysis_runs(web: str, password: str, topic: str) -> None:
     assert launched.status_code == 202, launched.text
     run = f"{web}api/v1/analysis/{launched.json()['id']}"
     deadline = time.monotonic() + 300
-    while (status := httpx.get(run, auth=auth).json()["status"]) in ("QUEUED", "RUNNING"):
+    # 30 s as the launch: with Spark running, a signed-in request (a password hash) on a
+    # loaded machine outlasted httpx's default 5 s
+    while (status := httpx.get(run, auth=auth, timeout=30).json()["status"]) in (
+            "QUEUED", "RUNNING"):
         assert time.monotonic() < deadline, f"the analysis is still {status}"
         time.sleep(1)
-    assert status == "SUCCEEDED", httpx.get(run, auth=auth).json()["error"]
-    rows = httpx.get(f"{run}/results", auth=auth).json()["tables"]["partitions"]["rows"]
+    assert status == "SUCCEEDED", httpx.get(run, auth=auth, timeout=30).json()["error"]
+    rows = httpx.get(f"{run}/results", auth=auth, timeout=30).json()["tables"]["partitions"]["rows"]
     assert sum(r["messages"] for r in rows) == 1
 
 
@@ -274,7 +285,7 @@ def test_the_failover_commands_work_and_a_crashed_collector_is_restarted(
 
     # A crashed collector (librdkafka can segfault while a group coordinator moves) is
     # restarted, and the overview goes on following the cluster.
-    os.kill(child_pid(running.proc.pid, "collect"), signal.SIGSEGV)
+    os.kill(child_pid(running.proc.pid, "collect", unless="--cluster"), signal.SIGSEGV)
     running.wait_for_later("collector exited (code -11); restarting it")
     topic = new_topic("after-crash")
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": running.endpoint(
@@ -286,29 +297,93 @@ def test_the_failover_commands_work_and_a_crashed_collector_is_restarted(
         time.sleep(1)
 
 
+SECOND = "millrace-2"
+
+
+def test_a_second_cluster_has_its_own_broker_collector_proxy_routes_and_pages(
+        running: Running) -> None:
+    """`--clusters 2`: a one-broker cluster with its own ports and data dir in the table,
+    every service told of it: v3 of the REST proxy lists and produces to it, the control
+    center switches to it and shows its topics as its own collector sampled them, its own
+    Connect worker runs on it and is the Connect page's, and the one lag metrics endpoint
+    carries it under its cluster_name."""
+    text = running.text
+    second = running.endpoint(rf"Kafka bootstrap \({SECOND}\)")
+    assert re.search(rf"{SECOND} broker 1\s+Kafka {second}, controller :\d+", text), text
+    assert f"cluster-{SECOND}" in text
+    first_id = AdminClient({"bootstrap.servers": running.endpoint("Kafka bootstrap")}
+                           ).list_topics(timeout=10).cluster_id
+    second_id = AdminClient({"bootstrap.servers": second}).list_topics(timeout=10).cluster_id
+    assert first_id != second_id
+    proxy = running.endpoint("REST proxy")
+    listed = httpx.get(f"{proxy}/v3/clusters", timeout=30).json()["data"]
+    assert [c["cluster_id"] for c in listed] == [first_id, second_id]
+    topic = new_topic("second")
+    created = httpx.post(f"{proxy}/v3/clusters/{second_id}/topics", timeout=30,
+                         json={"topic_name": topic, "partitions_count": 1})
+    assert created.status_code == 201, created.text
+    produced = httpx.post(f"{proxy}/v3/clusters/{second_id}/topics/{topic}/records",
+                          json={"value": {"type": "JSON", "data": {"on": 2}}}, timeout=30)
+    assert produced.status_code == 200 and produced.json()["offset"] == 0, produced.text
+    first_topics = AdminClient({"bootstrap.servers": running.endpoint("Kafka bootstrap")}
+                               ).list_topics(timeout=10).topics
+    assert topic not in first_topics
+    # The control center: the switcher lists both; the second's topic once chosen.
+    web = running.endpoint("Control center")
+    with httpx.Client(base_url=web, timeout=10) as browser:
+        assert f'<option value="{SECOND}">' in browser.get("/topics/").text
+        wait_until("the second cluster's collector to sample the topic",
+                   lambda: topic in browser.get("/topics/", params={"cluster": SECOND}).text)
+        assert topic in browser.get("/topics/").text  # the session keeps the choice
+        assert f'<option value="{SECOND}" selected>' in browser.get("/").text
+        # Its own Connect worker, on its cluster; the Connect page shows the viewed one's.
+        connect = running.endpoint(rf"Kafka Connect \({SECOND}\)")
+        assert connect != running.endpoint("Kafka Connect")
+        assert httpx.get(connect + "/", timeout=30).json()["kafka_cluster_id"] == second_id
+        assert httpx.get(running.endpoint("Kafka Connect") + "/",
+                         timeout=30).json()["kafka_cluster_id"] == first_id
+        assert f"<code>{connect}</code>" in browser.get("/connect/").text
+        assert (f"<code>{running.endpoint('Kafka Connect')}</code>"
+                in browser.get("/connect/", params={"cluster": "millrace"}).text)
+    # One lag metrics endpoint for both clusters, told apart by cluster_name.
+    def latest(cluster: str) -> float | None:
+        return next((sample.value for family in text_string_to_metric_families(
+            get(running.endpoint("Lag metrics"))) for sample in family.samples
+            if sample.name == "kafka_partition_latest_offset" and sample.labels == {
+                "cluster_name": cluster, "topic": topic, "partition": "0"}), None)
+
+    wait_until("the second cluster's offsets in the lag metrics", lambda: latest(SECOND) == 1)
+    assert latest("millrace") is None  # the topic is the second cluster's only
+
+
 def test_ctrl_c_stops_everything(running: Running) -> None:
     endpoints = endpoints_in(running.text)
     ports = [port_of(url) for name, url in endpoints.items()
              if name not in ("admin password", "Kafka bootstrap")]
     ports += [port_of(s) for s in endpoints["Kafka bootstrap"].split(",")]
     ports += [int(p) for row in BROKER_ROW.findall(running.text) for p in (row[2], row[4])]
+    ports.append(port_of(running.endpoint(rf"Kafka bootstrap \({SECOND}\)")))
+    ports.append(port_of(running.endpoint(rf"Kafka Connect \({SECOND}\)")))
     output = running.stop()
     assert running.proc.returncode == 0, output
-    assert "cluster is [DOWN]" in output
+    assert "cluster is [DOWN]" in output and f"cluster {SECOND} is [DOWN]" in output
+    assert f"collector {SECOND} is [DOWN]" in output
+    assert f"connect {SECOND} is [DOWN]" in output
     assert "celery worker is [DOWN]" in output and "celery beat is [DOWN]" in output
     assert "connect is [DOWN]" in output
     assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
 
 
-def child_pid(parent: int, argument: str) -> int:
-    """The pid of `parent`'s child process whose command line has `argument`."""
+def child_pid(parent: int, argument: str, unless: str = "") -> int:
+    """The pid of `parent`'s child process whose command line has `argument` (and not
+    `unless`)."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
             argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == parent and argument.encode() in argv:
+        if ppid == parent and argument.encode() in argv and unless.encode() not in argv:
             return int(stat.parent.name)
     raise AssertionError(f"no child of {parent} runs with {argument!r}")
 

@@ -9,6 +9,7 @@ or URL, and the shared cache) like processes of one deployment.
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -27,9 +28,11 @@ PREFIX = "/schema-registry"  # the default MILLRACE_REGISTRY_PREFIX
 @contextmanager
 def registry_servers(
     database_url: str, data_dir: Path, processes: int = 1, at_root: bool = True,
-    extra_env: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None, tls: tuple[Path, Path] | None = None,
 ) -> Iterator[list[str]]:
-    """Server URLs; the API is at their root, or under the prefix if not `at_root`."""
+    """Server URLs; the API is at their root, or under the prefix if not `at_root`. `tls`:
+    (a PEM holding the server's key and certificate, its CA): HTTPS only, as
+    `platform --secure` serves the registry."""
     env = {**os.environ, "DATABASE_URL": database_url, "MILLRACE_DATA_DIR": str(data_dir),
            **(extra_env or {})}
     env.setdefault("DJANGO_SETTINGS_MODULE", "millrace.settings")
@@ -40,7 +43,11 @@ def registry_servers(
     ports = [free_port() for _ in range(processes)]
     servers = [
         subprocess.Popen(
-            [sys.executable, "-m", "millrace.webserver", "--bind", f"127.0.0.1:{port}",
+            [sys.executable, "-m", "millrace.webserver",
+             # the server needs a plain port too (the control center's), unused here
+             *(["--tls-bind", f"127.0.0.1:{port}", "--tls-cert", str(tls[0]),
+                "--bind", f"127.0.0.1:{free_port()}"] if tls
+               else ["--bind", f"127.0.0.1:{port}"]),
              "--workers", "1"],
             cwd=ROOT,
             env={**env, "MILLRACE_REGISTRY_PORT": str(port if at_root else 0)},
@@ -49,10 +56,11 @@ def registry_servers(
         )
         for port in ports
     ]
-    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    urls = [f"{'https' if tls else 'http'}://127.0.0.1:{port}" for port in ports]
+    verify = ssl.create_default_context(cafile=str(tls[1])) if tls else True
     try:
         for url, server in zip(urls, servers, strict=True):
-            _wait_ready(url if at_root else url + PREFIX, server)
+            _wait_ready(url if at_root else url + PREFIX, server, verify)
         yield urls
     finally:
         for server in servers:
@@ -62,13 +70,15 @@ def registry_servers(
                 server.wait(timeout=10)
 
 
-def _wait_ready(url: str, server: subprocess.Popen[bytes]) -> None:
+def _wait_ready(url: str, server: subprocess.Popen[bytes],
+                verify: ssl.SSLContext | bool = True) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise RuntimeError(f"registry server at {url} exited with {server.returncode}")
         with suppress(httpx.HTTPError):
-            if httpx.get(url + "/", timeout=2).status_code in (200, 401):  # 401: auth on
+            # 401: auth on
+            if httpx.get(url + "/", timeout=2, verify=verify).status_code in (200, 401):
                 return
         time.sleep(0.2)
     raise RuntimeError(f"registry server at {url} did not start")

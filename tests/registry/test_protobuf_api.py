@@ -107,6 +107,39 @@ def test_a_descriptor_naming_an_import_without_a_reference_is_refused(api: Api) 
     error(register(api, "a", base64.b64encode(file.SerializeToString()).decode()), 422, 42201)
 
 
+PAYMENT = """syntax = "proto3";
+package shop;
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+import "google/type/date.proto";
+message Payment {
+  confluent.type.Decimal amount = 1 [(confluent.field_meta).params = { key: "scale", value: "2" }];
+  google.type.Date day = 2;
+}
+"""
+
+
+def test_confluents_decimal_and_field_meta_are_built_in_and_their_options_kept(api: Api
+                                                                               ) -> None:
+    """What Confluent's Connect converter registers for a Decimal: no reference for the
+    imports, and the scale in `(confluent.field_meta)`, which the stored text and the
+    serialized descriptor both keep (the converter reads the scale from it)."""
+    schema_id = register(api, "payments-value", PAYMENT).body["id"]
+    text = api.get(f"/schemas/ids/{schema_id}").body["schema"]
+    assert ('.confluent.type.Decimal amount = 1 [(confluent.field_meta) = '
+            '{ params { key: "scale" value: "2" } }];') in text
+    serialized = api.get(f"/schemas/ids/{schema_id}?format=serialized").body["schema"]
+    file = descriptor(serialized)
+    assert list(file.dependency) == ["confluent/meta.proto", "confluent/type/decimal.proto",
+                                     "google/type/date.proto"]
+    options = file.message_type[0].field[0].options.SerializeToString()
+    # Field 1088 (field_meta), a Meta of 12 bytes: params (2), an entry of 10: key, value.
+    assert options == b"\x82\x44\x0c" + b"\x12\x0a" + b"\x0a\x05scale" + b"\x12\x012"
+    assert register(api, "payments-value", serialized).body == {"id": schema_id}  # as sent
+    error(register(api, "bad", PAYMENT.replace("confluent.type.Decimal", "confluent.Decimal")),
+          422, 42201)
+
+
 @pytest.mark.parametrize(("old", "new", "compatible", "rule"), [
     ("string a = 1;", "string b = 1;", True, None),
     ("int32 a = 1;", "int64 a = 1;", True, None),

@@ -51,7 +51,8 @@ def two(shared: redis.Redis, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 def listeners(shared: redis.Redis) -> int:
-    return int(dict(shared.pubsub_numsub(CHANNEL))[CHANNEL.encode()])
+    counts: list[tuple[bytes, int]] = shared.pubsub_numsub(CHANNEL)  # type: ignore[assignment]
+    return int(dict(counts)[CHANNEL.encode()])
 
 
 def wait_for_listeners(shared: redis.Redis, urls: list[str]) -> None:
@@ -156,7 +157,8 @@ def test_with_its_listener_cut_off_a_process_reads_the_token_on_every_request(
         two: list[str], shared: redis.Redis) -> None:
     one, other = two
     subject = cached_by_both(two, shared)
-    cut = [c["id"] for c in shared.client_list() if c.get("name") == CHANNEL + ":listener"]
+    clients: list[dict[str, str]] = shared.client_list()  # type: ignore[assignment]
+    cut = [c["id"] for c in clients if c.get("name") == CHANNEL + ":listener"]
     assert len(cut) == 2
     for client_id in cut:
         shared.client_kill_filter(_id=client_id)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +158,10 @@ def test_subscribe_pattern_matches_whole_topic_names(spark: Any, kafka_bootstrap
         ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of subscribe"),
         ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets cannot be earliest"),
         ({"subscribe": "a", "startingOffsets": "{oops"}, "startingOffsets is not valid JSON"),
-        ({"subscribe": "a", "kafka.group.id": "mine"}, "kafka.group.id is set by the source"),
+        (
+            {"subscribe": "a", "kafka.auto.offset.reset": "latest"},
+            "kafka.auto.offset.reset is set by the source",
+        ),
         ({"subscribe": "a", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition must be at"),
     ],
 )
@@ -197,15 +199,6 @@ ORDER_V2 = {
     **ORDER_V1,
     "fields": [*ORDER_V1["fields"], {"name": "region", "type": "string", "default": "eu"}],
 }
-
-
-@pytest.fixture(scope="module")
-def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.registry.live import registry_servers
-
-    data = tmp_path_factory.mktemp("registry")
-    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data) as (url,):
-        yield url
 
 
 def test_avro_values_decode_through_the_registry_with_the_latest_schema(

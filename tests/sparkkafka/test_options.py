@@ -13,6 +13,7 @@ from sparkkafka.options import (
     OffsetRange,
     OptionError,
     parse_options,
+    parse_stream_options,
     plan_slices,
 )
 
@@ -51,13 +52,40 @@ def test_subscribe_pattern_matches_whole_names() -> None:
         ({"subscribe": "a", "startingTimestamp": "soon"}, "startingTimestamp must be a whole"),
         ({"subscribe": "a", "failOnDataLoss": "maybe"}, "failOnDataLoss must be true or false"),
         ({"subscribe": "a", "valueFormat": "avro"}, "schema.registry.url"),
-        ({"subscribe": "a", "valueFormat": "protobuf"}, "binary or avro"),
+        ({"subscribe": "a", "valueFormat": "thrift"}, "binary, avro, jsonschema or protobuf"),
+        ({"subscribe": "a", "valueFormat": "protobuf"}, "schema.registry.url"),
+        ({"subscribe": "a", "mode": "DROPMALFORMED"}, "FAILFAST or PERMISSIVE"),
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "set by the source"),
+        ({"subscribe": "a", "schema.registry.basic.auth.user": "u:p"},
+         "schema.registry.basic.auth.user is not one of"),
     ],
 )
 def test_bad_options_name_themselves(options: dict[str, str], message: str) -> None:
     with pytest.raises(OptionError, match=re.escape(message)):
         parse_options({**BASE, **options})
+
+
+def test_schema_registry_options_are_confluent_s_client_keys() -> None:
+    opts = parse_options({**BASE, "subscribe": "a", "valueFormat": "avro",
+                          "schema.registry.url": "https://r:8081",
+                          "schema.registry.basic.auth.user.info": "u:p",
+                          "Schema.Registry.SSL.CA.Location": "/ca.crt"})
+    assert opts.schema_registry == {"url": "https://r:8081", "basic.auth.user.info": "u:p",
+                                    "ssl.ca.location": "/ca.crt"}
+    assert opts.schema_registry_url == "https://r:8081"
+
+
+def test_spark_group_options_are_taken_and_kept_out_of_the_client_settings() -> None:
+    """A job written for Spark's connector may set kafka.group.id or groupIdPrefix."""
+    given = parse_options(
+        {**BASE, "subscribe": "a", "kafka.group.id": "mine", "groupIdPrefix": "etl"}
+    )
+    assert (given.group_id, given.group_id_prefix) == ("mine", "etl")
+    assert "group.id" not in given.client
+    assert parse_options({**BASE, "subscribe": "a"}).group_id_prefix == "spark-kafka-relation"
+    assert parse_stream_options({**BASE, "subscribe": "a"}).group_id_prefix == "spark-kafka-source"
+    assert parse_stream_options(
+        {**BASE, "subscribe": "a", "groupIdPrefix": "mine"}).group_id_prefix == "mine"
 
 
 def test_bootstrap_servers_are_required() -> None:

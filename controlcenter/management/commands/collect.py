@@ -1,8 +1,10 @@
 """`python manage.py collect`: the platform's one collector (README.md, "The collector").
 
-Samples the cluster of KAFKA_BOOTSTRAP_SERVERS every MILLRACE_COLLECT_INTERVAL_S into the read
-model, the history topics and the live websocket groups, and serves kafka-lag-exporter's
-metrics on MILLRACE_COLLECTOR_METRICS_PORT. `manage.py platform` starts and supervises it.
+Samples one cluster (the default, KAFKA_BOOTSTRAP_SERVERS, or `--cluster NAME` of the
+configured ones: one collector process per cluster, its rows keyed by that name) every
+MILLRACE_COLLECT_INTERVAL_S into the read model, the history topics and the live websocket
+groups, and serves kafka-lag-exporter's metrics on MILLRACE_COLLECTOR_METRICS_PORT.
+`manage.py platform` starts and supervises one for each cluster.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from clusterclient.clusters import by_name
+from controlcenter import clusters
 from controlcenter.collector.loop import Collector, CollectorConfig
 from controlcenter.collector.metrics import serve
 from laganalysis.retention import Policy
@@ -29,15 +33,22 @@ class Command(BaseCommand):
                             default=settings.MILLRACE_COLLECTOR_METRICS_PORT,
                             help="kafka-lag-exporter metrics port (0: none)")
         parser.add_argument("--once", action="store_true", help="one cycle, then exit")
+        parser.add_argument("--cluster", default=None,
+                            help="the configured cluster to sample (default: the default one)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        cluster_dir = Path(settings.MILLRACE_CLUSTER_DIR)
+        configured = clusters.configured()
+        cluster = by_name(configured, opts["cluster"] or configured[0].name)
+        if cluster is None:
+            raise CommandError(f"no cluster {opts['cluster']!r}; configured: "
+                               f"{', '.join(c.name for c in configured)}")
+        clusters.activate_process(cluster.name)  # every row and read is this cluster's
+        cluster_dir = Path(cluster.supervisor_dir) if cluster.supervisor_dir else None
         collector = Collector(CollectorConfig(
-            bootstrap_servers=settings.KAFKA_BOOTSTRAP_SERVERS, interval=opts["interval"],
-            supervisor_dir=cluster_dir if cluster_dir.is_dir() else None,
+            bootstrap_servers=cluster.bootstrap_servers, interval=opts["interval"],
+            supervisor_dir=cluster_dir if cluster_dir and cluster_dir.is_dir() else None,
             retention=Policy.parse(settings.MILLRACE_LAG_HISTORY_RETENTION),
-            cluster_name=settings.MILLRACE_CLUSTER_NAME,
-            client_config=settings.KAFKA_CLIENT_CONFIG))
+            cluster_name=cluster.name, client_config=cluster.config))
         try:
             if opts["once"]:
                 took = collector.cycle()
@@ -50,7 +61,7 @@ class Command(BaseCommand):
             stop = threading.Event()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
-            self.stdout.write(f"millrace collector ready: {settings.KAFKA_BOOTSTRAP_SERVERS} every "
+            self.stdout.write(f"millrace collector ready: {cluster.bootstrap_servers} every "
                               f"{opts['interval']}s, metrics on port {opts['metrics_port']}")
             self.stdout.flush()
             collector.run(stop)

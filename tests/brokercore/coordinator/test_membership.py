@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from brokercore.coordinator.state import GroupState, IllegalStateTransition
+from brokercore.coordinator.state import ClassicGroupState, IllegalStateTransition
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
 from .harness import REBALANCE_MS, SESSION_MS, Harness, settle, subscription
-
-S = GroupState
 
 
 async def test_v4_join_first_hands_out_a_member_id_then_forms_generation_1() -> None:
@@ -25,11 +23,11 @@ async def test_v4_join_first_hands_out_a_member_id_then_forms_generation_1() -> 
     assert joined.error_code == ErrorCode.NONE
     assert (joined.generation_id, joined.leader_id) == (1, first.member_id)
     assert [m for m, _, _ in joined.members] == [first.member_id]
-    assert h.group().state is S.COMPLETING_REBALANCE
+    assert h.group().state is ClassicGroupState.COMPLETING_REBALANCE
     sync = h.start_sync(joined, {first.member_id: b"assignment"})
     await settle()
     assert sync.result().assignment == b"assignment"
-    assert h.group().state is S.STABLE
+    assert h.group().state is ClassicGroupState.STABLE
 
 
 async def test_a_new_member_rebalances_the_group_and_only_the_leader_gets_metadata() -> None:
@@ -37,7 +35,7 @@ async def test_a_new_member_rebalances_the_group_and_only_the_leader_gets_metada
     [a] = await h.stable_group(1)
     b_join = h.start_join(protocols=[("range", subscription("t", "u"))])
     await settle()
-    assert h.group().state is S.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     assert h.heartbeat(a) == ErrorCode.REBALANCE_IN_PROGRESS
 
     a2 = await h.join(a.member_id)
@@ -54,7 +52,7 @@ async def test_a_new_member_rebalances_the_group_and_only_the_leader_gets_metada
     leader_sync = h.start_sync(a2, {a.member_id: b"A", b.member_id: b"B"})
     await settle()
     assert (leader_sync.result().assignment, follower_sync.result().assignment) == (b"A", b"B")
-    assert h.group().state is S.STABLE
+    assert h.group().state is ClassicGroupState.STABLE
 
 
 async def test_a_member_that_stops_heartbeating_is_evicted_after_its_session() -> None:
@@ -65,7 +63,7 @@ async def test_a_member_that_stops_heartbeating_is_evicted_after_its_session() -
     h.advance(2)
 
     assert b.member_id not in h.group().members
-    assert h.group().state is S.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
     rejoined = await h.join(a.member_id)
     assert rejoined.generation_id == a.generation_id + 1
     assert [m for m, _, _ in rejoined.members] == [a.member_id]
@@ -131,11 +129,11 @@ async def test_the_last_member_leaving_empties_the_group_and_stores_it() -> None
     a, b = await h.stable_group(2)
     top, errors = h.coordinator.membership.leave("g", [(b.member_id, None), ("nobody", None)])
     assert (top, errors) == (ErrorCode.NONE, [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID])
-    assert h.group().state is S.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
 
     h.coordinator.membership.leave("g", [(a.member_id, None)])
 
-    assert h.group().state is S.EMPTY
+    assert h.group().state is ClassicGroupState.EMPTY
     assert h.group().generation_id == 2
     h.restart()
     assert h.coordinator.list_groups()[0].protocol_type == "consumer"
@@ -151,7 +149,7 @@ async def test_a_static_member_that_restarts_takes_its_place_without_a_rebalance
     assert again.error_code == ErrorCode.NONE
     assert again.member_id != first.member_id
     assert again.generation_id == first.generation_id
-    assert h.group().state is S.STABLE
+    assert h.group().state is ClassicGroupState.STABLE
     assert (await h.start_sync(again, instance_id="i-1")).assignment == b"mine"
     fenced = h.coordinator.membership.heartbeat("g", 1, first.member_id, "i-1")
     assert fenced == ErrorCode.FENCED_INSTANCE_ID
@@ -187,7 +185,7 @@ def test_illegal_transitions_are_bugs() -> None:
     h = Harness()
     group = h.coordinator.groups.create_classic("g")
     with pytest.raises(IllegalStateTransition):
-        group.transition_to(S.STABLE, 0)
+        group.transition_to(ClassicGroupState.STABLE, 0)
 
 
 def _tp() -> TopicPartition:

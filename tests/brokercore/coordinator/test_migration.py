@@ -10,7 +10,7 @@ from brokercore.coordinator.consumer_group import ConsumerGroup
 from brokercore.coordinator.consumer_protocol import HeartbeatRequest
 from brokercore.coordinator.coordinator import GroupCoordinator
 from brokercore.coordinator.embedded_protocol import decode_assignment, encode_assignment
-from brokercore.coordinator.state import Group, GroupState
+from brokercore.coordinator.state import ClassicGroupState, Group
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -89,7 +89,7 @@ async def test_a_downgrade_follows_the_last_consumer_member_out_and_rebalances()
     await h.coordinator.consumer.heartbeat(
         HeartbeatRequest("g", "modern", -1))
     group = h.coordinator.groups.classic["g"]
-    assert isinstance(group, Group) and group.state is GroupState.PREPARING_REBALANCE
+    assert isinstance(group, Group) and group.state is ClassicGroupState.PREPARING_REBALANCE
     assert joined.member_epoch <= group.generation_id
     assert decode_assignment(group.members[classic_id].assignment) == {"t": frozenset(range(4))}
     assert h.coordinator.membership.heartbeat("g", 1, classic_id, None) == \

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brokercore.coordinator.state import GroupState
+from brokercore.coordinator.state import ClassicGroupState
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -18,7 +18,7 @@ async def test_a_simple_commit_creates_an_empty_group_that_only_stores_offsets()
     assert await offsets.commit("simple", -1, "", None, {T0: (42, 3, "meta")}) == {T0: OK}
 
     group = h.group("simple")
-    assert (group.state, group.protocol_type) == (GroupState.EMPTY, None)
+    assert (group.state, group.protocol_type) == (ClassicGroupState.EMPTY, None)
     fetched = offsets.fetch("simple", [T0, T1])
     assert fetched[T1] is None
     om = fetched[T0]
@@ -73,7 +73,7 @@ async def test_offsets_and_groups_survive_a_restart_by_replaying_the_offsets_top
         T0: (11, "m2"), T1: (5, "")}
     group = h.group()
     assert (group.state, group.generation_id, group.protocol_type) == (
-        GroupState.STABLE, 1, "consumer")
+        ClassicGroupState.STABLE, 1, "consumer")
     assert h.heartbeat(a) == OK
     assert group.members[b.member_id].assignment == b.member_id.encode()
 

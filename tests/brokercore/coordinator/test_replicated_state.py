@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from brokercore.coordinator.coordinator import GroupCoordinator
-from brokercore.coordinator.state import GroupState, OffsetAndMetadata
+from brokercore.coordinator.state import ClassicGroupState, OffsetAndMetadata
 from brokercore.protocol.errors import ErrorCode
 from brokercore.topic_partition import TopicPartition
 
@@ -83,12 +83,12 @@ async def test_members_receive_the_assignment_only_once_it_is_replicated() -> No
                           if r is leader else None) for r in (a, b)]
     await settle()
     assert not any(s.done() for s in syncs)
-    assert h.group().state is GroupState.COMPLETING_REBALANCE
+    assert h.group().state is ClassicGroupState.COMPLETING_REBALANCE
     await h.store.replicate()
     await settle()
     assert [s.result().assignment for s in syncs] == [a.member_id.encode(),
                                                       b.member_id.encode()]
-    assert h.group().state is GroupState.STABLE
+    assert h.group().state is ClassicGroupState.STABLE
 
 
 async def test_an_assignment_that_cannot_be_replicated_sends_the_group_back_to_rebalance(
@@ -104,7 +104,7 @@ async def test_an_assignment_that_cannot_be_replicated_sends_the_group_back_to_r
     await h.store.fail_replication(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     await settle()
     assert sync.result().error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert h.group().state is GroupState.PREPARING_REBALANCE
+    assert h.group().state is ClassicGroupState.PREPARING_REBALANCE
 
 
 async def test_a_coordinator_that_regains_leadership_reloads_what_another_one_wrote() -> None:

@@ -1,4 +1,5 @@
-"""DeleteRecords, DescribeCluster, DescribeLogDirs and DescribeProducers on the wire."""
+"""DeleteRecords, ListOffsets, DescribeCluster, DescribeLogDirs and DescribeProducers on the
+wire."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kafka.protocol.admin import (
     DescribeLogDirsRequest,
     DescribeProducersRequest,
 )
+from kafka.protocol.consumer import ListOffsetsRequest
 
 from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.wire import WireClient
@@ -55,6 +57,25 @@ def test_delete_records_errors(client: WireClient, topic: str) -> None:
         (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1),
         (0, ErrorCode.OFFSET_OUT_OF_RANGE, -1),
     ]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 10])
+def test_list_offsets_answers_each_version_with_its_fields(client: WireClient, topic: str,
+                                                           version: int) -> None:
+    # The handler answers positional tuples per version (leader_epoch from v4 only).
+    part = ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
+    request = ListOffsetsRequest(replica_id=-1, isolation_level=0, timeout_ms=0, topics=[
+        ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+            part(partition_index=0, current_leader_epoch=-1, timestamp=-2),
+            part(partition_index=0, current_leader_epoch=-1, timestamp=-1),
+            part(partition_index=1, current_leader_epoch=-1, timestamp=-1)])])
+    [answer] = client.request(request, version=version).topics
+    epoch = 0 if version >= 4 else -1  # absent before v4: the codec's default
+    assert answer.name == topic
+    assert [(p.partition_index, p.error_code, p.timestamp, p.offset, p.leader_epoch)
+            for p in answer.partitions] == [
+        (0, 0, -1, 0, epoch), (0, 0, -1, 10, epoch),
+        (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1)]
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

@@ -108,7 +108,7 @@ class Cluster:
 
     def _node(self, node_id: int, port: int) -> Node:
         node = Node(node_id, self.data_dir / f"broker-{node_id}", port, self.overrides)
-        node.replica_manager.alter_partition = self.alter_partition
+        node.replica_manager.isr.alter_partition = self.alter_partition
         return node
 
     async def start(self) -> Cluster:

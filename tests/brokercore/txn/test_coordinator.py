@@ -20,7 +20,6 @@ from brokercore.txn.records import TxnRecord
 from brokercore.txn.state_topic import MemoryTransactionStateTopic
 
 TP = TopicPartition("orders", 0)
-S = TxnState
 
 
 class LogMarkers:
@@ -114,7 +113,7 @@ async def test_each_init_bumps_the_epoch_and_a_spent_epoch_takes_a_new_producer_
     second = await c.requests.init_producer_id("t", 60_000, -1, -1)
     assert (first[1], second) == (0, (first[0], 1))
     meta = c.txns["t"]
-    meta.record = TxnRecord(first[0], 32766, 60_000, S.EMPTY)  # as if bumped 32,766 times
+    meta.record = TxnRecord(first[0], 32766, 60_000, TxnState.EMPTY)  # as if bumped 32,766 times
     assert await c.requests.init_producer_id("t", 60_000, -1, -1) == (first[0] + 1, 0)
 
 
@@ -125,7 +124,7 @@ async def test_a_commit_writes_markers_then_completes(make: Make, markers: LogMa
     markers.log(TP).append_as_leader(transactional_batch(pid, epoch), 0)
     assert markers.log(TP).first_unstable_offset() == 0
     await c.requests.end_txn("t", pid, epoch, commit=True)
-    assert await settled(c, "t") is S.COMPLETE_COMMIT
+    assert await settled(c, "t") is TxnState.COMPLETE_COMMIT
     assert markers.log(TP).first_unstable_offset() == markers.log(TP).log_end_offset == 2
     await c.requests.end_txn("t", pid, epoch, commit=True)  # a retry is answered NONE
     with pytest.raises(TxnError) as refused:
@@ -141,14 +140,14 @@ async def test_while_its_markers_go_out_a_decided_transaction_refuses_the_other_
     await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
     markers.down.add(TP)  # the leader is away: the commit stays prepared
     await c.requests.end_txn("t", pid, epoch, commit=True)
-    assert c.txns["t"].record.state is S.PREPARE_COMMIT
+    assert c.txns["t"].record.state is TxnState.PREPARE_COMMIT
     for commit, code in ((True, ErrorCode.CONCURRENT_TRANSACTIONS),  # a retry: wait
                          (False, ErrorCode.INVALID_TXN_STATE)):  # as Kafka answers it
         with pytest.raises(TxnError) as refused:
             await c.requests.end_txn("t", pid, epoch, commit=commit)
         assert refused.value.error_code == code
     markers.down.clear()
-    assert await settled(c, "t") is S.COMPLETE_COMMIT
+    assert await settled(c, "t") is TxnState.COMPLETE_COMMIT
 
 
 async def test_a_leaders_verification_is_answered_as_kafka_4_answers_it(
@@ -177,7 +176,7 @@ async def test_a_leaders_verification_is_answered_as_kafka_4_answers_it(
     await c.requests.end_txn("t", pid, epoch, commit=True)
     assert set(verify().values()) == {ErrorCode.CONCURRENT_TRANSACTIONS}
     markers.down.clear()
-    assert await settled(c, "t") is S.COMPLETE_COMMIT
+    assert await settled(c, "t") is TxnState.COMPLETE_COMMIT
     assert verify() == {TP: abortable, other: abortable}  # a late write of that transaction
 
 
@@ -191,7 +190,7 @@ async def test_a_new_instance_aborts_the_open_transaction_and_fences_the_old_one
     with pytest.raises(TxnError) as busy:
         await c.requests.init_producer_id("t", 60_000, -1, -1)
     assert busy.value.error_code == ErrorCode.CONCURRENT_TRANSACTIONS
-    assert await settled(c, "t") is S.COMPLETE_ABORT
+    assert await settled(c, "t") is TxnState.COMPLETE_ABORT
     assert await c.requests.init_producer_id("t", 60_000, -1, -1) == (pid, epoch + 2)
     assert markers.log(TP).aborted_transactions(0, 10)[0].producer_id == pid
     with pytest.raises(TxnError) as fenced:
@@ -209,10 +208,10 @@ async def test_a_transaction_past_its_timeout_is_aborted_at_a_new_epoch(
     await c.requests.add_partitions("t", pid, epoch, {TP}, {TP})
     clock.advance(4)
     c.tick()
-    assert c.txns["t"].record.state is S.ONGOING
+    assert c.txns["t"].record.state is TxnState.ONGOING
     clock.advance(2)
     c.tick()
-    assert await settled(c, "t") is S.COMPLETE_ABORT
+    assert await settled(c, "t") is TxnState.COMPLETE_ABORT
     assert c.txns["t"].record.producer_epoch == epoch + 1
 
 
@@ -229,8 +228,8 @@ async def test_a_new_coordinator_finishes_a_decided_transaction(
     store.epochs = dict.fromkeys(store.epochs, 1)  # leadership moved: a new coordinator epoch
 
     new = make()
-    assert new.txns["t"].record.state is S.PREPARE_COMMIT
-    assert await settled(new, "t") is S.COMPLETE_COMMIT
+    assert new.txns["t"].record.state is TxnState.PREPARE_COMMIT
+    assert await settled(new, "t") is TxnState.COMPLETE_COMMIT
     assert markers.log(TP).producer_state()[pid].coordinator_epoch == 1
 
 
@@ -252,7 +251,7 @@ async def test_requests_are_checked_as_kafka_checks_them(make: Make) -> None:
     missing = TopicPartition("gone", 0)
     assert await c.requests.add_partitions("t", pid, epoch, {TP, missing}, {TP}) == {
         TP: ErrorCode.OPERATION_NOT_ATTEMPTED, missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-    assert c.txns["t"].record.state is S.EMPTY
+    assert c.txns["t"].record.state is TxnState.EMPTY
 
 
 async def test_a_producer_naming_its_epoch_gets_the_next_and_its_retry_the_same(
@@ -319,9 +318,9 @@ async def test_requests_answer_load_in_progress_until_the_partition_is_loaded(
 
     await new.wait_loaded()
     assert {m.transactional_id for m in new.list_transactions()} == set(epochs)
-    assert new.txns["t0"].record.state is S.ONGOING
+    assert new.txns["t0"].record.state is TxnState.ONGOING
     await new.requests.end_txn("t0", pid, epoch, commit=True)
-    assert await settled(new, "t0") is S.COMPLETE_COMMIT
+    assert await settled(new, "t0") is TxnState.COMPLETE_COMMIT
     assert await new.requests.init_producer_id("t1", 60_000, -1, -1) == (
         epochs["t1"][0], epochs["t1"][1] + 1)
 
@@ -350,7 +349,7 @@ async def test_a_leadership_change_mid_load_loads_again_in_the_new_epoch(
     store.epochs[partition] = 2
     new.refresh_partitions()
     await new.wait_loaded()
-    assert await settled(new, "t") is S.COMPLETE_COMMIT  # finished where the old one stopped
+    assert await settled(new, "t") is TxnState.COMPLETE_COMMIT  # finished where the old one stopped
     assert markers.log(TP).producer_state()[pid].coordinator_epoch == 2
 
 
@@ -371,7 +370,7 @@ async def test_ended_ids_expire_with_a_tombstone_and_stay_gone_after_a_reload(
     pid, epoch = await c.requests.init_producer_id("done", 900_000, -1, -1)
     await c.requests.add_partitions("done", pid, epoch, {TP}, {TP})
     await c.requests.end_txn("done", pid, epoch, commit=True)
-    assert await settled(c, "done") is S.COMPLETE_COMMIT
+    assert await settled(c, "done") is TxnState.COMPLETE_COMMIT
     await c.requests.init_producer_id("empty", 900_000, -1, -1)
     open_pid, open_epoch = await c.requests.init_producer_id("open", 900_000, -1, -1)
     await c.requests.add_partitions("open", open_pid, open_epoch, {TP}, {TP})
@@ -413,7 +412,7 @@ async def test_an_id_being_removed_waits_for_its_tombstone_and_stays_if_the_writ
         ErrorCode.CONCURRENT_TRANSACTIONS)
     await store.fail_replication(ErrorCode.NOT_ENOUGH_REPLICAS)
     assert not await removed(c, "t")
-    assert c.txns["t"].record.state is S.EMPTY
+    assert c.txns["t"].record.state is TxnState.EMPTY
     store.replicate_on_append = True  # the replicas are back: the next sweep removes it
     clock.advance(1)
     c.tick()

@@ -1,0 +1,195 @@
+"""A real Celery worker for analysis tests, and a lag scenario on the built-in cluster.
+
+`celery_worker(...)` starts `celery -A controlcenter worker` (and `beat`) as subprocesses
+over this test session's database, consuming a queue of its own (so no other worker on the
+same Redis takes its tasks) on the filesystem transport or on Redis; tests send to it by
+overriding the same settings the platform uses.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.conf import settings
+from django.db import connection
+from django.test.utils import override_settings
+
+from controlcenter.models import AnalysisRun
+from laganalysis.burrow import Status
+from laganalysis.records import LAG_SAMPLES_TOPIC, LagSample, encode_lag_sample
+from tests.brokerproc import REPO
+
+
+@contextmanager
+def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
+                  master: str = "local[2]", queue: str | None = None, beat: bool = False,
+                  concurrency: int = 1) -> Iterator[None]:  # fmt: skip
+    """A worker process on its own queue; while it runs, this process queues to it. With
+    `beat`, `celery beat` runs too, looking for due schedules every second. `concurrency`
+    is how many jobs it runs at once (the platform's MILLRACE_ANALYSIS_CONCURRENCY).
+
+    A live server forked earlier queues to the settings' queue: pass `queue` to serve that
+    one (and `purge_queue` it before the test queues anything)."""
+    options = {} if broker_url != "filesystem://" else settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    queue = queue or f"analytics-test-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+           "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
+           "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
+           "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    worker = ["worker", "--pool", "threads", "--concurrency", str(concurrency), "--queues", queue,
+              "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
+    beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
+    with ExitStack() as stack:
+        stack.enter_context(_celery(worker, env, log_dir / f"worker-{queue}.log", " ready."))
+        if beat:
+            stack.enter_context(_celery(beat_args, env, log_dir / f"beat-{queue}.log",
+                                        "beat: Starting"))
+        with override_settings(CELERY_BROKER_URL=broker_url, MILLRACE_ANALYSIS_QUEUE=queue,
+                               CELERY_BROKER_TRANSPORT_OPTIONS=options,
+                               KAFKA_BOOTSTRAP_SERVERS=bootstrap):
+            yield
+
+
+@contextmanager
+def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
+            ) -> Iterator[None]:  # fmt: skip
+    """`celery -A controlcenter ARGS` until the block ends; its log is shown on a failure."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "millrace", *args, "--loglevel", "INFO"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while ready not in log_path.read_text(errors="replace"):
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, f"celery {args[0]} did not get ready"
+            time.sleep(0.2)
+        yield
+    except BaseException:
+        print(f"--- celery {args[0]}'s log ({log_path}) ---")  # shown with the failure
+        print(log_path.read_text(errors="replace")[-6000:])
+        raise
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # warm shutdown: the worker and any job it runs
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            # The threads pool's warm shutdown can take 20 s with nothing to finish; a cold
+            # one stops it now (a job it ran dies with it: PR_SET_PDEATHSIG).
+            os.killpg(proc.pid, signal.SIGQUIT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def purge_queue(queue: str) -> None:
+    """Drop what earlier test runs left in a filesystem-transport queue."""
+    folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    for stale in folder.glob(f"*.{queue}.msg"):
+        stale.unlink(missing_ok=True)
+
+
+def wait_for(run_id: int, *statuses: str, timeout: float = 300) -> AnalysisRun:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = AnalysisRun.objects.get(pk=run_id)
+        if run.status in statuses:
+            return run
+        assert time.monotonic() < deadline, f"run {run_id} is still {run.status}"
+        time.sleep(0.3)
+
+
+# --- the scenario -----------------------------------------------------------------------------
+
+PRODUCE_RATE = 10  # messages per second into every partition
+# partition -> (lag at the first sample, consume rate): p0 slower than the producer.
+PARTITIONS = {0: (500, 6), 1: (3000, 15), 2: (1200, 12), 3: (8000, 20)}
+STEP_S, SAMPLES = 10, 60
+
+
+@dataclass
+class Scenario:
+    bootstrap: str
+    topic: str
+    group: str
+    samples: list[LagSample] = field(default_factory=list)
+    messages: Counter[int] = field(default_factory=Counter)  # per partition, as delivered
+    keys: Counter[str] = field(default_factory=Counter)
+
+
+def build_scenario(bootstrap: str) -> Scenario:
+    """A topic written with a skewed key distribution, a consumer group on it that commits,
+    and that group's lag history on the samples topic: every 10 s for 10 minutes, producers
+    at 10 msg/s per partition and a consumer at PARTITIONS' rates (the collector's records)."""
+    tag = uuid.uuid4().hex[:8]
+    scenario = Scenario(bootstrap, f"orders-{tag}", f"slow-consumer-{tag}")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name, partitions in ((scenario.topic, 4), (LAG_SAMPLES_TOPIC, 6)):
+        try:
+            admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    _produce_skewed(scenario)
+    _commit(scenario)
+    _write_history(scenario)
+    return scenario
+
+
+def _produce_skewed(scenario: Scenario) -> None:
+    """Half the messages carry the key `hot`, the rest spread over nine keys."""
+    producer = Producer({"bootstrap.servers": scenario.bootstrap, "linger.ms": 5})
+
+    def delivered(err: Any, msg: Any) -> None:
+        assert err is None, err
+        scenario.messages[msg.partition()] += 1
+        scenario.keys[msg.key().decode()] += 1
+
+    for i in range(2000):
+        key = "hot" if i % 2 == 0 else f"k{i % 9}"
+        producer.produce(scenario.topic, f"order {i}".encode(), key.encode(), callback=delivered)
+    assert producer.flush(30) == 0
+
+
+def _commit(scenario: Scenario) -> None:
+    consumer = Consumer({"bootstrap.servers": scenario.bootstrap, "group.id": scenario.group,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(scenario.topic, p, 1) for p in PARTITIONS],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _write_history(scenario: Scenario) -> None:
+    end = time.time() - 5
+    first = end - STEP_S * (SAMPLES - 1)
+    producer = Producer({"bootstrap.servers": scenario.bootstrap, "linger.ms": 5})
+    for i in range(SAMPLES):
+        t = STEP_S * i
+        for partition, (lag0, consume) in PARTITIONS.items():
+            lag = lag0 + (PRODUCE_RATE - consume) * t
+            end_offset = 100_000 + PRODUCE_RATE * t
+            status = Status.WARN if consume < PRODUCE_RATE else Status.OK
+            sample = LagSample(scenario.group, scenario.topic, partition,
+                               int((first + t) * 1000), end_offset - lag, end_offset, lag,
+                               lag / PRODUCE_RATE, status)
+            scenario.samples.append(sample)
+            key, value = encode_lag_sample(sample)
+            producer.produce(LAG_SAMPLES_TOPIC, value, key)
+    assert producer.flush(30) == 0
