@@ -8,6 +8,12 @@ PLATFORM_ARGS ?=
 
 .PHONY: run test lint faults bench system-packages
 
+# Python writes bytecode caches (gitignored __pycache__/) even where the environment says not
+# to (PYTHONDONTWRITEBYTECODE=1 on our machines): without them every process compiles our
+# packages again, and every pytest worker rewrites the tests' asserts again, 10 s of its
+# 21 s of CPU collecting the suite (tests/README.md). An empty value counts as unset.
+export PYTHONDONTWRITEBYTECODE :=
+
 run: $(STAMP)
 	$(PY) manage.py platform $(PLATFORM_ARGS)
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import sys
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -122,6 +125,35 @@ class SharedJvmFileScheduling(LoadFileScheduling):  # type: ignore[misc]  # xdis
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SharedJvmFileScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+# Where the suite's time goes (tests/README.md, "How long it takes"): with
+# MILLRACE_TEST_PROFILE=<dir>, each worker appends a line per test phase to <dir>/<worker>.jsonl
+# with its wall seconds and the CPU seconds of the worker and of the children it reaped in it
+# (brokers, JVMs, platforms, browsers). `python -m tests.profile_report <dir>` sums them.
+PROFILE_DIR = os.environ.get("MILLRACE_TEST_PROFILE")
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    times = os.times()
+    return times.user + times.system, times.children_user + times.children_system
+
+
+if PROFILE_DIR:
+    PROFILE_PATH = Path(PROFILE_DIR)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+        wall, (own, children) = time.monotonic(), _cpu_seconds()
+        yield
+        own_after, children_after = _cpu_seconds()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        PROFILE_PATH.mkdir(parents=True, exist_ok=True)
+        with open(PROFILE_PATH / f"{worker}.jsonl", "a") as log:
+            log.write(json.dumps({
+                "test": item.nodeid, "worker": worker, "wall": time.monotonic() - wall,
+                "cpu": own_after - own, "children_cpu": children_after - children,
+            }) + "\n")
 
 
 @pytest.fixture(autouse=True)
