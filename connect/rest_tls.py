@@ -18,23 +18,18 @@ The worker's own requests to other workers (forwarding to the leader, task confi
 the worker's unprefixed `ssl.truststore.*` (PEM; unset: the system's CAs), as Kafka's
 RestClient does, and check the name (`ssl.endpoint.identification.algorithm`, https).
 
-`ssl` loads certificates and keys from files only, so inline PEM and PKCS12 contents are
-written to a private temporary file that is removed as soon as they are loaded.
+The keys are read as the broker reads its listeners' (`brokercore.security.sslkeys`, one
+implementation of Kafka's `ssl.*` semantics for both).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import ssl
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
+from brokercore.security.sslkeys import Setting, load_keystore, load_truststore, set_protocols
 from connect.configdef import ConfigException
 
 HTTPS_PREFIX = "listeners.https."
-_PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
                 "required": ssl.CERT_REQUIRED}
 
@@ -49,112 +44,30 @@ def https_settings(props: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k.startswith("ssl.")}
 
 
-@contextlib.contextmanager
-def _private_file(data: bytes) -> Iterator[str]:
-    fd, path = tempfile.mkstemp(suffix=".pem")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        yield path
-    finally:
-        os.unlink(path)
+def _refuse(message: str) -> ConfigException:
+    return ConfigException(f"listeners https: {message}")
 
 
-def _key(settings: dict[str, str], key: str) -> str:
-    return settings.get(key, "").strip()
-
-
-def _load_keystore(context: ssl.SSLContext, settings: dict[str, str]) -> None:
-    kind = (_key(settings, "ssl.keystore.type") or "JKS").upper()
-    location = _key(settings, "ssl.keystore.location")
-    password = settings.get("ssl.key.password") or None
-    if kind == "PEM":
-        chain, key = _key(settings, "ssl.keystore.certificate.chain"), _key(
-            settings, "ssl.keystore.key")
-        if chain and key:
-            with _private_file(f"{key}\n{chain}\n".encode()) as path:
-                context.load_cert_chain(path, password=password)
-        elif location:
-            context.load_cert_chain(location, password=password)
-        else:
-            raise ConfigException("listeners https: ssl.keystore.type PEM needs "
-                                  "ssl.keystore.location, or ssl.keystore.certificate.chain "
-                                  "and ssl.keystore.key")
-    elif kind == "PKCS12":
-        if not location:
-            raise ConfigException("listeners https: ssl.keystore.type PKCS12 needs "
-                                  "ssl.keystore.location")
-        pem = _pkcs12_as_pem(Path(location), settings.get("ssl.keystore.password") or None)
-        with _private_file(pem) as path:
-            context.load_cert_chain(path)
-    else:
-        raise ConfigException(f"listeners https: ssl.keystore.type {kind} is not supported: "
-                              "use PEM or PKCS12")
-
-
-def _pkcs12_as_pem(location: Path, password: str | None) -> bytes:
-    from cryptography.hazmat.primitives.serialization import (
-        Encoding,
-        NoEncryption,
-        PrivateFormat,
-        pkcs12,
-    )
-
-    try:
-        key, cert, extra = pkcs12.load_key_and_certificates(
-            location.read_bytes(), password.encode() if password else None)
-    except ValueError as exc:
-        raise ConfigException(f"ssl.keystore.location {location}: {exc}") from None
-    if key is None or cert is None:
-        raise ConfigException(f"ssl.keystore.location {location}: no private key and "
-                              "certificate")
-    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-    for certificate in (cert, *extra):
-        pem += certificate.public_bytes(Encoding.PEM)
-    return pem
-
-
-def _load_truststore(context: ssl.SSLContext, settings: dict[str, str],
-                     purpose: ssl.Purpose) -> None:
-    kind = (_key(settings, "ssl.truststore.type") or "PEM").upper()
-    location = _key(settings, "ssl.truststore.location")
-    inline = _key(settings, "ssl.truststore.certificates")
-    if (location or inline) and kind != "PEM":
-        raise ConfigException(f"ssl.truststore.type {kind} is not supported: use PEM")
-    if inline:
-        context.load_verify_locations(cadata=inline)
-    elif location:
-        context.load_verify_locations(cafile=location)
-    else:
-        context.load_default_certs(purpose)
-
-
-def _set_protocols(context: ssl.SSLContext, settings: dict[str, str]) -> None:
-    raw = _key(settings, "ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"
-    names = [item.strip() for item in raw.split(",") if item.strip()]
-    unknown = [n for n in names if n not in _PROTOCOLS]
-    if unknown or not names:
-        raise ConfigException(f"Invalid value {raw} for configuration ssl.enabled.protocols: "
-                              f"one or more of {', '.join(_PROTOCOLS)}")
-    versions = [_PROTOCOLS[n] for n in names]
-    context.minimum_version, context.maximum_version = min(versions), max(versions)
+def _setting(settings: dict[str, str]) -> Setting:
+    return lambda key: settings.get(key)
 
 
 def server_context(props: dict[str, str]) -> ssl.SSLContext:
     """The REST API's TLS context for `listeners=https://...`; ConfigException when the
     settings cannot give one (a missing file, a key that does not load)."""
     settings = https_settings(props)
+    setting = _setting(settings)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _set_protocols(context, settings)
-    client_auth = (_key(settings, "ssl.client.auth") or "none").lower()
+    set_protocols(context, setting, _refuse)
+    client_auth = (settings.get("ssl.client.auth") or "none").strip().lower()
     if client_auth not in _CLIENT_AUTH:
         raise ConfigException(f"Invalid value {client_auth} for configuration "
                               "ssl.client.auth: none, requested or required")
     try:
-        _load_keystore(context, settings)
+        load_keystore(context, setting, _refuse)
         context.verify_mode = _CLIENT_AUTH[client_auth]
         if client_auth != "none":
-            _load_truststore(context, settings, ssl.Purpose.CLIENT_AUTH)
+            load_truststore(context, setting, ssl.Purpose.CLIENT_AUTH, _refuse)
     except (OSError, ssl.SSLError) as exc:  # SSLError is an OSError; said for the reader
         raise ConfigException(f"listeners https: cannot load the REST API's TLS keys: "
                               f"{exc}") from None
@@ -168,16 +81,16 @@ def client_context(props: dict[str, str]) -> ssl.SSLContext:
     keystore to its peers, which ask the same."""
     settings = {k: v for k, v in props.items() if k.startswith("ssl.")}
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    _set_protocols(context, settings)
+    set_protocols(context, _setting(settings), _refuse)
     algorithm = settings.get("ssl.endpoint.identification.algorithm", "https")
     context.check_hostname = algorithm.strip().lower() == "https"
     if not context.check_hostname:
         context.verify_mode = ssl.CERT_REQUIRED  # the chain is still checked
     try:
-        _load_truststore(context, settings, ssl.Purpose.SERVER_AUTH)
+        load_truststore(context, _setting(settings), ssl.Purpose.SERVER_AUTH, _refuse)
         served = https_settings(props)
-        if (_key(served, "ssl.client.auth") or "none").lower() != "none":
-            _load_keystore(context, served)
+        if (served.get("ssl.client.auth") or "none").strip().lower() != "none":
+            load_keystore(context, _setting(served), _refuse)
     except (OSError, ssl.SSLError) as exc:
         raise ConfigException(f"cannot load the TLS settings for requests to other "
                               f"workers: {exc}") from None
