@@ -128,15 +128,35 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 # Where the suite's time goes (tests/README.md, "How long it takes"): with
-# MILLRACE_TEST_PROFILE=<dir>, each worker appends a line per test phase to <dir>/<worker>.jsonl
-# with its wall seconds and the CPU seconds of the worker and of the children it reaped in it
-# (brokers, JVMs, platforms, browsers). `python -m tests.profile_report <dir>` sums them.
+# MILLRACE_TEST_PROFILE=<dir>, each worker appends a line per test to <dir>/<worker>.jsonl
+# with its wall seconds and the CPU seconds its process tree spent in it: the worker, the
+# children it reaped, and the processes still running under it (a broker, a JVM, a platform
+# and what they reaped). `python -m tests.profile_report <dir>` sums them per file.
 PROFILE_DIR = os.environ.get("MILLRACE_TEST_PROFILE")
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_seconds() -> tuple[float, float]:
+def _tree_cpu_seconds() -> float:
+    """CPU seconds of this process, the children it reaped and every live descendant with
+    what each reaped (from /proc: utime, stime, cutime and cstime)."""
     times = os.times()
-    return times.user + times.system, times.children_user + times.children_system
+    total = times.user + times.system + times.children_user + times.children_system
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue  # gone between the listing and the read
+        pid = int(stat.parent.name)
+        parent[pid] = int(fields[1])
+        spent[pid] = sum(int(tick) for tick in fields[11:15]) / _TICKS
+    descendants: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - descendants
+        descendants |= frontier
+    return total + sum(spent[pid] for pid in descendants)
 
 
 if PROFILE_DIR:
@@ -144,16 +164,14 @@ if PROFILE_DIR:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-        wall, (own, children) = time.monotonic(), _cpu_seconds()
+        wall, cpu = time.monotonic(), _tree_cpu_seconds()
         yield
-        own_after, children_after = _cpu_seconds()
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         PROFILE_PATH.mkdir(parents=True, exist_ok=True)
         with open(PROFILE_PATH / f"{worker}.jsonl", "a") as log:
-            log.write(json.dumps({
-                "test": item.nodeid, "worker": worker, "wall": time.monotonic() - wall,
-                "cpu": own_after - own, "children_cpu": children_after - children,
-            }) + "\n")
+            log.write(json.dumps({"test": item.nodeid, "worker": worker,
+                                  "wall": time.monotonic() - wall,
+                                  "cpu": _tree_cpu_seconds() - cpu}) + "\n")
 
 
 @pytest.fixture(autouse=True)
