@@ -86,6 +86,10 @@ class ConsumerInstance:
         # Bumped whenever `pending` is dropped (seek, assign, subscribe), so records taken
         # before then are never put back by `unread`.
         self.generation = 0
+        # An error the idle poll read that a fetch must answer (an ACL refusal, say): the
+        # next fetch with no records before it raises it. librdkafka reports such an error
+        # once, so dropping it left the client polling empty answers until it gave up.
+        self.deferred: errors.RestProxyError | None = None
         self._busy_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._finished = False
@@ -140,9 +144,10 @@ class ConsumerInstance:
             return
         if len(self.pending) >= IDLE_BUFFER_LIMIT:
             return
-        message = self.consumer.poll(0)
-        if message is not None and message.error() is None:
-            self.pending.append(message)
+        try:
+            self._read(self.consumer.poll(0))
+        except errors.RestProxyError as exc:
+            self.deferred = exc
 
     def _close_consumer(self) -> None:
         if self.consumer is not None:
@@ -202,6 +207,7 @@ class ConsumerInstance:
         self.generation += 1
         if partitions is None:
             self.pending.clear()
+            self.deferred = None  # about the old subscription or assignment
             return
         self.pending = deque(m for m in self.pending
                              if (m.topic(), m.partition()) not in partitions)
@@ -231,6 +237,9 @@ class ConsumerInstance:
         """
         deadline = time.monotonic() + timeout
         while not self.pending:
+            if self.deferred is not None:
+                deferred, self.deferred = self.deferred, None
+                raise deferred
             left = deadline - time.monotonic()
             if left <= 0:
                 return []

@@ -35,6 +35,7 @@ import httpauth
 from clusterclient.clusters import KafkaCluster
 from millrace.asgi import application
 from restproxy import client as proxy_client
+from restproxy.instances.manager import manager
 from tests.securebroker import SCRAM_USERS, start_secured_broker
 
 USER, PASSWORD = SCRAM_USERS["SCRAM-SHA-512"]
@@ -219,6 +220,26 @@ def test_a_consumer_without_read_is_refused_not_left_waiting(auth_on: None) -> N
     assert asgi("POST", f"{instance}/subscription", {"topics": ["read-only"]},
                 content_type=V2).status_code == 204
     refused = fetch(instance)
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["error_code"] == 40301
+    asgi("DELETE", instance, content_type=V2)
+
+
+def test_a_refusal_read_between_fetches_is_answered_by_the_next_one(auth_on: None) -> None:
+    """The instance's thread keeps polling while no fetch waits: the refusal it reads then
+    (librdkafka reports it once) is the next fetch's 403, not dropped for empty answers."""
+    created = asgi("POST", "/consumers/rest-g3", {"format": "binary",
+                                                  "auto.offset.reset": "earliest"},
+                   content_type=V2)
+    name = created.json()["instance_id"]
+    instance = f"/consumers/rest-g3/instances/{name}"
+    assert asgi("POST", f"{instance}/subscription", {"topics": ["read-only"]},
+                content_type=V2).status_code == 204
+    polled = manager()._instances[("rest-g3", name)]
+    deadline = time.monotonic() + 60
+    while getattr(polled, "deferred", None) is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # no fetch meanwhile: only the idle poll reads the refusal
+    refused = asgi("GET", f"{instance}/records?timeout=500")
     assert refused.status_code == 403, refused.content
     assert refused.json()["error_code"] == 40301
     asgi("DELETE", instance, content_type=V2)

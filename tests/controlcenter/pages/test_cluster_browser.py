@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +28,26 @@ PASSWORD = "pages-admin-password"
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="session")
+def stopping_platforms() -> Iterator[list[threading.Thread]]:
+    """Threads waiting for platforms told to stop; the session's end waits for them."""
+    threads: list[threading.Thread] = []
+    yield threads
+    for thread in threads:
+        thread.join()
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    try:
+        proc.communicate(timeout=90)  # its last lines read, so its writes never block or fail
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+
+
 @pytest.fixture(scope="module")
-def platform_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def platform_server(tmp_path_factory: pytest.TempPathFactory,
+                    stopping_platforms: list[threading.Thread]) -> Iterator[LiveServer]:
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
     env.update(MILLRACE_ADMIN_PASSWORD=PASSWORD, MILLRACE_COLLECT_INTERVAL_S="2")
     data = tmp_path_factory.mktemp("platform")
@@ -39,11 +58,12 @@ def platform_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
         endpoints = wait_for_endpoints(proc, timeout=180)
         yield LiveServer(endpoints["Control center"].rstrip("/"))
     finally:
+        # Its clean stop (three brokers' controlled shutdowns, Celery's exit: 15-40 s)
+        # proves nothing here, so the worker's next file runs meanwhile.
         proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        reaper = threading.Thread(target=_reap, args=(proc,), name="platform-stop")
+        reaper.start()
+        stopping_platforms.append(reaper)
 
 
 @pytest.fixture(scope="module")
