@@ -7,6 +7,7 @@ time: the apps read settings through `django.conf.settings`, never this module.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -62,7 +63,10 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 
 INSTALLED_APPS = [
-    "daphne",
+    # daphne's app only gives `manage.py runserver` an ASGI server (the platform serves with
+    # uvicorn, millrace/webserver.py); importing it (Twisted) cost every Django process
+    # about 0.4 s of CPU, a platform start a dozen of them, so only runserver installs it.
+    *(["daphne"] if sys.argv[1:2] == ["runserver"] else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -44,13 +44,13 @@ SHARED_JVM_FILES = frozenset({
 })
 UNIT_SECONDS: dict[str, float] = {
     SHARED_JVM: 300, "controlcenter/analysis/test_analysis_scenario.py": 150,
-    "millrace/test_platform.py": 100, "controlcenter/analysis/test_analysis_browser.py": 85,
-    "millrace/test_platform_secure.py": 150, "sparkkafka/test_exactly_once.py": 65,
-    "controlcenter/pages/test_cluster_browser.py": 130, "docs/test_readme_commands.py": 50,
+    "millrace/test_platform.py": 240, "controlcenter/analysis/test_analysis_browser.py": 85,
+    "millrace/test_platform_secure.py": 125, "sparkkafka/test_exactly_once.py": 65,
+    "controlcenter/pages/test_cluster_browser.py": 130, "docs/test_readme_commands.py": 65,
     "controlcenter/collector/test_collector_faults.py": 50, "connect/test_mirror.py": 45,
     "connect/test_registry_converters.py": 45, "controlcenter/pages/test_connect_browser.py": 35,
     "cluster/test_failover.py": 40, "brokercore/replication/test_cluster_replication.py": 40,
-    "brokercluster/test_clean_stop.py": 35, "connect/test_distributed.py": 30,
+    "brokercluster/test_clean_stop.py": 45, "connect/test_distributed.py": 30,
     "compat/test_transactions_confluent.py": 30, "millrace/test_failover_demo.py": 25,
     "httpauth/test_real_http.py": 40, "controlcenter/pages/test_replication_browser.py": 30,
     "httpauth/test_proxy_as_caller.py": 20,

@@ -1,4 +1,5 @@
-"""Child processes of the platform command: start, wait until ready, stop in reverse order.
+"""Child processes of the platform command: start, wait until ready, stop (SIGTERM to several
+at once, then wait for each).
 
 Every child gets PR_SET_PDEATHSIG, so that even a `kill -9` of the platform command leaves
 nothing orphaned; a clean stop sends SIGTERM and waits, then SIGKILL.
@@ -52,6 +53,7 @@ class Child:
     stop_timeout: float = 15.0
     proc: subprocess.Popen[bytes] | None = None
     offset: int = 0  # where this run's output begins in log_path
+    stopping: float = 0.0  # when terminate() sent SIGTERM (time.monotonic())
 
     def start(self, cwd: Path) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,15 +64,10 @@ class Child:
                 env={**os.environ, **self.env}, preexec_fn=_die_with_parent,
             )
 
-    def wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is None or self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early; see {self.log_path}:\n{self.tail()}")
-            if self.ready():
-                return
-            time.sleep(0.1)
-        raise TimeoutError(f"{self.name} not ready after {timeout:.0f}s; see {self.log_path}")
+    def check_running(self) -> None:
+        """Raise if the child has exited (while it should be getting ready)."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited early; see {self.log_path}:\n{self.tail()}")
 
     def output(self) -> str:
         """Everything this run has written so far (earlier runs share the file)."""
@@ -88,11 +85,22 @@ class Child:
             return ""
 
     def stop(self) -> None:
+        self.terminate()
+        self.wait_stopped()
+
+    def terminate(self) -> None:
+        """SIGTERM, without waiting: children stopped together end in parallel."""
+        self.stopping = time.monotonic()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+
+    def wait_stopped(self) -> None:
+        """Wait for the exit `terminate` asked for: SIGKILL once `stop_timeout` seconds have
+        passed since then."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.terminate()
         try:
-            self.proc.wait(self.stop_timeout)
+            self.proc.wait(max(0.0, self.stopping + self.stop_timeout - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -111,7 +111,10 @@ def run(command: str, env: dict[str, str], log: Path, timeout: float = 240) -> R
         if running.proc.poll() is not None:
             assert running.proc.returncode == 0, f"{command!r}:\n{running.text()[-3000:]}"
             return None
-        if any(marker in running.text() for marker in READY):
+        text = running.text()
+        if "Press Ctrl-C" in text:  # its last line, only a command that keeps running says it
+            return running  # (`stop` checks it is still running)
+        if any(marker in text for marker in READY):
             try:  # a short command may say "ready" just before it ends
                 running.proc.wait(3)
             except subprocess.TimeoutExpired:
@@ -123,6 +126,8 @@ def run(command: str, env: dict[str, str], log: Path, timeout: float = 240) -> R
 
 
 def stop(running: Running) -> None:
+    assert running.proc.poll() is None, f"{running.command!r} ended before its Ctrl-C:\n" \
+        f"{running.text()[-3000:]}"
     code = running.interrupt()
     # make reports its own interruption; what it ran must have stopped cleanly.
     assert code in (0, -signal.SIGINT, 2, 130), f"{running.command!r} exited {code}"

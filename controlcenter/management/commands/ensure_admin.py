@@ -4,7 +4,8 @@ On first start there is no user, so nobody could change anything. This creates t
 superuser `admin` with MILLRACE_ADMIN_PASSWORD or, when that is empty, a random password
 that it prints once; later runs find the account and leave it alone (change the password
 on /admin/ or with `manage.py changepassword admin`). `--json` is for the platform command,
-which shows the password in its endpoint table.
+which shows the password in its endpoint table; `--migrate` (the platform's too) runs
+`migrate` first in the same process, one Django start instead of two.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
@@ -40,8 +42,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="answer as one JSON object")
+        parser.add_argument("--migrate", action="store_true",
+                            help="bring the database up to date first (manage.py migrate)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["migrate"]:
+            call_command("migrate", interactive=False, verbosity=0)
         answer = ensure_admin(settings.MILLRACE_ADMIN_PASSWORD)
         if opts["json"]:
             self.stdout.write(json.dumps(answer))

@@ -4,10 +4,12 @@ Starts the built-in cluster, `python -m brokercluster` with 3 brokers (unless
 KAFKA_BOOTSTRAP_SERVERS or --external points at an external cluster), then the web server
 (`millrace.webserver`: uvicorn in MILLRACE_WEB_WORKERS processes) serving the control
 center, the schema registry and the REST proxy, the collector, Celery, and a Kafka Connect
-worker (`python -m connect`), waits for each to be ready,
+worker (`python -m connect`), and waits for them to be ready: the clusters first (the
+database is migrated while their brokers start, then the web server starts), then
+whatever reads the clusters, all at once. It
 prints the endpoints and the commands to try a failover, restarts a child that exits on its
 own (three exits in a minute stop the platform), and on Ctrl-C stops everything in
-reverse order.
+reverse order: the clusters' clients together, then the web server, then the clusters.
 
 With --clusters N (N >= 2) it also starts N-1 more built-in clusters, each a
 `python -m brokercluster` of --cluster-brokers brokers (default 1) with its own data dir
@@ -160,30 +162,29 @@ class Command(BaseCommand):
                             "MILLRACE_HTTP_AUTH_SSL_CA_LOCATION": str(self.secure.ca_file),
                             # the Security pages keep their hands off these
                             "MILLRACE_SERVICE_PRINCIPALS": ",".join(SERVICE_PRINCIPALS)})
-        self._migrate(web.env)
-        self.admin_login = self._ensure_admin(web.env)
-        children += [web, self._collector(web.env, ports, data_dir),
-                     *(self._collector(web.env, ports, data_dir, c.name) for c, _ in self.extra),
-                     *self._celery(web.env, data_dir)]
-        children.append(self._connect(host, ports["connect_port"], bootstrap, data_dir,
-                                      None if external else brokers))
-        children += [self._connect(host, self.connect_ports[c.name], c.bootstrap_servers,
-                                   data_dir, opts["cluster_brokers"], c.name)
-                     for c, _ in self.extra]
-        self._run(children, host, ports, bootstrap, data_dir, external)
+        # The clusters' clients: they start once the clusters are ready (the Celery workers
+        # too: on ready they resume stream queries, which read the clusters).
+        on_clusters = [self._collector(web.env, ports, data_dir),
+                       *(self._collector(web.env, ports, data_dir, c.name)
+                         for c, _ in self.extra),
+                       *self._celery(web.env, data_dir),
+                       self._connect(host, ports["connect_port"], bootstrap, data_dir,
+                                     None if external else brokers),
+                       *(self._connect(host, self.connect_ports[c.name], c.bootstrap_servers,
+                                       data_dir, opts["cluster_brokers"], c.name)
+                         for c, _ in self.extra)]
+        self._run([children, [web], on_clusters], web.env, host, ports, bootstrap, data_dir,
+                  external)
 
-    def _migrate(self, env: dict[str, str]) -> None:
-        """Bring the database of this data directory up to date before serving it."""
+    def _migrate_and_ensure_admin(self, env: dict[str, str]) -> str:
+        """Bring the database of this data directory up to date before serving it, and make
+        the control center's `admin` account (on first start), in one Django process: its
+        line in the endpoint table, with the password the one time a random one is made."""
         self.stdout.write("Migrating the database ...")
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-                       cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True)
-
-    def _ensure_admin(self, env: dict[str, str]) -> str:
-        """The control center's `admin` account (created on first start): its line in the
-        endpoint table, with the password the one time a random one is made."""
-        done = subprocess.run([sys.executable, "manage.py", "ensure_admin", "--json"],
+        done = subprocess.run([sys.executable, "manage.py", "ensure_admin", "--migrate",
+                               "--json"],
                               cwd=settings.BASE_DIR, env={**os.environ, **env}, check=True,
-                              capture_output=True, text=True)
+                              stdout=subprocess.PIPE, text=True)
         answer = json.loads(done.stdout.strip().splitlines()[-1])
         if "password" in answer:
             return f"user admin, password {answer['password']}  (shown only this once)"
@@ -398,29 +399,64 @@ class Command(BaseCommand):
                                           else f"connect-{cluster}.log"),
                      lambda: http_ok(url, login, ca))
 
-    def _run(self, children: list[Child], host: str, ports: dict[str, int], bootstrap: str,
-             data_dir: Path, external: bool) -> None:
+    def _run(self, stages: list[list[Child]], env: dict[str, str], host: str,
+             ports: dict[str, int], bootstrap: str, data_dir: Path, external: bool) -> None:
+        """Start the children stage by stage, each stage's all at once, and wait until every
+        one is ready: the clusters (the database is migrated while their brokers start),
+        then the web server (the database ready), then once the clusters are ready whatever
+        reads them. Ctrl-C stops them stage by stage in reverse, each stage's all at once."""
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        started: list[Child] = []
+        started: list[list[Child]] = []
+        clusters, web, on_clusters = stages
         try:
-            for child in children:
-                self.stdout.write(f"Starting {child.name} ...")
-                child.start(Path(settings.BASE_DIR))
-                started.append(child)
-                child.wait_ready(60)
-                self.stdout.write(f"{child.name} is [UP]")
+            self._start(clusters, started)
+            self.admin_login = self._migrate_and_ensure_admin(env)
+            self._start(web, started)
+            self._wait_ready(clusters)
+            self._start(on_clusters, started)
+            self._wait_ready([*web, *on_clusters])
             self._print_endpoints(host, ports, bootstrap, data_dir, external)
             exits: dict[str, list[float]] = {}
             while not stop.wait(0.5):
-                for child in started:
+                for child in (child for stage in started for child in stage):
                     if not child.running and not self._restart(child, exits):
                         stop.set()
         finally:
-            for child in reversed(started):
-                child.stop()
-                self.stdout.write(f"{child.name} is [DOWN]")
+            for stage in reversed(started):
+                for child in stage:
+                    child.terminate()
+                for child in reversed(stage):
+                    child.wait_stopped()
+                    self.stdout.write(f"{child.name} is [DOWN]")
+
+    def _start(self, stage: list[Child], started: list[list[Child]]) -> None:
+        """Start every child of `stage` without waiting for any to be ready."""
+        started.append([])
+        for child in stage:
+            self.stdout.write(f"Starting {child.name} ...")
+            child.start(Path(settings.BASE_DIR))
+            started[-1].append(child)
+
+    def _wait_ready(self, children: list[Child]) -> None:
+        """Wait until every child is ready, printing each as it gets there. They started
+        together and share the machine, so the time allowed is what waiting for each in
+        turn allowed: 60 s for each child not yet ready, counted again from the last one
+        that got ready."""
+        pending = list(children)
+        deadline = time.monotonic() + 60 * len(pending)
+        while pending:
+            for child in list(pending):
+                child.check_running()
+                if child.ready():
+                    pending.remove(child)
+                    deadline = time.monotonic() + 60 * len(pending)
+                    self.stdout.write(f"{child.name} is [UP]")
+            if pending and time.monotonic() > deadline:
+                raise TimeoutError(f"{', '.join(c.name for c in pending)} not ready after "
+                                   f"{60 * len(pending)}s; see {pending[0].log_path}")
+            time.sleep(0.1)
 
     def _restart(self, child: Child, exits: dict[str, list[float]]) -> bool:
         """Start again a child that exited on its own, as systemd's Restart=on-failure would:
