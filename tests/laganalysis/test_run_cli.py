@@ -8,6 +8,7 @@ body (`execute`) on the session the laganalysis tests share."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from laganalysis.burrow import Status
 from laganalysis.records import LagSample
 from laganalysis.run import execute
 from tests.laganalysis.history import T0, catching_up_group, write_samples
+from tests.sparkcluster import quick_jvm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,6 +43,7 @@ def start(job: str, params: dict[str, Any], out: Path, master: str = "local[1]")
             master,
         ],
         cwd=REPO,
+        env=quick_jvm(os.environ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -141,7 +144,7 @@ def busy_rows(n: int) -> Any:
 
 
 def test_sigterm_cancels_the_running_job_and_leaves_no_result(tmp_path: Path) -> None:
-    samples = write_samples(tmp_path / "big.jsonl", busy_rows(400_000))
+    samples = write_samples(tmp_path / "big.jsonl", busy_rows(200_000))  # seconds of work
     out = tmp_path / "result.json"
     proc = start("lag_summary", {"samples_path": samples}, out)
     assert proc.stdout is not None

@@ -31,6 +31,7 @@ from controlcenter.models import AnalysisRun
 from laganalysis.burrow import Status
 from laganalysis.records import LAG_SAMPLES_TOPIC, LagSample, encode_lag_sample
 from tests.brokerproc import REPO
+from tests.sparkcluster import quick_jvm
 
 
 @contextmanager
@@ -43,12 +44,13 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
 
     A live server forked earlier queues to the settings' queue: pass `queue` to serve that
     one (and `purge_queue` it before the test queues anything)."""
-    options = {} if broker_url != "filesystem://" else settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    options = {} if broker_url != "filesystem://" else _file_queue_options()
     queue = queue or f"analytics-test-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
-           "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
-           "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
-           "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
+    env = quick_jvm({  # and the jobs it runs (tests/sparkcluster.py)
+        **os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+        "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
+        "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
+        "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable})  # fmt: skip
     worker = ["worker", "--pool", "threads", "--concurrency", str(concurrency), "--queues", queue,
               "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
     beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
@@ -95,6 +97,14 @@ def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def _file_queue_options() -> dict[str, str]:
+    """The filesystem transport's folders, as the worker's settings make them (not the
+    current settings': inside another worker's block on Redis they are empty)."""
+    folder = settings.CELERY_QUEUE_DIR
+    return {"data_folder_in": str(folder), "data_folder_out": str(folder),
+            "control_folder": str(folder / "control")}
 
 
 def purge_queue(queue: str) -> None:

@@ -44,10 +44,12 @@ def workload(kafka_bootstrap: str, django_db_setup: None, django_db_blocker: Any
 @pytest.fixture(scope="module")
 def worker(django_db_setup: None, workload: Workload,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:  # fmt: skip
-    """One worker with beat on the filesystem transport, running two jobs at once (their
-    Spark start-ups overlap). Yields the directory of its and beat's logs."""
+    """One worker with beat on Redis, running two jobs at once (their Spark start-ups
+    overlap), for the tests on local[2]; the standalone cluster's test starts its own on the
+    filesystem transport. Yields the directory of its and beat's logs."""
     logs = tmp_path_factory.mktemp("celery")
-    with celery_worker(logs, workload.bootstrap, beat=True, concurrency=2):
+    with celery_worker(logs, workload.bootstrap, broker_url="redis://127.0.0.1:6379/0",
+                       beat=True, concurrency=2):
         yield logs
 
 
@@ -115,24 +117,23 @@ def test_a_job_on_a_spark_standalone_cluster_matches_too(
 
 
 def test_through_redis_a_running_job_is_cancelled_from_its_page_and_failures_show_their_errors(
-    workload: Workload, analyst: Client, tmp_path: Path
+    workload: Workload, analyst: Client, tmp_path: Path, worker: Path
 ) -> None:
     """A job on local[2] whose completed tasks go up is cancelled with the page's form, mid
     computation. Past the forms (a schedule's stored params, say): the job's own parameter
     error, found before Spark starts, and Spark's own error for input it cannot read."""
     history = write_history_files(tmp_path / "history", files=8, rows_each=40_000)
-    with celery_worker(tmp_path, workload.bootstrap, broker_url="redis://127.0.0.1:6379/0",
-                       concurrency=2):  # the long job and the two failures at once
-        long = actions.launch_analysis(None, "lag_summary", {"samples_path": str(history)})
-        broken = actions.launch_analysis(None, "sla", {"since": "yesterday", "until": 0})
-        missing = actions.launch_analysis(None, "lag_summary",
-                                          {"samples_path": str(tmp_path / "nowhere")})
-        seen = progress_until(long.pk, lambda run: 0 < run.tasks_done < run.tasks_total)
-        answer = analyst.post(f"/analytics/runs/{long.pk}/cancel/", follow=True)
-        assert answer.status_code == 200
-        cancelled = wait_for(long.pk, *ENDED)
-        bad = wait_for(broken.pk, *ENDED)
-        failed = wait_for(missing.pk, *ENDED)
+    # The module's worker (on Redis, two at once): the long job and the two failures.
+    long = actions.launch_analysis(None, "lag_summary", {"samples_path": str(history)})
+    broken = actions.launch_analysis(None, "sla", {"since": "yesterday", "until": 0})
+    missing = actions.launch_analysis(None, "lag_summary",
+                                      {"samples_path": str(tmp_path / "nowhere")})
+    seen = progress_until(long.pk, lambda run: 0 < run.tasks_done < run.tasks_total)
+    answer = analyst.post(f"/analytics/runs/{long.pk}/cancel/", follow=True)
+    assert answer.status_code == 200
+    cancelled = wait_for(long.pk, *ENDED)
+    bad = wait_for(broken.pk, *ENDED)
+    failed = wait_for(missing.pk, *ENDED)
     dones = [done for done, _ in seen]
     assert dones == sorted(dones) and dones[-1] > 0, seen  # the bar's completed tasks go up
     assert cancelled.status == AnalysisStatus.CANCELLED and cancelled.result is None, \
