@@ -32,11 +32,9 @@ if TYPE_CHECKING:
 # A work unit is a test file, except that the files on the local Spark session (a JVM started
 # once per worker: the `spark` fixture) are one unit, so that only one worker pays that start.
 # Units are handed out longest first (the longest-processing-time rule: what is left at the
-# end is short, so the workers finish close together). The seconds are estimates from the
-# last fresh-clone run's slowest durations (a unit's listed setup and calls, rounded up; the
-# Spark session's unit, seven files, a guess that keeps it first; the two analysis files,
-# that run's 418 s and 176 s times the CPU they kept after their JVMs went to C1, about 0.6
-# and 0.8); a unit not listed counts a second per test.
+# end is short, so the workers finish close together). The seconds are each unit's wall time
+# in the last profiled run (MILLRACE_TEST_PROFILE, below), rounded; a unit not listed counts
+# a second per test.
 SHARED_JVM = "shared-jvm"
 SHARED_JVM_FILES = frozenset({
     "controlcenter/streams/test_streams.py", "laganalysis/test_jobs.py",
@@ -44,9 +42,9 @@ SHARED_JVM_FILES = frozenset({
     "sparkkafka/test_formats.py", "sparkkafka/test_sink.py", "sparkkafka/test_stream_source.py",
 })
 UNIT_SECONDS: dict[str, float] = {
-    SHARED_JVM: 300, "controlcenter/analysis/test_analysis_scenario.py": 260,
+    SHARED_JVM: 900, "controlcenter/analysis/test_analysis_scenario.py": 260,
     "millrace/test_platform.py": 240, "controlcenter/analysis/test_analysis_browser.py": 140,
-    "millrace/test_platform_secure.py": 125, "sparkkafka/test_exactly_once.py": 65,
+    "millrace/test_platform_secure.py": 125, "sparkkafka/test_exactly_once.py": 100,
     "controlcenter/pages/test_cluster_browser.py": 130, "docs/test_readme_commands.py": 65,
     "controlcenter/collector/test_collector_faults.py": 50, "connect/test_mirror.py": 45,
     "connect/test_registry_converters.py": 45, "controlcenter/pages/test_connect_browser.py": 35,

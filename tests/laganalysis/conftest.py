@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.sparkjvm import jvm_options
+
 # py4j logs "Closing down clientserver connection" from __del__ after pytest closed its streams.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
@@ -25,7 +27,8 @@ def spark() -> Iterator[Any]:
     from laganalysis.session import configure
     from sparkkafka.datasource import register
 
-    session = configure(SparkSession.builder, "local[2]").getOrCreate()
+    with jvm_options():  # the JVM starts here
+        session = configure(SparkSession.builder, "local[2]").getOrCreate()
     register(session)
     yield session
     session.stop()

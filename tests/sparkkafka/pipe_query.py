@@ -2,7 +2,8 @@
 ``millrace-kafka`` source and its exactly-once sink, checkpointed. The test SIGKILLs it mid-batch
 and starts it again on the same checkpoint.
 
-    python -m tests.sparkkafka.pipe_query BOOTSTRAP SOURCE SINK CHECKPOINT (forever|available-now)
+    python -m tests.sparkkafka.pipe_query BOOTSTRAP SOURCE SINK CHECKPOINT \
+        (forever|available-now) RECORDS_PER_BATCH
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import os
 import sys
 
 
-def main(bootstrap: str, source: str, sink: str, checkpoint: str, mode: str) -> None:
+def main(
+    bootstrap: str, source: str, sink: str, checkpoint: str, mode: str, batch: str = "800"
+) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -25,7 +28,7 @@ def main(bootstrap: str, source: str, sink: str, checkpoint: str, mode: str) -> 
         spark.readStream.format("millrace-kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source)
-        .option("maxOffsetsPerTrigger", "800")
+        .option("maxOffsetsPerTrigger", batch)
         .load()
         .selectExpr("key", "value")
         .writeStream.format("millrace-kafka")
@@ -45,4 +48,4 @@ def main(bootstrap: str, source: str, sink: str, checkpoint: str, mode: str) -> 
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -16,10 +16,12 @@ import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from tests.sparkjvm import jvm_env
 from tests.sparkkafka.test_sink import consume
 from tests.sparkkafka.topics import create_topic, produce
 
-RECORDS = 2400  # three batches of 800
+RECORDS = 1200  # three batches of 400: three chances per driver start to kill one mid-write
+BATCH = 400
 SOURCE_PARTITIONS = 8  # on local[2], a batch's 8 tasks run in waves: some done, some not
 
 
@@ -38,8 +40,9 @@ def start_driver(
             bootstrap,
             source,
             sink,
-            *[str(checkpoint), mode],
+            *[str(checkpoint), mode, str(BATCH)],
         ],
+        env=jvm_env(os.environ),
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the JVM and workers die with it
@@ -58,7 +61,7 @@ def kill_while_writing(
 ) -> int | None:
     """SIGKILL the driver's process group while a planned batch (offsets written, no commit)
     has written part of its output; that batch's id, or None when the kill came too late."""
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 300  # a JVM start and a batch on a loaded machine
     seen: dict[int, int] = {}  # in-flight batch -> the sink's end when it was first seen
     while time.monotonic() < deadline:
         assert driver.poll() is None, "the driver ended before it was killed"

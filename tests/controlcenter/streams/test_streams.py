@@ -36,6 +36,7 @@ from tests.controlcenter.analysis.analysis_worker import _celery, purge_queue
 from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.conftest import PASSWORD, make_user
 from tests.laganalysis.conftest import spark
+from tests.sparkjvm import jvm_env, jvm_options
 from tests.sparkkafka.topics import create_topic, produce
 
 __all__ = ["spark"]
@@ -53,8 +54,13 @@ GROUP BY window(timestamp, '10 seconds'), CAST(key AS STRING)"""
 
 
 def asgi_application() -> Any:
+    """The platform's app, its Spark session (the web process's, for validation) starting in
+    a thread meanwhile: the page's first validation waits for it (`sql.session` holds a lock)
+    instead of starting the JVM then. The server starts with the module (`_server_early`)."""
+    from controlcenter.streams import sql
     from millrace.asgi import application
 
+    threading.Thread(target=sql.session, name="spark-session", daemon=True).start()
     return application
 
 
@@ -71,7 +77,8 @@ def worker(django_db_setup: None, overrides: dict[str, Any],
     """The streams worker on its own queue over the test database; yields a function that
     restarts it (what a platform restart does to it)."""
     logs = Path(os.environ.get("STREAMS_TEST_LOGS") or tmp_path_factory.mktemp("streams-celery"))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+    env = {**jvm_env(os.environ),  # the drivers' JVMs
+           "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "CELERY_BROKER_URL": "filesystem://", "PYSPARK_PYTHON": sys.executable,
            **{k: str(v) for k, v in overrides.items()}}  # fmt: skip
     args = ["worker", "--pool", "threads", "--concurrency", "4", "--queues", QUEUE,
@@ -500,9 +507,20 @@ def test_a_windowed_count_is_exact_after_its_driver_is_killed_and_the_worker_res
 @pytest.fixture(scope="module")
 def server(django_db_setup: None, django_db_blocker: Any, overrides: dict[str, Any],
            worker: Any) -> Iterator[LiveServer]:  # fmt: skip
-    with django_db_blocker.unblock(), override_settings(**overrides), \
-            serve(asgi_application) as live:
+    with django_db_blocker.unblock(), override_settings(**overrides), ExitStack() as stack:
+        with jvm_options():  # the server's Spark session's JVM
+            live = stack.enter_context(serve(asgi_application))
         yield live
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _server_early(request: pytest.FixtureRequest) -> None:
+    """The server, its Celery worker and its Spark session start with the module when a page
+    test is to run: the JVMs start while the tests before the page's run, not in them."""
+    if any("tab" in getattr(item, "fixturenames", ())
+           and item.nodeid.startswith(f"{request.node.nodeid}::")
+           for item in request.session.items):
+        request.getfixturevalue("server")
 
 
 @pytest.fixture
