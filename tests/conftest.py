@@ -19,6 +19,18 @@ from xdist.scheduler import LoadFileScheduling
 
 from tests.brokerproc import BrokerProcess
 
+# Every JVM the tests start (the local Spark session, stream drivers, the jobs Celery
+# launches, a standalone master, its workers and executors) lives for seconds to minutes on a
+# small input, and spends most of its CPU compiling: the client compiler alone (no C2) and the
+# serial collector halve it (a JVM start and a first small query: 48-50 s of CPU, 24-26 s with
+# these; an eta job through `laganalysis.run` 37 s, 19.5 s) and change no result. Set here in
+# the environment, which every process a test starts inherits, and read by each `java`
+# launcher (which names it on its stderr); the platform's own code does not change.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+if TEST_JVM_OPTIONS not in os.environ.get("JDK_JAVA_OPTIONS", ""):
+    os.environ["JDK_JAVA_OPTIONS"] = " ".join(
+        filter(None, [os.environ.get("JDK_JAVA_OPTIONS"), TEST_JVM_OPTIONS]))
+
 # Hypothesis' per-example deadline is a timing assertion: on two cores shared with brokers and
 # JVMs an example can take 10x its quiet time. Examples stay bounded by max_examples.
 settings.register_profile("millrace", deadline=None)

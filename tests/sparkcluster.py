@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,20 +27,6 @@ from brokercluster.ports import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_TIMEOUT_S = 180  # two JVMs on a machine shared with other test runs
-
-# A JVM that lives for one small job spends most of its CPU compiling: the client compiler
-# alone (no C2) and the serial collector halve it (an eta job through `laganalysis.run`: 37 s
-# of CPU, 19.5 s with these) and change no result. The analysis tests give them to every
-# JVM they start (a job's driver, a standalone master and worker, the worker's executors)
-# through JAVA_TOOL_OPTIONS, which each JVM reads (and names on its stderr).
-QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def quick_jvm(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with QUICK_JVM_OPTIONS added to its JAVA_TOOL_OPTIONS."""
-    options = f"{env.get('JAVA_TOOL_OPTIONS', '')} {QUICK_JVM_OPTIONS}".strip()
-    return {**env, "JAVA_TOOL_OPTIONS": options}
-
 
 @dataclass(frozen=True)
 class SparkCluster:
@@ -62,8 +48,8 @@ class SparkCluster:
 def spark_standalone(log_dir: Path, workers: int = 1) -> Iterator[SparkCluster]:
     """A master and `workers` workers (2 cores, 1 GB each), up and registered. With no
     worker, every job waits for resources: a job that runs until it is cancelled."""
-    env = quick_jvm({**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-                     "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(log_dir)})
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(log_dir)}
     cluster = SparkCluster(f"spark://127.0.0.1:{free_port()}", free_port())
     port = cluster.url.rsplit(":", 1)[1]
     procs = [_spark_class("org.apache.spark.deploy.master.Master", [

@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 
-from tests.sparkjvm import jvm_options
-
 # py4j logs "Closing down clientserver connection" from __del__ after pytest closed its streams.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
@@ -27,8 +25,7 @@ def spark() -> Iterator[Any]:
     from laganalysis.session import configure
     from sparkkafka.datasource import register
 
-    with jvm_options():  # the JVM starts here
-        session = configure(SparkSession.builder, "local[2]").getOrCreate()
+    session = configure(SparkSession.builder, "local[2]").getOrCreate()
     register(session)
     yield session
     session.stop()

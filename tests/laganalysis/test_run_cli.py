@@ -8,7 +8,6 @@ body (`execute`) on the session the laganalysis tests share."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ from laganalysis.burrow import Status
 from laganalysis.records import LagSample
 from laganalysis.run import execute
 from tests.laganalysis.history import T0, catching_up_group, write_samples
-from tests.sparkcluster import quick_jvm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +41,6 @@ def start(job: str, params: dict[str, Any], out: Path, master: str = "local[1]")
             master,
         ],
         cwd=REPO,
-        env=quick_jvm(os.environ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,6 @@ import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.sparkjvm import jvm_env
 from tests.sparkkafka.test_sink import consume
 from tests.sparkkafka.topics import create_topic, produce
 
@@ -42,7 +41,6 @@ def start_driver(
             sink,
             *[str(checkpoint), mode, str(BATCH)],
         ],
-        env=jvm_env(os.environ),
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the JVM and workers die with it

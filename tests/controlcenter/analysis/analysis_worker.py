@@ -31,7 +31,6 @@ from controlcenter.models import AnalysisRun
 from laganalysis.burrow import Status
 from laganalysis.records import LAG_SAMPLES_TOPIC, LagSample, encode_lag_sample
 from tests.brokerproc import REPO
-from tests.sparkcluster import quick_jvm
 
 
 @contextmanager
@@ -46,11 +45,11 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
     one (and `purge_queue` it before the test queues anything)."""
     options = {} if broker_url != "filesystem://" else _file_queue_options()
     queue = queue or f"analytics-test-{uuid.uuid4().hex[:8]}"
-    env = quick_jvm({  # and the jobs it runs (tests/sparkcluster.py)
+    env = {
         **os.environ, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CELERY_BROKER_URL": broker_url,
         "SPARK_MASTER_URL": master, "MILLRACE_ANALYSIS_QUEUE": queue,
-        "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable})  # fmt: skip
+        "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
     worker = ["worker", "--pool", "threads", "--concurrency", str(concurrency), "--queues", queue,
               "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
     beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]

@@ -36,7 +36,6 @@ from tests.controlcenter.analysis.analysis_worker import _celery, purge_queue
 from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.conftest import PASSWORD, make_user
 from tests.laganalysis.conftest import spark
-from tests.sparkjvm import jvm_env, jvm_options
 from tests.sparkkafka.topics import create_topic, produce
 
 __all__ = ["spark"]
@@ -77,7 +76,7 @@ def worker(django_db_setup: None, overrides: dict[str, Any],
     """The streams worker on its own queue over the test database; yields a function that
     restarts it (what a platform restart does to it)."""
     logs = Path(os.environ.get("STREAMS_TEST_LOGS") or tmp_path_factory.mktemp("streams-celery"))
-    env = {**jvm_env(os.environ),  # the drivers' JVMs
+    env = {**os.environ,
            "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "CELERY_BROKER_URL": "filesystem://", "PYSPARK_PYTHON": sys.executable,
            **{k: str(v) for k, v in overrides.items()}}  # fmt: skip
@@ -508,8 +507,7 @@ def test_a_windowed_count_is_exact_after_its_driver_is_killed_and_the_worker_res
 def server(django_db_setup: None, django_db_blocker: Any, overrides: dict[str, Any],
            worker: Any) -> Iterator[LiveServer]:  # fmt: skip
     with django_db_blocker.unblock(), override_settings(**overrides), ExitStack() as stack:
-        with jvm_options():  # the server's Spark session's JVM
-            live = stack.enter_context(serve(asgi_application))
+        live = stack.enter_context(serve(asgi_application))
         yield live
 
 
