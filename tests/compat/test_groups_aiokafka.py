@@ -26,9 +26,8 @@ from tests.compat.groups import (
     create_topic,
     partitioned,
     produce,
-    start_victim,
+    start_assigned_victim,
     values,
-    wait_victim_assigned,
 )
 
 
@@ -130,8 +129,8 @@ async def test_a_member_that_stops_heartbeating_is_evicted(
     broker = broker_factory(BROKER_OVERRIDES)
     topic = create_topic(broker.bootstrap, "grp-aiokafka-dead")
     group = f"g-{uuid.uuid4().hex[:8]}"
-    victim = start_victim("aiokafka", broker.bootstrap, topic, group)
-    await asyncio.to_thread(wait_victim_assigned, victim)
+    victim = await asyncio.to_thread(start_assigned_victim, "aiokafka", broker.bootstrap,
+                                     topic, group)
     survivor = await Member(broker.bootstrap, topic, group).start()
     await async_wait_until(lambda: 0 < len(survivor.assignment) < PARTITIONS,
                            "the partitions to be shared")

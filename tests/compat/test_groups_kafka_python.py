@@ -21,10 +21,9 @@ from tests.compat.groups import (
     create_topic,
     partitioned,
     produce,
-    start_victim,
+    start_assigned_victim,
     values,
     wait_until,
-    wait_victim_assigned,
 )
 
 Member = tuple[kafka.KafkaConsumer, PollingMember]
@@ -136,8 +135,7 @@ def test_a_member_that_stops_heartbeating_is_evicted(
     broker = broker_factory(BROKER_OVERRIDES)
     topic = create_topic(broker.bootstrap, "grp-kafka-python-dead")
     group = f"g-{uuid.uuid4().hex[:8]}"
-    victim = start_victim("kafka-python", broker.bootstrap, topic, group)
-    wait_victim_assigned(victim)
+    victim = start_assigned_victim("kafka-python", broker.bootstrap, topic, group)
     consumer, survivor = _member(broker.bootstrap, topic, group)
     wait_until(lambda: 0 < len(survivor.assignment) < PARTITIONS, "the partitions to be shared")
 

@@ -144,7 +144,7 @@ def member(story: Story) -> Consumer:
 
 
 def until(collector: subprocess.Popen[bytes], done: Callable[[], bool], *consumers: Consumer,
-          timeout: float = 60) -> None:  # fmt: skip
+          timeout: float = 120) -> None:  # fmt: skip
     """Poll the consumers (their group stays alive) until done; the collector must live."""
     deadline = time.monotonic() + timeout
     while not done():
