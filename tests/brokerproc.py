@@ -106,7 +106,7 @@ class ClusterActionError(Exception):
     """The supervisor refused an action; the message is its answer."""
 
 
-def _die_with_test_run() -> None:
+def die_with_test_run() -> None:
     # A crashed test run must not leave a supervisor (and so its brokers) behind.
     ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
@@ -166,7 +166,7 @@ class ClusterProcess:
         with open(self.output, "ab") as out:
             offset = out.tell()  # a data dir used before holds an earlier "ready"
             self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_test_run)
+                                         preexec_fn=die_with_test_run)
         deadline = time.monotonic() + timeout
         while b"millrace cluster ready" not in self.output.read_bytes()[offset:]:
             if self.proc.poll() is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.brokerproc import REPO
+from tests.brokerproc import REPO, die_with_test_run
 from tests.compat.clients import Message, confluent_produce
 
 PARTITIONS = 6
@@ -123,15 +123,16 @@ VICTIM_READY_S = 60.0
 
 def start_assigned_victim(client: str, bootstrap: str, topic: str,
                           group: str) -> subprocess.Popen[str]:
-    """A victim member in a process of its own, returned once it owns partitions. A victim
-    that does not get there in VICTIM_READY_S is killed and started once more: kafka-python
-    3.0.12's consumer was seen (py-spy, at load 12) spinning in ensure_coordinator_ready
-    after its first rebalance, at 80% of a core, never heartbeating again; the test is
-    about the broker evicting a member, which the second victim still shows."""
+    """A victim member in a process of its own (dying with the test run), returned once it
+    owns partitions. One that does not get there in VICTIM_READY_S is killed and started
+    once more: kafka-python 3.0.12's consumer was seen (py-spy, at load 12) spinning in
+    ensure_coordinator_ready after its first rebalance, at 80% of a core, never heartbeating
+    again, and it outlived the run; the test is about the broker evicting a member, which
+    the second victim still shows."""
     for _ in range(2):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.compat.groups", client, bootstrap, topic, group],
-            cwd=REPO, stdout=subprocess.PIPE, text=True,
+            cwd=REPO, stdout=subprocess.PIPE, text=True, preexec_fn=die_with_test_run,
         )
         assert proc.stdout is not None
         with selectors.DefaultSelector() as selector:
