@@ -54,17 +54,20 @@ SHARED_JVM_FILES = frozenset({
     "sparkkafka/test_formats.py", "sparkkafka/test_sink.py", "sparkkafka/test_stream_source.py",
 })
 UNIT_SECONDS: dict[str, float] = {
-    SHARED_JVM: 900, "controlcenter/analysis/test_analysis_scenario.py": 260,
-    "millrace/test_platform.py": 240, "controlcenter/analysis/test_analysis_browser.py": 140,
-    "millrace/test_platform_secure.py": 125, "sparkkafka/test_exactly_once.py": 100,
-    "controlcenter/pages/test_cluster_browser.py": 130, "docs/test_readme_commands.py": 65,
-    "controlcenter/collector/test_collector_faults.py": 50, "connect/test_mirror.py": 45,
-    "connect/test_registry_converters.py": 45, "controlcenter/pages/test_connect_browser.py": 35,
-    "cluster/test_failover.py": 40, "brokercore/replication/test_cluster_replication.py": 40,
-    "brokercluster/test_clean_stop.py": 45, "connect/test_distributed.py": 30,
-    "compat/test_transactions_confluent.py": 30, "millrace/test_failover_demo.py": 25,
-    "httpauth/test_real_http.py": 40, "controlcenter/pages/test_replication_browser.py": 30,
-    "httpauth/test_proxy_as_caller.py": 20,
+    SHARED_JVM: 825, "controlcenter/analysis/test_analysis_scenario.py": 350,
+    "millrace/test_platform.py": 190, "controlcenter/pages/test_cluster_browser.py": 120,
+    "controlcenter/analysis/test_analysis_browser.py": 110, "cluster/test_failover.py": 105,
+    "sparkkafka/test_exactly_once.py": 80, "millrace/test_platform_secure.py": 80,
+    "controlcenter/collector/test_collector_faults.py": 60, "docs/test_readme_commands.py": 50,
+    "compat/test_transactions_confluent.py": 50,
+    "controlcenter/collector/test_history_retention.py": 45,
+    "brokercore/replication/test_big_topics.py": 45, "brokercluster/test_clean_stop.py": 45,
+    "cluster/test_cli.py": 40, "controlcenter/pages/test_group_browser.py": 40,
+    "millrace/test_failover_demo.py": 40, "controlcenter/test_live_pages_browser.py": 35,
+    "controlcenter/pages/test_clusters.py": 35,
+    "brokercore/replication/test_cluster_replication.py": 30,
+    "compat/test_groups_consumer_protocol.py": 30, "controlcenter/test_browser_foundations.py": 30,
+    "cluster/test_transactions_failover.py": 30, "connect/test_registry_converters.py": 30,
 }
 
 
