@@ -10,14 +10,19 @@ Starts a built-in broker and one Connect worker process, writes N lines to a fil
   writes each record's value as a line to a file, from its first record to its last.
 Both sides are timed from their first record, so Connect's control-plane delays (a task's
 poll interval, the resume going through the config topic) are not counted as throughput.
-Ratios are Connect / plain loop (records/s), the goal >= 0.7.
+Ratios are Connect / plain loop (records/s), the goal >= 0.7. Each side's CPU per record
+is printed too (the worker process's and the plain loop's whole process, from before the
+first record to the last): on a loaded machine the rates follow the CPU share each process
+gets, the CPU per record much less. `--tree DIR` runs the worker from another source tree
+(e.g. a `git archive` of an older commit), to compare trees run by run.
 
-    .venv/bin/python bench/connect_bench.py [--lines 300000] [--eos]
+    .venv/bin/python bench/connect_bench.py [--lines 300000] [--eos] [--tree DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -33,6 +38,13 @@ from tests.brokerproc import BrokerProcess
 from tests.connect.workers import WorkerProcess, wait_for
 
 LINE = "x" * 90
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def topic_size(admin: Consumer, topic: str) -> int:
@@ -47,7 +59,8 @@ def task_state(worker: WorkerProcess, name: str) -> str | None:
     return str(tasks[0]["state"]) if tasks else None
 
 
-def plain_produce(bootstrap: str, path: Path, topic: str) -> float:
+def plain_produce(bootstrap: str, path: Path, topic: str) -> tuple[float, float]:
+    cpu = time.process_time()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
                          "enable.idempotence": True})
     started = time.perf_counter()
@@ -62,7 +75,7 @@ def plain_produce(bootstrap: str, path: Path, topic: str) -> float:
                     producer.poll(0.01)
             count += 1
     producer.flush(120)
-    return count / (time.perf_counter() - started)
+    return count / (time.perf_counter() - started), time.process_time() - cpu
 
 
 def plain_consume(bootstrap: str, topic: str, out: Path, count: int) -> float:
@@ -87,13 +100,15 @@ def plain_consume(bootstrap: str, topic: str, out: Path, count: int) -> float:
 
 
 def connect_source(worker: WorkerProcess, probe: Consumer, data: Path, watched: Path,
-                   topic: str, count: int) -> float:
+                   topic: str, count: int) -> tuple[float, float]:
     watched.write_text("")
     answer = worker.request("POST", "/connectors", {"name": f"src-{topic}", "config": {
         "connector.class": "FileStreamSource", "file": str(watched), "topic": topic}})
     assert answer.status_code == 201, answer.text
     wait_for(lambda: task_state(worker, f"src-{topic}") == "RUNNING", 60)
     time.sleep(1)  # the task has opened the file and waits for lines
+    assert worker.proc is not None
+    cpu = cpu_seconds(worker.proc.pid)
     with open(watched, "ab") as out:
         out.write(data.read_bytes())
     while topic_size(probe, topic) == 0:
@@ -101,7 +116,7 @@ def connect_source(worker: WorkerProcess, probe: Consumer, data: Path, watched: 
     started = time.perf_counter()
     while topic_size(probe, topic) < count:
         time.sleep(0.02)
-    return count / (time.perf_counter() - started)
+    return count / (time.perf_counter() - started), cpu_seconds(worker.proc.pid) - cpu
 
 
 def connect_sink(worker: WorkerProcess, topic: str, out: Path, count: int) -> float:
@@ -122,7 +137,7 @@ def connect_sink(worker: WorkerProcess, topic: str, out: Path, count: int) -> fl
 
 
 def one_round(broker: BrokerProcess, worker: WorkerProcess, root: Path, data: Path,
-              lines: int) -> tuple[float, float, float, float]:
+              lines: int) -> tuple[tuple[float, float], tuple[float, float], float, float]:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topics = [f"bench-{i}-{uuid.uuid4().hex[:6]}" for i in range(2)]
     for future in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
@@ -142,6 +157,8 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--eos", action="store_true", help="exactly.once.source.support")
+    parser.add_argument("--tree", type=Path, default=None,
+                        help="run the worker from this source tree (default: this one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -152,19 +169,23 @@ def main() -> None:
                  "heartbeat.interval.ms": "3000"}
         if args.eos:
             extra["exactly.once.source.support"] = "enabled"
-        worker = WorkerProcess(root, broker.bootstrap, "bench", extra).start()
+        worker = WorkerProcess(root, broker.bootstrap, "bench", extra,
+                               **({"tree": args.tree} if args.tree else {})).start()
         data = root / "lines.txt"
         data.write_text("".join(f"{LINE}\n" for _ in range(args.lines)))
         mode = "exactly-once source" if args.eos else "at-least-once source"
-        print(f"{args.lines:,} lines of {len(LINE) + 1} bytes, one partition, {mode}")
+        print(f"{args.lines:,} lines of {len(LINE) + 1} bytes, one partition, {mode}, "
+              f"worker from {worker.tree}")
         ratios: list[tuple[float, float]] = []
         try:
             for n in range(args.rounds):
-                plain_in, connect_in, plain_out, connect_out = one_round(
-                    broker, worker, root, data, args.lines)
+                (plain_in, plain_cpu), (connect_in, connect_cpu), plain_out, connect_out = (
+                    one_round(broker, worker, root, data, args.lines))
                 ratios.append((connect_in / plain_in, connect_out / plain_out))
                 print(f"round {n + 1}: file -> topic: connect {connect_in:>9,.0f} rec/s, "
-                      f"plain producer {plain_in:>9,.0f} rec/s ({ratios[-1][0]:.2f}); "
+                      f"plain producer {plain_in:>9,.0f} rec/s ({ratios[-1][0]:.2f}), CPU "
+                      f"{connect_cpu / args.lines * 1e6:.1f} vs "
+                      f"{plain_cpu / args.lines * 1e6:.1f} µs/record; "
                       f"topic -> file: connect {connect_out:>9,.0f} rec/s, plain consumer "
                       f"{plain_out:>9,.0f} rec/s ({ratios[-1][1]:.2f})")
         finally:

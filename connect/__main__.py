@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import ssl
 import sys
@@ -49,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     app = ConnectApp(herder, router, BasicAuth(basic_auth) if basic_auth else None, peers)
     server = uvicorn.Server(_uvicorn_config(app, config, tls))
+    # What the worker has built by now (modules, plugins, the herder) lives as long as the
+    # process: kept out of the cyclic collector's full collections, which the tasks' records
+    # trigger every few hundred thousand and which walked all of it (bench/README.md).
+    gc.collect()
+    gc.freeze()
     log.info("Kafka Connect worker %s: REST API on %s", herder.worker_id, config.advertised_url)
     try:
         server.run()

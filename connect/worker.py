@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from confluent_kafka import (
@@ -52,6 +52,12 @@ log = logging.getLogger(__name__)
 Report = Callable[[str, str | None], None]  # state, trace
 _SECOND = itemgetter(1)  # a message's timestamp() is (type, ms)
 _new_sink_record = partial(tuple.__new__, SinkRecord)  # from a tuple of its fields, in C
+# a source batch's columns
+_SOURCE_PARTITION = attrgetter("source_partition")
+_TOPIC, _KEY, _KEY_SCHEMA = attrgetter("topic"), attrgetter("key"), attrgetter("key_schema")
+_VALUE, _VALUE_SCHEMA = attrgetter("value"), attrgetter("value_schema")
+_PARTITION, _TIMESTAMP = attrgetter("partition"), attrgetter("timestamp")
+_HEADERS = attrgetter("headers")
 
 
 @dataclass
@@ -126,6 +132,7 @@ class SourceTaskRunner(TaskRunner):
         self.on_topic = on_topic
         self.seen_topics: set[str] = set()
         self.pending: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.failures: list[KafkaError] = []  # delivery reports' errors
         # delivery reports of every record only for a task that overrides commit_record()
         self.wants_acks = (isinstance(self.task, SourceTask) and
                            type(self.task).commit_record is not SourceTask.commit_record)
@@ -133,7 +140,8 @@ class SourceTaskRunner(TaskRunner):
     def _producer(self) -> Producer:
         settings: dict[str, Any] = {**self.setup.client_settings, "acks": "all",
                                     "enable.idempotence": True, "linger.ms": 5,
-                                    "delivery.report.only.error": not self.wants_acks}
+                                    "delivery.report.only.error": not self.wants_acks,
+                                    "on_delivery": self._delivered}
         if self.setup.exactly_once:
             settings["transactional.id"] = (
                 f"{self.setup.group_id}-{self.setup.connector}-{self.setup.task_id}")
@@ -179,18 +187,15 @@ class SourceTaskRunner(TaskRunner):
             return None
 
     def _send(self, producer: Producer, records: list[SourceRecord]) -> None:
-        failures: list[KafkaError] = []
-
-        def delivered(err: KafkaError | None, _msg: Any) -> None:
-            if err is not None:
-                failures.append(err)
         if self.setup.exactly_once:
             producer.begin_transaction()
-        last: dict[int, SourceRecord] = {}  # by partition object: most tasks reuse one
-        acked = self._acked(failures)
-        for record in records:
-            self._produce(producer, record, delivered if acked is None else acked(record))
-            last[id(record.source_partition)] = record
+        if self.wants_acks or not self._produce_batch(producer, records):
+            acked = self._acked()
+            for record in records:
+                self._produce(producer, record, None if acked is None else acked(record))
+        # the last record of each source partition, by partition object (most tasks reuse
+        # one), found in C
+        last = dict(zip(map(id, map(_SOURCE_PARTITION, records)), records, strict=True))
         for record in last.values():
             self.pending[partition_key(record.source_partition)] = (
                 dict(record.source_partition), dict(record.source_offset))
@@ -201,17 +206,67 @@ class SourceTaskRunner(TaskRunner):
             self.task.commit()  # type: ignore[attr-defined]
         else:
             producer.poll(0)
-        if failures:
-            raise KafkaException(failures[0])
+        self._raise_failures()
 
-    def _acked(self, failures: list[KafkaError]
-               ) -> Callable[[SourceRecord], Callable[[KafkaError | None, Any], None]] | None:
+    def _delivered(self, err: KafkaError | None, _msg: Any) -> None:
+        """The producer's delivery report (`delivery.report.only.error`: failures only)."""
+        if err is not None:
+            self.failures.append(err)
+
+    def _raise_failures(self) -> None:
+        if self.failures:
+            raise KafkaException(self.failures[0])
+
+    def _produce_batch(self, producer: Producer, records: list[SourceRecord]) -> bool:
+        """Produces a poll's records column by column, as the sink converts them: the
+        converters take whole columns (`Converter.from_connect_batch`) and the loop makes
+        one `produce` call per record with the producer's own delivery report, so the Python
+        work per record is that call (bench/README.md). False, having produced nothing, when
+        some record names a partition, a timestamp or headers, or a record cannot be
+        converted: `_produce` then takes them one by one, and errors.tolerance skips only
+        the record that failed."""
+        count = len(records)
+        if (list(map(_PARTITION, records)).count(None) < count
+                or list(map(_TIMESTAMP, records)).count(None) < count
+                or any(map(_HEADERS, records))):
+            return False
+        topics = list(map(_TOPIC, records))
+        try:
+            keys = self.setup.key_converter.from_connect_batch(
+                topics, list(map(_KEY_SCHEMA, records)), list(map(_KEY, records)))
+            values = self.setup.value_converter.from_connect_batch(
+                topics, list(map(_VALUE_SCHEMA, records)), list(map(_VALUE, records)))
+        except DataException:
+            return False
+        produce = producer.produce
+        for topic, value, key in zip(topics, values, keys, strict=True):
+            try:
+                produce(topic, value, key)
+            except BufferError:
+                self._produce_when_room(producer, topic, value, key)
+        for topic in set(topics).difference(self.seen_topics):
+            self.seen_topics.add(topic)
+            self.on_topic(topic)
+        return True
+
+    @staticmethod
+    def _produce_when_room(producer: Producer, *args: Any, **kwargs: Any) -> None:
+        while True:
+            producer.poll(0.1)  # delivery reports free the queue
+            try:
+                producer.produce(*args, **kwargs)
+                return
+            except BufferError:
+                continue
+
+    def _acked(self) -> Callable[[SourceRecord], Callable[[KafkaError | None, Any], None]] | None:
         """Per-record delivery callbacks that hand each acknowledged record's offset to the
         task's commit_record(), for the tasks that override it (MirrorMaker's offset syncs)."""
         task = self.task
         assert isinstance(task, SourceTask)
         if not self.wants_acks:
             return None
+        failures = self.failures
 
         def for_record(record: SourceRecord) -> Callable[[KafkaError | None, Any], None]:
             def delivered(err: KafkaError | None, msg: Any) -> None:
@@ -223,7 +278,7 @@ class SourceTaskRunner(TaskRunner):
         return for_record
 
     def _produce(self, producer: Producer, record: SourceRecord,
-                 delivered: Callable[[KafkaError | None, Any], None]) -> None:
+                 delivered: Callable[[KafkaError | None, Any], None] | None) -> None:
         try:
             key = self.setup.key_converter.from_connect_data(record.topic, record.key_schema,
                                                               record.key)
@@ -233,18 +288,18 @@ class SourceTaskRunner(TaskRunner):
             self.tolerate(exc, f"a record for {record.topic}")
             return
         extra: dict[str, Any] = {}
+        if delivered is not None:  # else the producer's own report (_delivered)
+            extra["on_delivery"] = delivered
         if record.partition is not None:
             extra["partition"] = record.partition
         if record.timestamp is not None:
             extra["timestamp"] = record.timestamp
         if record.headers:
             extra["headers"] = list(record.headers)
-        while True:
-            try:
-                producer.produce(record.topic, value, key, on_delivery=delivered, **extra)
-                break
-            except BufferError:
-                producer.poll(0.1)
+        try:
+            producer.produce(record.topic, value, key, **extra)
+        except BufferError:
+            self._produce_when_room(producer, record.topic, value, key, **extra)
         if record.topic not in self.seen_topics:
             self.seen_topics.add(record.topic)
             self.on_topic(record.topic)
@@ -259,6 +314,7 @@ class SourceTaskRunner(TaskRunner):
             return
         if producer.flush(30) > 0:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        self._raise_failures()  # no offset past a record that was not written
         self._write_offsets(producer)
         producer.flush(30)
         self.pending.clear()

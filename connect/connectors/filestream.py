@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from itertools import accumulate, islice, repeat
 from operator import attrgetter
 from typing import IO, Any
 
@@ -38,6 +39,7 @@ from connect.configdef import (
 from connect.configdef import non_empty_string as non_empty
 
 VERSION = "4.0.0"
+_PLUS_ONE = (1).__add__  # a line's length with its \n, in C
 
 
 def _single_topic(name: str, value: Any) -> None:
@@ -119,14 +121,23 @@ class FileStreamSourceTask(SourceTask):
             rest = b"\n".join([*lines[self.batch_size:], rest])
             lines = lines[:self.batch_size]
         self.buffer = rest
+        if not lines:
+            return None
+        return self._records(lines)
+
+    def _records(self, lines: list[bytes]) -> list[SourceRecord]:
+        """One record per line, built column by column: each line's end position is a
+        running sum of the lines' lengths and the texts are decoded by `map`, so the Python
+        work per line is the record and its offset dict (bench/README.md)."""
+        ends = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=self.position))
+        self.position = ends[-1]
+        if any(map(bytes.endswith, lines, repeat(b"\r"))):  # Windows line ends
+            lines = [line.rstrip(b"\r") for line in lines]
+        texts = map(bytes.decode, lines, repeat("utf-8"), repeat("replace"))
         partition = {"filename": self.filename}
-        records: list[SourceRecord] = []
-        for line in lines:
-            self.position += len(line) + 1
-            text = line.rstrip(b"\r").decode("utf-8", errors="replace")
-            records.append(SourceRecord(partition, {"position": self.position}, self.topic,
-                                        text, STRING_SCHEMA))
-        return records or None
+        offsets = [{"position": end} for end in islice(ends, 1, None)]  # after each line
+        return list(map(SourceRecord, repeat(partition), offsets, repeat(self.topic), texts,
+                        repeat(STRING_SCHEMA)))
 
     def _check_still_there(self) -> None:
         if self.filename is not None and not os.path.exists(self.filename):

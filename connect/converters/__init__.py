@@ -33,6 +33,14 @@ class Converter(ABC):
     def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         ...
 
+    def from_connect_batch(self, topics: Sequence[str], schemas: Sequence[Schema | None],
+                           values: Sequence[Any]) -> list[bytes | None]:
+        """A source's batch at once: each record's bytes, in order, as `from_connect_data`
+        gives them. A DataException means some record failed; the runner then converts
+        them one by one, so that errors.tolerance skips only that record. StringConverter
+        overrides it with a loop in C."""
+        return list(map(self.from_connect_data, topics, schemas, values))
+
     def to_connect_batch(self, topics: Sequence[str], datas: Sequence[bytes | None]
                          ) -> tuple[Sequence[Schema | None], Sequence[Any]]:
         """A sink's batch at once: the schemas and the values, in order. A DataException
@@ -54,6 +62,14 @@ class StringConverter(Converter):
             return None
         text = value if isinstance(value, str) else json.dumps(value, default=str)
         return text.encode(self.encoding)
+
+    def from_connect_batch(self, topics: Sequence[str], schemas: Sequence[Schema | None],
+                           values: Sequence[Any]) -> list[bytes | None]:
+        if all(map(isinstance, values, repeat(str))):
+            return list(map(str.encode, values, repeat(self.encoding)))
+        if values.count(None) == len(values):  # no keys
+            return [None] * len(values)
+        return super().from_connect_batch(topics, schemas, values)
 
     def to_connect_data(self, topic: str, data: bytes | None) -> tuple[Schema | None, Any]:
         if data is None:

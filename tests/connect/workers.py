@@ -32,8 +32,9 @@ class WorkerProcess:
     def __init__(self, data_dir: Path, bootstrap: str, group: str,
                  extra: dict[str, str] | None = None,
                  auth: tuple[str, str] | None = None, scheme: str = "http",
-                 ca: str | None = None) -> None:
+                 ca: str | None = None, tree: Path = REPO) -> None:
         self.data_dir = data_dir
+        self.tree = tree  # the source tree it runs from (benchmarks compare older trees)
         self.auth = auth  # Basic credentials, when its REST API asks for them
         self.scheme = scheme
         self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) \
@@ -80,7 +81,7 @@ class WorkerProcess:
         config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "connect", "--config",
-                                          str(config)], cwd=REPO, stdout=out,
+                                          str(config)], cwd=self.tree, stdout=out,
                                          stderr=subprocess.STDOUT)
         wait_for(lambda: self._answers(), timeout, f"the worker never answered:\n{self.log()}")
 
