@@ -237,6 +237,19 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 
 
 @pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real registry server (the platform's web server over a SQLite file), started when a
+    test first asks for it. Its users (`sparkkafka/`'s format tests, `controlcenter/streams/`)
+    are files of the shared-JVM unit and register subjects named after their own topics, so
+    one server serves them all: a start (a migration and a web server) instead of three."""
+    from tests.registry.live import registry_servers
+
+    data = tmp_path_factory.mktemp("registry")
+    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data) as (url,):
+        yield url
+
+
+@pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     """One Spark standalone master and worker, started when a test first asks for it: two
     JVMs that take long to start on a loaded machine. Tests that count the master's

@@ -210,15 +210,6 @@ AVRO_ORDER = {"type": "record", "name": "Order", "fields": [
     {"name": "key", "type": "string"}]}  # named like a Kafka column: value_key in the view
 
 
-@pytest.fixture(scope="module")
-def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.registry.live import registry_servers
-
-    data = tmp_path_factory.mktemp("registry")
-    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data) as (url,):
-        yield url
-
-
 def test_a_topic_with_an_avro_subject_is_a_view_with_its_fields_as_columns(
     analyst: Client, kafka_bootstrap: str, schema_registry: str, spark: Any
 ) -> None:
