@@ -1,16 +1,13 @@
 """python -m laganalysis.run as Celery and spark-submit use it: progress lines, an atomic
-result file, readable failures, and cancellation by signal leaving nothing behind.
+result file, readable failures, and cancellation leaving nothing behind.
 
 A JVM start is seconds on this machine, so only what needs the command itself runs it as a
-subprocess (bad parameters, refused before Spark starts; SIGTERM); the rest runs the same
-body (`execute`) on the session the laganalysis tests share."""
+subprocess (`test_run_command.py`: bad parameters, refused before Spark starts; SIGTERM);
+these tests run the same body (`execute`) on the session the laganalysis tests share."""
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,29 +19,6 @@ from laganalysis.burrow import Status
 from laganalysis.records import LagSample
 from laganalysis.run import execute
 from tests.laganalysis.history import T0, catching_up_group, write_samples
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def start(job: str, params: dict[str, Any], out: Path, master: str = "local[1]") -> Any:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "laganalysis.run",
-            job,
-            "--params",
-            json.dumps(params),
-            "--out",
-            str(out),
-            "--master",
-            master,
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def events(stdout: str) -> list[dict[str, Any]]:
@@ -79,24 +53,6 @@ def test_a_run_reports_progress_and_writes_its_result(
     (group,) = result["tables"]["groups"]["rows"]
     assert group["group"] == "g1" and group["progress"] == "never"
     assert list(out.parent.iterdir()) == [out]
-
-
-@pytest.mark.parametrize(("job", "params", "word"), [
-    ("sla", {"samples_path": "x", "objective": 7}, "objective"),
-    ("hot_partitions", {"bootstrap": "x"}, "topics"),
-])  # fmt: skip
-def test_bad_parameters_exit_2_with_a_message_before_spark_starts(
-    tmp_path: Path, job: str, params: dict[str, Any], word: str
-) -> None:
-    out = tmp_path / "result.json"
-    proc = start(job, params, out)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 2
-    assert events(stdout) == [{"event": "error", "error": "ParamError",
-                               "message": events(stdout)[0]["message"]}]
-    assert word in events(stdout)[0]["message"]
-    assert "SparkContext" not in stderr and "log4j" not in stderr  # no JVM was started
-    assert not out.exists()
 
 
 def test_a_spark_failure_is_readable_and_exits_1(
@@ -138,20 +94,3 @@ def test_a_cancel_interrupts_the_running_job_on_a_shared_session(
 def busy_rows(n: int) -> Any:
     return (LagSample(f"g{i % 50}", "t", i % 7, (T0 + i) * 1000, i, i + 10, 10, 1.0, Status.OK)
             for i in range(n))
-
-
-def test_sigterm_cancels_the_running_job_and_leaves_no_result(tmp_path: Path) -> None:
-    samples = write_samples(tmp_path / "big.jsonl", busy_rows(200_000))  # seconds of work
-    out = tmp_path / "result.json"
-    proc = start("lag_summary", {"samples_path": samples}, out)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 600
-    for line in proc.stdout:
-        if '"progress"' in line and json.loads(line)["tasks_total"] > 0:
-            break
-        assert time.monotonic() < deadline
-    proc.send_signal(signal.SIGTERM)
-    rest, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 130, rest[-2000:]
-    assert events(rest)[-1] == {"event": "cancelled"}
-    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "big.jsonl"]

@@ -1,9 +1,10 @@
 """Issue 21's streams, proven the way users meet them: persistent queries created through the
-JSON API and from the page in Chromium, run by a real Celery worker as Spark Structured
-Streaming queries on the session broker, read back with a read_committed consumer.
+JSON API (and from the page in Chromium: `test_streams_pages.py`, which shares this module's
+worker fixture and waits), run by a real Celery worker as Spark Structured Streaming queries
+on the session broker, read back with a read_committed consumer.
 
-One module, one Celery worker (its own queue), one Daphne server, the process's one Spark
-session (validation and ad-hoc queries): JVM starts dominate, so the tests share them.
+Validation, ad-hoc queries and the joins run in the process's one Spark session, the tests'
+local one (`spark`): JVM starts dominate, so the tests share it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -28,12 +28,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import override_settings
-from playwright.sync_api import expect
 
 from controlcenter.access import Capability
 from controlcenter.streams.models import StreamQuery, StreamState
 from tests.controlcenter.analysis.analysis_worker import _celery, purge_queue
-from tests.controlcenter.browser import Browser, LiveServer, serve
 from tests.controlcenter.conftest import PASSWORD, make_user
 from tests.laganalysis.conftest import spark
 from tests.sparkkafka.topics import create_topic, produce
@@ -50,18 +48,6 @@ WINDOWED_SQL = """
 SELECT window.start AS window_start, CAST(key AS STRING) AS k, count(*) AS n
 FROM {topic} WATERMARK timestamp DELAY OF INTERVAL 5 SECONDS
 GROUP BY window(timestamp, '10 seconds'), CAST(key AS STRING)"""
-
-
-def asgi_application() -> Any:
-    """The platform's app, its Spark session (the web process's, for validation) starting in
-    a thread meanwhile: the page's first validation waits for it (`sql.session` holds a lock)
-    instead of starting the JVM then. The server starts with the module (`_server_early`)."""
-    from controlcenter.streams import sql
-    from millrace.asgi import application
-
-    threading.Thread(target=sql.session, name="spark-session", daemon=True).start()
-    return application
-
 
 @pytest.fixture(scope="module")
 def overrides(kafka_bootstrap: str) -> dict[str, Any]:
@@ -222,15 +208,6 @@ def test_ad_hoc_queries_read_the_topics_with_a_limit(
 AVRO_ORDER = {"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "amount", "type": "double"},
     {"name": "key", "type": "string"}]}  # named like a Kafka column: value_key in the view
-
-
-@pytest.fixture(scope="module")
-def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.registry.live import registry_servers
-
-    data = tmp_path_factory.mktemp("registry")
-    with registry_servers(f"sqlite:///{data / 'registry.sqlite3'}", data) as (url,):
-        yield url
 
 
 def test_a_topic_with_an_avro_subject_is_a_view_with_its_fields_as_columns(
@@ -499,172 +476,3 @@ def test_a_windowed_count_is_exact_after_its_driver_is_killed_and_the_worker_res
     # Nothing was written twice by the restarts.
     final = committed_records(kafka_bootstrap, output)
     assert len(final) == len(expected)
-
-
-# --- the page -------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def server(django_db_setup: None, django_db_blocker: Any, overrides: dict[str, Any],
-           worker: Any) -> Iterator[LiveServer]:  # fmt: skip
-    with django_db_blocker.unblock(), override_settings(**overrides), ExitStack() as stack:
-        live = stack.enter_context(serve(asgi_application))
-        yield live
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _server_early(request: pytest.FixtureRequest) -> None:
-    """The server, its Celery worker and its Spark session start with the module when a page
-    test is to run: the JVMs start while the tests before the page's run, not in them."""
-    if any("tab" in getattr(item, "fixturenames", ())
-           and item.nodeid.startswith(f"{request.node.nodeid}::")
-           for item in request.session.items):
-        request.getfixturevalue("server")
-
-
-@pytest.fixture
-def tab(chromium: Any, server: LiveServer, request: pytest.FixtureRequest,
-        transactional_db: None) -> Iterator[Browser]:  # fmt: skip
-    make_user("streamer", Capability.RUN_ANALYSES)
-    browser = Browser(chromium, server, request.node.name)
-    browser.login("streamer", PASSWORD, then="/streams/")
-    yield browser
-    browser.close()
-    assert not browser.errors, f"JavaScript errors on the page: {browser.errors}"
-
-
-@pytest.mark.timeout(900)  # the server's Spark session and a driver: two JVM starts
-def test_a_query_started_from_the_page_shows_its_progress_chart_moving(
-    tab: Browser, kafka_bootstrap: str
-) -> None:
-    source, output = create_topic(kafka_bootstrap, 2), create_topic(kafka_bootstrap, 1)
-    produce(kafka_bootstrap, source, records(source, 0, {"a": 10}))
-    tab.visit("/streams/")
-    tab.page.fill("[name=name]", "from-page")
-    tab.page.fill("[name=sql]", f"SELECT CAST(key AS STRING) AS k, CAST(value AS STRING) AS v "
-                                f"FROM {source.replace('-', '_')} WHERE key IS NOT NULL")
-    tab.page.fill("[name=output_topic]", output)
-    tab.page.fill("[name=key_column]", "k")
-    # The server validates in its own Spark session: its first use starts a JVM.
-    with tab.page.expect_navigation(timeout=SPARK_WAIT_S * 1000):
-        tab.page.click("#stream-create-form button[type=submit]", timeout=SPARK_WAIT_S * 1000)
-    assert tab.page.url.endswith("/streams/from-page/")
-    state = tab.page.locator("#stream-state")
-    expect(state).to_have_text("RUNNING", timeout=SPARK_WAIT_S * 1000)
-    points = tab.page.locator("#stream-points")
-    # More batches arrive while the page watches: the pushed points grow the chart.
-    expect(tab.page.locator("#chart-rates .uplot canvas")).to_have_count(
-        1, timeout=SPARK_WAIT_S * 1000)
-    before = int(points.inner_text())
-    produce(kafka_bootstrap, source, records(source, 30, {"b": 5}))
-    wait_until(lambda: int(points.inner_text()) > before, "a progress point pushed", 120)
-    tab.snap("running")
-    expected = sorted([f"a-{i}" for i in range(10)] + [f"b-{i}" for i in range(5)])
-    wait_until(lambda: len(committed_records(kafka_bootstrap, output)) >= len(expected),
-               "every record in the output")
-    assert sorted(row["v"] for _, row in committed_records(kafka_bootstrap, output)) == expected
-    with tab.page.expect_navigation():
-        tab.page.click("#delete-form button[type=submit]")
-    assert not StreamQuery.objects.filter(name="from-page").exists()
-
-
-# --- the built-in lag-anomaly query ------------------------------------------------------------
-
-def lagging_group(bootstrap: str, behind: int) -> tuple[str, str]:
-    """A topic of 2 partitions and a group with no members `behind` records behind on it."""
-    topic, group = create_topic(bootstrap, 2), f"lagging-{uuid.uuid4().hex[:8]}"
-    produce(bootstrap, topic, [(i % 2, None, b"v", None) for i in range(4 * behind)])
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(topic, p, (4 * behind - behind) // 2)
-                             for p in (0, 1)], asynchronous=False)
-    consumer.close()
-    return topic, group
-
-
-@contextmanager
-def collecting(bootstrap: str) -> Iterator[None]:
-    """The platform's collector, a cycle a second in a thread: the read model, the group's
-    live page fragments and `_millrace-lag-samples`, as the platform writes them."""
-    from controlcenter.collector.loop import Collector, CollectorConfig
-
-    # Its cycles run in a thread of their own: pushes are sync-over-async, and this thread
-    # runs Playwright's event loop.
-    collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, interval=1.0))
-    stop = threading.Event()
-    thread = threading.Thread(target=collector.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(30)
-        collector.close()
-
-
-def cycles_sampled(bootstrap: str, group: str) -> int:
-    """How many collector cycles have written `group`'s samples to `_millrace-lag-samples`
-    (what the lag-anomaly query reads: the read model's history keeps fewer points)."""
-    from confluent_kafka import OFFSET_BEGINNING, KafkaError
-
-    from laganalysis.records import LAG_SAMPLES_TOPIC
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"count-{uuid.uuid4()}",
-                         "enable.partition.eof": True, "enable.auto.commit": False})
-    try:
-        described = consumer.list_topics(LAG_SAMPLES_TOPIC, timeout=10).topics[LAG_SAMPLES_TOPIC]
-        consumer.assign([TopicPartition(LAG_SAMPLES_TOPIC, p, OFFSET_BEGINNING)
-                         for p in described.partitions])
-        ended: set[int] = set()
-        cycles: set[int] = set()
-        while len(ended) < len(described.partitions):
-            message = consumer.poll(5)
-            if message is None:
-                break
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(message.partition())
-                continue
-            sample = json.loads(message.value())
-            if sample["group"] == group:
-                cycles.add(sample["ts"])
-        return len(cycles)
-    finally:
-        consumer.close()
-
-
-@pytest.mark.timeout(900)  # a driver JVM start
-def test_a_lagging_group_whose_lag_jumps_gets_an_alert_on_its_page(
-    tab: Browser, kafka_bootstrap: str, analyst: Client
-) -> None:
-    from controlcenter.models import GroupLagHistory
-    from controlcenter.streams.models import LagAlert, QueryKind
-
-    topic, group = lagging_group(kafka_bootstrap, 10)
-    with collecting(kafka_bootstrap):
-        # The first cycle also creates the history topics the lag-anomaly query reads.
-        wait_until(lambda: GroupLagHistory.objects.filter(group_id=group).exists(),
-                   "the group sampled", 120)
-        # Started from the group's own page, with the rule's defaults (k 3, 10 cycles).
-        tab.visit(f"/groups/{group}/")
-        alerts = tab.page.locator("#group-alerts")
-        expect(alerts).to_contain_text("No lag-anomaly query is running")
-        with tab.page.expect_navigation():
-            tab.page.click("#lag-anomaly-start button")
-        assert tab.page.url.endswith(f"/groups/{group}/")
-        query = query_row("lag-anomalies")
-        assert query.kind == QueryKind.LAG_ANOMALY and query.output_topic == "_millrace-lag-alerts"
-        running_with_progress("lag-anomalies")
-        expect(alerts).to_contain_text("Watched by lag-anomalies", timeout=60_000)
-        # Ten cycles of a steady lag of 10 make the baseline; then the lag jumps to 210.
-        wait_until(lambda: cycles_sampled(kafka_bootstrap, group) >= 12,
-                   "a baseline of steady cycles")
-        produce(kafka_bootstrap, topic, [(i % 2, None, b"v", None) for i in range(200)])
-        # Pushed to the open page: no reload.
-        expect(alerts.locator("[role=alert]")).to_contain_text(topic, timeout=SPARK_WAIT_S * 1000)
-        tab.snap("lag-anomaly")
-    # One alert: the group stays behind, so it stays raised (a cycle may have sampled the
-    # 200 records half produced).
-    alert = LagAlert.objects.get(group_id=group)
-    assert (alert.topic, alert.state) == (topic, "RAISED") and 13 < alert.lag <= 210
-    assert alert.mean == 10 and alert.stddev == 0 and alert.threshold == 13  # 10 + 3·max(0, 1, 1)
-    assert analyst.delete("/api/v1/streams/queries/lag-anomalies").status_code == 204
