@@ -26,8 +26,11 @@ BURROW_MEANINGS = {
     "STALL": "committing the same offset while lag exists",
     "REWIND": "the committed offset went backwards",
     # Burrow knows a group by its commits; a new group commits after it has consumed.
-    "NOTFOUND": "no committed offset sampled yet",
+    "NOTFOUND": "Burrow's NOTFOUND: no committed offset sampled (a group that has not "
+                "committed yet, or one that never commits, such as Connect's workers)",
 }
+# What a badge reads where Burrow's own name reads like an error to a newcomer.
+BURROW_LABELS = {"NOTFOUND": "NO COMMITS"}
 
 
 @register.inclusion_tag("controlcenter/components/nav.html", takes_context=True)
@@ -54,7 +57,7 @@ def status_badge(status: str | None) -> str:
     kind = BURROW_STATUSES.get(name, "neutral")
     return format_html(
         '<span class="badge badge-{}" title="{}">{}</span>',
-        kind, BURROW_MEANINGS.get(name, ""), name or "—",
+        kind, BURROW_MEANINGS.get(name, ""), BURROW_LABELS.get(name, name) or "—",
     )  # fmt: skip
 
 

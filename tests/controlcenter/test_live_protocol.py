@@ -46,6 +46,10 @@ def test_status_badges_name_every_burrow_status() -> None:
                          ("STALL", "stall"), ("REWIND", "rewind")]:  # fmt: skip
         html = render("{% status_badge s %}", s=status)
         assert f'class="badge badge-{kind}"' in html and status.upper() in html
+    # Burrow's NOTFOUND (a group with no commit sampled, like Connect's workers, which never
+    # commit) reads as what it is, with Burrow's name in its title.
+    notfound = render("{% status_badge s %}", s="NOTFOUND")
+    assert ">NO COMMITS<" in notfound and "NOTFOUND" in notfound
     assert "badge-neutral" in render("{% status_badge s %}", s="<b>odd</b>")
     assert "<b>" not in render("{% status_badge s %}", s="<b>odd</b>")
 
