@@ -237,11 +237,19 @@ def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+def spark_cluster_starting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     """One Spark standalone master and worker, started when a test first asks for it: two
-    JVMs that take long to start on a loaded machine. Tests that count the master's
-    applications count the ones that are new to them."""
+    JVMs that take long to start on a loaded machine. Not yet up: a module that needs it
+    later asks for this first, so that the JVMs start while it does other things."""
     from tests.sparkcluster import spark_standalone
 
-    with spark_standalone(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+    with spark_standalone(tmp_path_factory.mktemp("spark-cluster"), wait=False) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(spark_cluster_starting: SparkCluster) -> SparkCluster:
+    """The standalone cluster, up. Tests that count the master's applications count the
+    ones that are new to them."""
+    spark_cluster_starting.wait_up()
+    return spark_cluster_starting
