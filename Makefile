@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Extra options for the platform, e.g. `make run PLATFORM_ARGS=--any-port`.
 PLATFORM_ARGS ?=
 
-.PHONY: run test lint faults bench system-packages
+.PHONY: run test lint faults bench system-packages jvm-archive
 
 # Python writes bytecode caches (gitignored __pycache__/) even where the environment says not
 # to (PYTHONDONTWRITEBYTECODE=1 on our machines): without them every process compiles our
@@ -22,7 +22,7 @@ run: $(STAMP)
 # local Spark session together (tests/conftest.py, tests/README.md). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) system-packages lint
+test: $(STAMP) system-packages lint jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS),
@@ -48,6 +48,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The Spark classes' CDS archive every test JVM maps (tests/jvmarchive.py): made once per
+# JDK, venv and JVM options (a minute of one JVM), about half of each later JVM start's CPU.
+jvm-archive: $(STAMP)
+	$(PY) -m tests.jvmarchive
 
 # Test peers from Debian, installed as root: kcat (a librdkafka CLI for conformance) and
 # chromium (driven by Playwright in the browser tests; never `playwright install`).

@@ -15,9 +15,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ START_TIMEOUT_S = 180  # two JVMs on a machine shared with other test runs
 class SparkCluster:
     url: str  # spark://127.0.0.1:PORT, what --master takes
     ui_port: int
+    # Returns once the master answers with every worker registered (see spark_standalone).
+    wait_up: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status (`aliveworkers`, `completedapps`, ...); {} if it does
@@ -45,28 +47,36 @@ class SparkCluster:
 
 
 @contextmanager
-def spark_standalone(log_dir: Path, workers: int = 1) -> Iterator[SparkCluster]:
+def spark_standalone(log_dir: Path, workers: int = 1, wait: bool = True
+                     ) -> Iterator[SparkCluster]:  # fmt: skip
     """A master and `workers` workers (2 cores, 1 GB each), up and registered. With no
-    worker, every job waits for resources: a job that runs until it is cancelled."""
+    worker, every job waits for resources: a job that runs until it is cancelled. With
+    `wait=False` the block starts while the JVMs start (its URL is known at once) and
+    calls `cluster.wait_up()` before it needs them."""
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
            "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(log_dir)}
-    cluster = SparkCluster(f"spark://127.0.0.1:{free_port()}", free_port())
-    port = cluster.url.rsplit(":", 1)[1]
+    url, ui_port = f"spark://127.0.0.1:{free_port()}", free_port()
     procs = [_spark_class("org.apache.spark.deploy.master.Master", [
-        "--host", "127.0.0.1", "--port", port, "--webui-port", str(cluster.ui_port)],
+        "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1], "--webui-port", str(ui_port)],
         log_dir / "master.log", env)]
     for n in range(workers):
         procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", [
-            cluster.url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
+            url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g",
             "--webui-port", str(free_port()), "--work-dir", str(log_dir / f"work{n}")],
             log_dir / f"worker{n}.log", env))
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + START_TIMEOUT_S
+
+    def wait_up() -> None:
         while not _up(cluster, workers):
             assert all(p.poll() is None for p in procs), _logs(log_dir, workers)
             assert time.monotonic() < deadline, "the Spark cluster did not come up\n" + \
                 _logs(log_dir, workers)
-            time.sleep(0.5)
+            time.sleep(0.2)
+
+    cluster = SparkCluster(url, ui_port, wait_up)
+    try:
+        if wait:
+            wait_up()
         yield cluster
     finally:
         for proc in reversed(procs):

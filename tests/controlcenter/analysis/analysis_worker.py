@@ -8,6 +8,7 @@ overriding the same settings the platform uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,8 +16,8 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,16 @@ from tests.brokerproc import REPO
 @contextmanager
 def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem://",
                   master: str = "local[2]", queue: str | None = None, beat: bool = False,
-                  concurrency: int = 1) -> Iterator[None]:  # fmt: skip
+                  concurrency: int = 1, wait: bool = True
+                  ) -> Iterator[Callable[[], None]]:  # fmt: skip
     """A worker process on its own queue; while it runs, this process queues to it. With
-    `beat`, `celery beat` runs too, looking for due schedules every second. `concurrency`
-    is how many jobs it runs at once (the platform's MILLRACE_ANALYSIS_CONCURRENCY).
+    `beat`, `celery beat` runs too, looking for due schedules every second; the two start
+    at once. `concurrency` is how many jobs it runs at once (the platform's
+    MILLRACE_ANALYSIS_CONCURRENCY).
+
+    The block gets a function that returns once every process is ready: with `wait=False`
+    the block starts while they start (their imports overlap what it does meanwhile) and
+    calls it before it needs them; a task queued earlier waits in the queue.
 
     A live server forked earlier queues to the settings' queue: pass `queue` to serve that
     one (and `purge_queue` it before the test queues anything)."""
@@ -52,50 +59,92 @@ def celery_worker(log_dir: Path, bootstrap: str, broker_url: str = "filesystem:/
         "MILLRACE_SCHEDULE_CHECK_S": "1", "PYSPARK_PYTHON": sys.executable}  # fmt: skip
     worker = ["worker", "--pool", "threads", "--concurrency", str(concurrency), "--queues", queue,
               "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle"]
-    beat_args = ["beat", "--schedule", str(log_dir / f"beat-{queue}.db")]
-    with ExitStack() as stack:
-        stack.enter_context(_celery(worker, env, log_dir / f"worker-{queue}.log", " ready."))
-        if beat:
-            stack.enter_context(_celery(beat_args, env, log_dir / f"beat-{queue}.log",
-                                        "beat: Starting"))
+    procs = [_CeleryProcess(worker, env, log_dir / f"worker-{queue}.log", " ready.")]
+    if beat:
+        procs.append(_CeleryProcess(["beat", "--schedule", str(log_dir / f"beat-{queue}.db")], env,
+                             log_dir / f"beat-{queue}.log", "beat: Starting"))
+
+    def ready() -> None:
+        for proc in procs:
+            proc.wait_ready()
+
+    try:
+        if wait:
+            ready()
         with override_settings(CELERY_BROKER_URL=broker_url, MILLRACE_ANALYSIS_QUEUE=queue,
                                CELERY_BROKER_TRANSPORT_OPTIONS=options,
                                KAFKA_BOOTSTRAP_SERVERS=bootstrap):
-            yield
+            yield ready
+    except BaseException:
+        for proc in procs:
+            proc.show_log()  # shown with the failure
+        raise
+    finally:
+        _stop(procs)
+
+
+class _CeleryProcess:
+    """`celery -A millrace ARGS`, started at once, its log in `log_path`."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path, ready: str) -> None:
+        self.name, self.log_path, self.ready = args[0], log_path, ready
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "millrace", *args, "--loglevel", "INFO"],
+                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.deadline = time.monotonic() + 90
+
+    def wait_ready(self) -> None:
+        while self.ready not in self.log_path.read_text(errors="replace"):
+            assert self.proc.poll() is None, self.log_path.read_text(errors="replace")[-3000:]
+            assert time.monotonic() < self.deadline, f"celery {self.name} did not get ready"
+            time.sleep(0.1)
+
+    def show_log(self) -> None:
+        print(f"--- celery {self.name}'s log ({self.log_path}) ---")
+        print(self.log_path.read_text(errors="replace")[-6000:])
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signum)
 
 
 @contextmanager
 def _celery(args: list[str], env: dict[str, str], log_path: Path, ready: str
             ) -> Iterator[None]:  # fmt: skip
-    """`celery -A controlcenter ARGS` until the block ends; its log is shown on a failure."""
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "millrace", *args, "--loglevel", "INFO"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    """`celery -A millrace ARGS`, ready, until the block ends; its log is shown on a
+    failure (the streams tests' worker, restarted by them)."""
+    proc = _CeleryProcess(args, env, log_path, ready)
     try:
-        deadline = time.monotonic() + 90
-        while ready not in log_path.read_text(errors="replace"):
-            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, f"celery {args[0]} did not get ready"
-            time.sleep(0.2)
+        proc.wait_ready()
         yield
     except BaseException:
-        print(f"--- celery {args[0]}'s log ({log_path}) ---")  # shown with the failure
-        print(log_path.read_text(errors="replace")[-6000:])
+        proc.show_log()
         raise
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # warm shutdown: the worker and any job it runs
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            # The threads pool's warm shutdown can take 20 s with nothing to finish; a cold
-            # one stops it now (a job it ran dies with it: PR_SET_PDEATHSIG).
-            os.killpg(proc.pid, signal.SIGQUIT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        _stop([proc])
+
+
+def _stop(procs: list[_CeleryProcess]) -> None:
+    """Warm shutdown of them all at once (the worker and any job it runs); a process still
+    there after 5 s gets a cold one, then SIGKILL."""
+    for proc in procs:
+        proc.signal(signal.SIGTERM)
+    # The threads pool's warm shutdown can take 20 s with nothing to finish; a cold one stops
+    # it now (a job it ran dies with it: PR_SET_PDEATHSIG).
+    for grace, then in ((5.0, signal.SIGQUIT), (30.0, signal.SIGKILL)):
+        _wait_all(procs, grace)
+        for proc in procs:
+            if proc.proc.poll() is None:
+                proc.signal(then)
+    _wait_all(procs, 10.0)
+
+
+def _wait_all(procs: list[_CeleryProcess], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.proc.wait(max(0.0, deadline - time.monotonic()))
 
 
 def _file_queue_options() -> dict[str, str]:

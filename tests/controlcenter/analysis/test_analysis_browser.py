@@ -134,9 +134,12 @@ def test_a_long_job_is_cancelled_from_the_ui_and_ends_cancelled(
     tab: Browser, scenario: Scenario, tmp_path: Path
 ) -> None:
     # A master with no worker: the job's first stage waits for executors until cancelled.
-    with spark_standalone(tmp_path, workers=0) as cluster, \
+    # The master's JVM and the Celery worker start at once.
+    with spark_standalone(tmp_path, workers=0, wait=False) as cluster, \
             celery_worker(tmp_path, scenario.bootstrap, master=cluster.url,
-                          queue=settings.MILLRACE_ANALYSIS_QUEUE):
+                          queue=settings.MILLRACE_ANALYSIS_QUEUE, wait=False) as worker_ready:
+        cluster.wait_up()
+        worker_ready()
         run_id = launch_from_the_form(tab, "eta", {"groups": scenario.group})
         status = tab.page.locator(f"#analysis-status-{run_id}")
         expect(status).to_have_attribute("data-status", "RUNNING", timeout=SPARK_TIMEOUT_MS)

@@ -42,14 +42,21 @@ def workload(kafka_bootstrap: str, django_db_setup: None, django_db_blocker: Any
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup: None, workload: Workload,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:  # fmt: skip
+def worker(kafka_bootstrap: str, django_db_setup: None, tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> Iterator[Path]:  # fmt: skip
     """One worker with beat on Redis, running two jobs at once (their Spark start-ups
     overlap), for the tests on local[2]; the standalone cluster's test starts its own on the
-    filesystem transport. Yields the directory of its and beat's logs."""
+    filesystem transport. The worker, beat and the standalone cluster's JVMs (when a test
+    here will ask for it) start while the workload runs: it mostly waits on its own clock.
+    Yields the directory of its and beat's logs."""
+    if any("spark_cluster" in getattr(item, "fixturenames", ()) for item in request.session.items
+           if getattr(item, "module", None) is request.module):  # fmt: skip
+        request.getfixturevalue("spark_cluster_starting")
     logs = tmp_path_factory.mktemp("celery")
-    with celery_worker(logs, workload.bootstrap, broker_url="redis://127.0.0.1:6379/0",
-                       beat=True, concurrency=2):
+    with celery_worker(logs, kafka_bootstrap, broker_url="redis://127.0.0.1:6379/0",
+                       beat=True, concurrency=2, wait=False) as ready:
+        request.getfixturevalue("workload")
+        ready()
         yield logs
 
 
@@ -77,7 +84,7 @@ def results(client: Client, run_id: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_jobs_run_by_celery_on_local_spark_match_what_was_produced_and_consumed(
-    workload: Workload, analyst: Client, worker: Path
+    worker: Path, workload: Workload, analyst: Client
 ) -> None:
     """ETA comes from a schedule (due at once; beat looks every second), hot partitions
     from the API; the two run at once."""
@@ -117,7 +124,7 @@ def test_a_job_on_a_spark_standalone_cluster_matches_too(
 
 
 def test_through_redis_a_running_job_is_cancelled_from_its_page_and_failures_show_their_errors(
-    workload: Workload, analyst: Client, tmp_path: Path, worker: Path
+    worker: Path, workload: Workload, analyst: Client, tmp_path: Path
 ) -> None:
     """A job on local[2] whose completed tasks go up is cancelled with the page's form, mid
     computation. Past the forms (a schedule's stored params, say): the job's own parameter
