@@ -11,8 +11,10 @@ an extra `--override`, which wins over its config file.
 A command either exits, and must exit 0, or prints that it is ready (a line with "ready",
 "Producing" or "Press Ctrl-C") and keeps running: then it gets Ctrl-C (SIGINT to its process
 group, as a terminal sends it) and must end cleanly. `make run` stays up while the commands
-that need a running platform run; commands that start their own cluster or broker run after
-it, each with its own data directory. `make test` is the suite running this very test.
+that need a running platform run; commands that start their own cluster or broker run once
+it has had its Ctrl-C, each with its own data directory and free ports, while it stops (its
+brokers' controlled shutdowns, Celery's exit), and its clean end is checked after them.
+`make test` is the suite running this very test.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ SKIPPED = {"make test": "the suite that runs this test",
            "make run PLATFORM_ARGS=--secure": SECURED,
            "kcat -F var/secure/client.properties -L": SECURED,
            "echo hello | kcat -F var/secure/client.properties -P -t demo": SECURED}
-# Commands that start their own cluster or broker: they run once the platform is down.
+# Commands that start their own cluster or broker: they run once the platform has had its Ctrl-C.
 # (`python -m brokercluster --brokers ...` or `python -m brokercore --config ...`.)
 OWN_SERVER = re.compile(r"-m \w+ ((cluster )?--brokers|--config)\b")
 ENDPOINT = re.compile(r"^\s+(Kafka bootstrap|Control center|Schema registry|REST proxy)\s+"
@@ -80,13 +82,21 @@ class Running:
     command: str
     proc: subprocess.Popen[str]
     output: Path
+    interrupted: bool = False
 
     def text(self) -> str:
         return self.output.read_text(errors="replace")
 
-    def interrupt(self) -> int:
+    def ctrl_c(self) -> None:
         """Ctrl-C, as a terminal sends it to the foreground process group."""
         os.killpg(self.proc.pid, signal.SIGINT)
+        self.interrupted = True
+
+    def interrupt(self) -> int:
+        self.ctrl_c()
+        return self.wait_after_ctrl_c()
+
+    def wait_after_ctrl_c(self) -> int:
         try:
             return self.proc.wait(90)
         except subprocess.TimeoutExpired:
@@ -126,9 +136,18 @@ def run(command: str, env: dict[str, str], log: Path, timeout: float = 240) -> R
 
 
 def stop(running: Running) -> None:
+    ctrl_c_while_serving(running)
+    assert_ended_cleanly(running)
+
+
+def ctrl_c_while_serving(running: Running) -> None:
     assert running.proc.poll() is None, f"{running.command!r} ended before its Ctrl-C:\n" \
         f"{running.text()[-3000:]}"
-    code = running.interrupt()
+    running.ctrl_c()
+
+
+def assert_ended_cleanly(running: Running) -> None:
+    code = running.wait_after_ctrl_c()
     # make reports its own interruption; what it ran must have stopped cleanly.
     assert code in (0, -signal.SIGINT, 2, 130), f"{running.command!r} exited {code}"
     assert "Traceback" not in running.text(), running.text()[-3000:]
@@ -145,15 +164,20 @@ def platform_ports(text: str) -> dict[int, int]:
 
 @contextmanager
 def platform(command: str, mapping: Mapping, env: dict[str, str], logs: Path
-             ) -> Iterator[dict[str, str]]:
+             ) -> Iterator[tuple[dict[str, str], Running]]:
+    """The platform serving, for the block; the block may give it its Ctrl-C
+    (`ctrl_c_while_serving`) and go on while it stops. Leaving the block waits for its
+    clean end, after a Ctrl-C there if the block gave none."""
     running = run(mapping.apply(command), env, logs / "platform.log")
     assert running is not None, "make run ended instead of serving"
     try:
         mapping.ports = platform_ports(running.text())
         bootstrap = ",".join(f"127.0.0.1:{mapping.ports[p]}" for p in (9092, 9093, 9094))
-        yield {**env, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+        yield {**env, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}, running
     finally:
-        stop(running)
+        if not running.interrupted:
+            ctrl_c_while_serving(running)
+        assert_ended_cleanly(running)
 
 
 @pytest.mark.slow
@@ -166,13 +190,16 @@ def test_every_readme_command_works(tmp_path: Path) -> None:
                      and not OWN_SERVER.search(c)]
     own_server = [c for c in commands if OWN_SERVER.search(c)]
     mapping = Mapping(tmp_path / "platform")
-    with platform("make run", mapping, env, tmp_path) as platform_env:
+    with platform("make run", mapping, env, tmp_path) as (platform_env, serving):
         for i, command in enumerate(with_platform):
             ran = run(mapping.apply(command), platform_env, tmp_path / f"with-{i}.log")
             if ran is not None:
                 stop(ran)
-    for i, command in enumerate(own_server):
-        own = Mapping(tmp_path / f"own-{i}")
-        ran = run(own.apply(command), env, tmp_path / f"own-{i}.log")
-        assert ran is not None, f"{command!r} ended instead of serving"
-        stop(ran)
+        # The platform's stop (8-20 s, mostly waiting) overlaps the commands that start
+        # their own cluster or broker; its clean end is checked when the block ends.
+        ctrl_c_while_serving(serving)
+        for i, command in enumerate(own_server):
+            own = Mapping(tmp_path / f"own-{i}")
+            ran = run(own.apply(command), env, tmp_path / f"own-{i}.log")
+            assert ran is not None, f"{command!r} ended instead of serving"
+            stop(ran)

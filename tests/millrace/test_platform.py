@@ -84,8 +84,16 @@ def is_listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def platform(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+def platform_env() -> dict[str, str]:
+    """The environment of a platform a test starts: the built-in cluster (no
+    KAFKA_BOOTSTRAP_SERVERS), and the test settings that hash passwords cheaply
+    (tests/platform_settings.py), which each of its Django processes inherits."""
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    return {**env, "DJANGO_SETTINGS_MODULE": "tests.platform_settings"}
+
+
+def platform(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    env = platform_env()
     return subprocess.Popen(
         [sys.executable, "manage.py", "platform", "--any-port", "--data-dir", str(data_dir),
          *args],

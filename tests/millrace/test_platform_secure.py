@@ -7,7 +7,6 @@ built-in cluster is secured as the first is, with its own client config."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import ssl
@@ -27,7 +26,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from millrace.secure import SecureFiles
 from millrace.settings import read_properties
 from tests.brokerproc import REPO
-from tests.millrace.test_platform import Running, wait_for_output, wait_until
+from tests.millrace.test_platform import Running, platform_env, wait_for_output, wait_until
 
 pytestmark = pytest.mark.slow
 AVRO_SCHEMA = json.dumps({"type": "record", "name": "Person",
@@ -36,7 +35,7 @@ AVRO_SCHEMA = json.dumps({"type": "record", "name": "Person",
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    env = platform_env()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "platform", "--any-port", "--workers", "1",
          "--clusters", "2", "--data-dir", str(tmp_path_factory.mktemp("secure-platform"))],

@@ -8,7 +8,6 @@ Screenshots: var/screenshots/<test name>/."""
 from __future__ import annotations
 
 import base64
-import os
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import pytest
 
 from tests.brokerproc import REPO
 from tests.controlcenter.browser import Browser, LiveServer, launch
-from tests.millrace.test_platform import wait_for_endpoints
+from tests.millrace.test_platform import platform_env, wait_for_endpoints
 
 PASSWORD = "pages-admin-password"
 pytestmark = pytest.mark.slow
@@ -48,7 +47,7 @@ def _reap(proc: subprocess.Popen[str]) -> None:
 @pytest.fixture(scope="module")
 def platform_server(tmp_path_factory: pytest.TempPathFactory,
                     stopping_platforms: list[threading.Thread]) -> Iterator[LiveServer]:
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    env = platform_env()
     env.update(MILLRACE_ADMIN_PASSWORD=PASSWORD, MILLRACE_COLLECT_INTERVAL_S="2")
     data = tmp_path_factory.mktemp("platform")
     proc = subprocess.Popen(
