@@ -22,7 +22,8 @@ run: $(STAMP)
 # local Spark session together (tests/conftest.py, tests/README.md). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) system-packages lint jvm-archive
+test: $(STAMP) system-packages
+	$(MAKE) --no-print-directory -j2 lint jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 # The longer randomized fault schedule against a 3-broker cluster (FAULTS_SEED, FAULTS_ROUNDS),
@@ -51,6 +52,7 @@ $(STAMP): pyproject.toml
 
 # The Spark classes' CDS archive every test JVM maps (tests/jvmarchive.py): made once per
 # JDK, venv and JVM options (a minute of one JVM), about half of each later JVM start's CPU.
+# `make test` makes it beside the lint (mypy is one core, the archive's job mostly another).
 jvm-archive: $(STAMP)
 	$(PY) -m tests.jvmarchive
 

@@ -382,7 +382,30 @@ def test_ctrl_c_stops_everything(running: Running) -> None:
     assert f"connect {SECOND} is [DOWN]" in output
     assert "celery worker is [DOWN]" in output and "celery beat is [DOWN]" in output
     assert "connect is [DOWN]" in output
-    assert not [p for p in ports if is_listening(p)], "something still listens after Ctrl-C"
+    still = [p for p in ports if is_listening(p)]
+    assert not still, f"still listening after Ctrl-C: {[(p, holders(p)) for p in still]}"
+
+
+def holders(port: int) -> list[str]:
+    """The processes holding a listening socket on `port` (pid and command line), from
+    /proc: what a failure of the test above needs to say (a run once found the second
+    cluster's Connect port listening after the platform printed it DOWN)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    found = []
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd) in inodes:
+                pid = fd.parent.parent
+                argv = (pid / "cmdline").read_bytes().split(b"\0")
+                found.append(f"{pid.name}: {b' '.join(argv).decode(errors='replace')}")
+        except OSError:
+            continue
+    return found or ["no listener in /proc/net/tcp: a connection to itself?"]
 
 
 def child_pid(parent: int, argument: str, unless: str = "") -> int:
