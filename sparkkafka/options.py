@@ -73,6 +73,8 @@ class SourceOptions:
     group_id: str | None = None  # kafka.group.id: used as given, never joined nor committed
     group_id_prefix: str = BATCH_GROUP_ID_PREFIX  # groupIdPrefix, for generated group ids
     max_offsets_per_trigger: int | None = None
+    # endingOffsetsAtRead: "latest" is resolved when a task reads, not when the read is planned
+    ending_at_read: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def topic_matches(self, topic: str) -> bool:
@@ -151,11 +153,24 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         group_id=group_id,
         group_id_prefix=opts.get("groupidprefix", BATCH_GROUP_ID_PREFIX),
         max_offsets_per_trigger=_int(opts.get("maxoffsetspertrigger"), "maxOffsetsPerTrigger", 1),
+        ending_at_read=_ending_at_read(opts),
     )
 
 
+def _ending_at_read(opts: Mapping[str, str]) -> bool:
+    """endingOffsetsAtRead (ours, not Spark's): only meaningful with the end at ``latest``."""
+    at_read = _bool(opts.get("endingoffsetsatread", "false"), "endingOffsetsAtRead")
+    timed = ("endingtimestamp", "endingoffsetsbytimestamp")
+    if at_read and (opts.get("endingoffsets", "latest").strip().lower() != "latest"
+                    or any(k in opts for k in timed)):
+        raise OptionError("endingOffsetsAtRead needs endingOffsets latest (and no ending "
+                          "timestamp): only the latest offset can move after planning")
+    return at_read
+
+
 # Options a streaming read refuses, as Spark's Kafka source does: a stream has no end.
-_BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+_BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp",
+               "endingOffsetsAtRead")
 
 
 def parse_stream_options(options: Mapping[str, str]) -> SourceOptions:

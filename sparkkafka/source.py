@@ -10,10 +10,17 @@ ListOffsets per kind, and cuts each range into slices of at most ``maxRecordsPer
 each slice is one Spark task. On an executor, :meth:`KafkaReader.read` assigns a consumer to its
 slice and yields Arrow record batches until the slice's end offset. Nothing is committed: the
 source owns its consumer group id and never joins a group.
+
+With ``endingOffsetsAtRead``, each partition's last slice is open-ended: its task asks for the
+latest offset when it starts reading. Spark plans a Python data source's batch partitions once
+per query, yet runs their tasks again for every micro-batch that reads them; so the static side
+of a stream-static join (the stream queries' ``<view>_table``) is read as it is at each batch,
+not as it was when the query started.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -69,12 +76,14 @@ _TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
 
 @dataclass(frozen=True)
 class KafkaSlice(InputPartition):
-    """One Spark input partition: offsets [start, end) of a topic-partition."""
+    """One Spark input partition: offsets [start, end) of a topic-partition; with
+    ``to_latest``, [start, the latest offset when the task reads), at least to ``end``."""
 
     topic: str
     partition: int
     start: int
     end: int
+    to_latest: bool = False
 
 
 class KafkaReader(DataSourceReader):
@@ -88,21 +97,48 @@ class KafkaReader(DataSourceReader):
         slices = plan_slices(
             ranges, self.options.max_records_per_partition, self.options.min_partitions
         )
-        if not slices:
-            # Spark needs one partition to run; an empty slice yields nothing.
-            return [KafkaSlice("", 0, 0, 0)]
-        return [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices]
+        planned = (open_ended(ranges, slices) if self.options.ending_at_read
+                   else [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in slices])
+        # Spark needs one partition to run; an empty slice yields nothing.
+        return planned or [KafkaSlice("", 0, 0, 0)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch | tuple[Any, ...]]:
         """Arrow batches of raw records, or rows when a column is decoded (the nested types
         make Arrow no faster there)."""
         assert isinstance(partition, KafkaSlice)
+        if partition.to_latest:
+            partition = extended_to_latest(self.options, partition)
         if partition.end <= partition.start:
             return
         if self.decoders:
             yield from _decoded_rows(self.options, partition, self.decoders)
         else:
             yield from read_slice(self.options, partition)
+
+
+def open_ended(ranges: list[OffsetRange], slices: list[OffsetRange]) -> list[KafkaSlice]:
+    """endingOffsetsAtRead: the slices, each partition's last one reading on to the latest
+    offset when its task runs; a partition with no record yet gets an empty one, so records
+    produced after planning are still read."""
+    by_partition: dict[TP, list[OffsetRange]] = {}
+    for s in slices:
+        by_partition.setdefault((s.topic, s.partition), []).append(s)
+    result = []
+    for r in ranges:
+        own = by_partition.get((r.topic, r.partition)) or [
+            OffsetRange(r.topic, r.partition, r.start, r.start)]
+        result += [KafkaSlice(s.topic, s.partition, s.start, s.end) for s in own[:-1]]
+        last = own[-1]
+        result.append(KafkaSlice(last.topic, last.partition, last.start, last.end, True))
+    return result
+
+
+def extended_to_latest(opts: SourceOptions, part: KafkaSlice) -> KafkaSlice:
+    """The open-ended slice closed at its partition's latest offset now (never shorter than
+    planned: a latest offset does not go back)."""
+    tp = (part.topic, part.partition)
+    latest = list_offsets(opts, admin_client(opts), {tp: "latest"})[tp]
+    return dataclasses.replace(part, end=max(part.end, latest), to_latest=False)
 
 
 def resolve_ranges(opts: SourceOptions) -> list[OffsetRange]:

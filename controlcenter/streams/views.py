@@ -17,10 +17,12 @@ to the latest offset when the query runs.
 A topic is also a *table*, `<view>_table` (ksqlDB's CREATE TABLE over a compacted topic): a
 batch view holding the latest record of each key (by offset; a null value, a tombstone,
 deletes the key), the same columns as the topic's view. In a streaming query it is the static
-side of a stream-table join, read as it is when the query starts: Spark plans a Python data
-source's batch partitions (the offset ranges) once, when the query is analysed, so a table
-change reaches the join at the query's next start (a restart resumes the stream from its
-checkpoint against the table as it is then). A topic literally named like a table view is
+side of a stream-table join, and each micro-batch joins against the table as it is then, as in
+ksqlDB: Spark plans a Python data source's batch partitions (the offset ranges) once per query,
+but runs their tasks again in every micro-batch, so the table view reads with sparkkafka's
+`endingOffsetsAtRead` (each partition read to its latest offset when the task runs). A table
+update reaches the stream records of the next micro-batch, without a restart. The partitions
+are those the topic had when the query started. A topic literally named like a table view is
 read as that topic.
 """
 
@@ -98,12 +100,13 @@ def register_topic_view(spark: Any, topic: str, source: Source, streaming: bool)
 
 
 def register_table_view(spark: Any, topic: str, source: Source) -> None:
-    """`<view>_table`: the topic's latest record per key, tombstones deleting (batch)."""
+    """`<view>_table`: the topic's latest record per key, tombstones deleting (batch), up to
+    the latest offset when each read runs (a stream-table join's every micro-batch)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     frame = (spark.read.format("millrace-kafka").options(**source.options())
-             .option("subscribe", topic).load())
+             .option("subscribe", topic).option("endingOffsetsAtRead", "true").load())
     latest = Window.partitionBy("key").orderBy(F.col("offset").desc(),
                                                F.col("partition").desc())
     frame = (frame.where(F.col("key").isNotNull())

@@ -185,6 +185,38 @@ def test_a_start_before_the_log_start_is_data_loss(kafka_bootstrap: str) -> None
     assert (r.start, r.end) == (1, 3)
 
 
+
+def test_ending_offsets_at_read_reads_to_the_latest_offset_when_each_slice_is_read(
+    kafka_bootstrap: str,
+) -> None:
+    """What a stream-static join's table relies on: Spark plans the slices once per query and
+    reads them again each micro-batch; records produced in between are read, each once."""
+    from sparkkafka.options import parse_options
+    from sparkkafka.source import KafkaReader
+
+    topic = create_topic(kafka_bootstrap, 2)
+    produce(kafka_bootstrap, topic, [(0, None, f"a{i}".encode(), None) for i in range(5)])
+    reader = KafkaReader(parse_options({"kafka.bootstrap.servers": kafka_bootstrap,
+                                        "subscribe": topic, "maxRecordsPerPartition": "2",
+                                        "endingOffsetsAtRead": "true"}))
+    slices = reader.partitions()
+    # partition 0 in slices of 2, the last open-ended; empty partition 1 gets an open one
+    assert [(s.partition, s.start, s.end, s.to_latest) for s in slices] == [
+        (0, 0, 2, False), (0, 2, 4, False), (0, 4, 5, True), (1, 0, 0, True)]
+
+    def offsets_read() -> list[tuple[int, int]]:
+        return sorted((s.partition, o) for s in slices for b in reader.read(s)
+                      for o in b.column("offset").to_pylist())
+
+    assert offsets_read() == [(0, o) for o in range(5)]
+    produce(kafka_bootstrap, topic, [(0, None, b"b", None), (1, None, b"c", None)])
+    assert offsets_read() == [(0, o) for o in range(6)] + [(1, 0)]
+    # without the option the planned end is the end
+    fixed = KafkaReader(parse_options({"kafka.bootstrap.servers": kafka_bootstrap,
+                                       "subscribe": topic}))
+    assert [(s.partition, s.end, s.to_latest) for s in fixed.partitions()] == [
+        (0, 6, False), (1, 1, False)]
+
 ORDER_V1 = {
     "type": "record",
     "name": "Order",

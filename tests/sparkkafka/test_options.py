@@ -58,6 +58,11 @@ def test_subscribe_pattern_matches_whole_names() -> None:
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "set by the source"),
         ({"subscribe": "a", "schema.registry.basic.auth.user": "u:p"},
          "schema.registry.basic.auth.user is not one of"),
+        ({"subscribe": "a", "endingOffsetsAtRead": "yes"}, "endingOffsetsAtRead must be true"),
+        ({"subscribe": "a", "endingOffsetsAtRead": "true", "endingOffsets": '{"a": {"0": 5}}'},
+         "endingOffsetsAtRead needs endingOffsets latest"),
+        ({"subscribe": "a", "endingOffsetsAtRead": "true", "endingTimestamp": "5"},
+         "endingOffsetsAtRead needs endingOffsets latest"),
     ],
 )
 def test_bad_options_name_themselves(options: dict[str, str], message: str) -> None:

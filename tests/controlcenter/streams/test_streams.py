@@ -384,7 +384,7 @@ LEFT JOIN (SELECT * FROM {payments.replace('-', '_')}
 
 
 @pytest.mark.timeout(600)
-def test_a_stream_table_join_reads_the_compacted_topics_latest_values_at_each_start(
+def test_a_stream_table_join_sees_table_updates_made_while_the_query_runs(
     kafka_bootstrap: str, spark: Any, tmp_path: Path
 ) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -402,21 +402,34 @@ def test_a_stream_table_join_reads_the_compacted_topics_latest_values_at_each_st
 SELECT CAST(c.key AS STRING) AS user_id, CAST(c.value AS STRING) AS page,
        CAST(u.value AS STRING) AS name
 FROM {clicks.replace('-', '_')} c JOIN {users.replace('-', '_')}_table u ON c.key = u.key"""
-    with driver_query(spark, kafka_bootstrap, tmp_path, sql, output):
-        assert output_rows(kafka_bootstrap, output, 2) == [
-            {"name": "Ada Lovelace", "page": "home", "user_id": "u1"},
-            {"name": "Bob", "page": "cart", "user_id": "u2"}]
-    # The table changes: u2 is deleted (a tombstone), u3 arrives. The table is read when the
-    # query starts (controlcenter/README.md, "Joins"): the query started again on its
-    # checkpoint joins the clicks it had not read against the table as it is now.
+    first = [{"name": "Ada Lovelace", "page": "home", "user_id": "u1"},
+             {"name": "Bob", "page": "cart", "user_id": "u2"}]
     tombstone: Any = None
-    produce(kafka_bootstrap, users, [(0, b"u2", tombstone, None), (0, b"u3", b"Cy", None)])
-    produce(kafka_bootstrap, clicks, [(0, b"u2", b"pay", None), (0, b"u3", b"docs", None)])
     with driver_query(spark, kafka_bootstrap, tmp_path, sql, output):
-        rows = output_rows(kafka_bootstrap, output, 3)
-    assert rows == [{"name": "Ada Lovelace", "page": "home", "user_id": "u1"},
-                    {"name": "Bob", "page": "cart", "user_id": "u2"},
-                    {"name": "Cy", "page": "docs", "user_id": "u3"}]
+        assert output_rows(kafka_bootstrap, output, 2) == first
+        # The table changes while the query runs: u2 deleted (a tombstone), u3 arrives, u1
+        # renamed. Clicks produced after it join the table as it is now, in the same run (the
+        # u1 click last: once its row is out, a row for u2's would be out too).
+        produce(kafka_bootstrap, users, [(0, b"u2", tombstone, None), (0, b"u3", b"Cy", None),
+                                         (0, b"u1", b"Countess Ada", None)])
+        produce(kafka_bootstrap, clicks, [(0, b"u2", b"pay", None), (0, b"u3", b"docs", None),
+                                          (0, b"u1", b"help", None)])
+        running = output_rows(kafka_bootstrap, output, 4)
+    assert in_order(running) == in_order([
+        *first, {"name": "Cy", "page": "docs", "user_id": "u3"},
+        {"name": "Countess Ada", "page": "help", "user_id": "u1"}])
+    # Stopped, the table changes again; the query started again on its checkpoint joins the
+    # clicks it had not read against the table as it is then.
+    produce(kafka_bootstrap, users, [(0, b"u3", b"Cy Young", None)])
+    produce(kafka_bootstrap, clicks, [(0, b"u3", b"blog", None)])
+    with driver_query(spark, kafka_bootstrap, tmp_path, sql, output):
+        rows = output_rows(kafka_bootstrap, output, 5)
+    assert in_order(rows) == in_order(
+        [*running, {"name": "Cy Young", "page": "blog", "user_id": "u3"}])
+
+
+def in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True))
 
 
 # --- a windowed aggregation, exactly once across crashes ----------------------------------------
