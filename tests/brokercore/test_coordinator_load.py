@@ -24,14 +24,27 @@ GROUP = "long-history"
 
 
 def _commit_history(bootstrap: str, topic: str) -> dict[int, int]:
-    """Many commits of every partition by a real consumer; the offsets committed last."""
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                                         "enable.auto.commit": False})
+    """Many commits of every partition by a real consumer; the offsets committed last.
+
+    The asynchronous commits are all acknowledged before the last, synchronous one is sent:
+    librdkafka retries an asynchronous commit that met a retriable error, and a retry that
+    lands after the last commit would rightly make an older offset the committed one (a
+    loaded run once read commit 1,978's offsets back instead of commit 1,999's)."""
+    done: list[confluent_kafka.KafkaError | None] = []
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+        "on_commit": lambda err, _partitions: done.append(err)})
     try:
-        for n in range(COMMITS):
+        for n in range(COMMITS - 1):
             offsets = [confluent_kafka.TopicPartition(topic, p, n * 10 + p)
                        for p in range(PARTITIONS)]
-            consumer.commit(offsets=offsets, asynchronous=n < COMMITS - 1)
+            consumer.commit(offsets=offsets, asynchronous=True)
+        deadline = time.monotonic() + 120
+        while len(done) < COMMITS - 1 and time.monotonic() < deadline:
+            consumer.poll(0.1)  # serves the commits' callbacks
+        assert len(done) == COMMITS - 1 and not any(done), [e for e in done if e]
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(topic, p, (COMMITS - 1) * 10 + p)
+                                 for p in range(PARTITIONS)], asynchronous=False)
     finally:
         consumer.close()
     return {p: (COMMITS - 1) * 10 + p for p in range(PARTITIONS)}
