@@ -29,6 +29,7 @@ import asyncio
 import collections
 import ssl
 from asyncio import sslproto
+from collections.abc import Callable
 from typing import Any
 
 HEADER_BYTES = 5
@@ -86,6 +87,16 @@ class RecordSSLProtocol(sslproto.SSLProtocol):
     """asyncio's SSL protocol, reading the application's bytes only when OpenSSL has some
     to give (see the module's docstring)."""
 
+    # Python 3.11's own, which typeshed's stub (written for 3.10's SSLProtocol) lacks
+    _ssl_buffer_view: memoryview
+    _sslobj: ssl.SSLObject
+    _incoming: ssl.MemoryBIO
+    _app_protocol_get_buffer: Callable[[int], memoryview]
+    _app_protocol_buffer_updated: Callable[[int], None]
+    _get_read_buffer_size: Callable[[], int]
+    _do_read: Callable[[], None]
+    _call_eof_received: Callable[[], None]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._records = RecordTracker()
@@ -103,7 +114,9 @@ class RecordSSLProtocol(sslproto.SSLProtocol):
         wants, offset, count = len(buf), 0, 1
         try:
             while offset < wants and (offset == 0 or self._readable()):
-                count = self._sslobj.read(wants - offset, buf[offset:] if offset else buf)
+                # into a buffer read() answers a count (typeshed has bytes only)
+                count = self._sslobj.read(  # type: ignore[assignment]
+                    wants - offset, buf[offset:] if offset else buf)
                 if count <= 0:
                     break
                 offset += count

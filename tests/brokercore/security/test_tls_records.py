@@ -5,6 +5,7 @@ that OpenSSL has to refuse, the client certificate and close_notify as before.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import struct
@@ -36,7 +37,7 @@ def test_record_ends_are_found_however_the_stream_is_cut(lengths: list[int],
                                                          cuts: list[int]) -> None:
     stream = memoryview(_records(lengths))
     tracker, pos = RecordTracker(), 0
-    for size in cuts + [len(stream)]:
+    for size in [*cuts, len(stream)]:
         tracker.feed(stream[pos:pos + size])
         pos = min(pos + size, len(stream))
     ends, end = [], 0
@@ -105,10 +106,8 @@ class _RawTlsClient:
             self.sock.sendall(records[start:start + cut])
 
     def close_notify(self) -> None:
-        try:
+        with contextlib.suppress(ssl.SSLWantReadError):
             self.tls.unwrap()
-        except ssl.SSLWantReadError:
-            pass
         self.sock.sendall(self.outgoing.read())
 
 
