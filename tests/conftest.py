@@ -28,7 +28,7 @@ from tests.brokerproc import BrokerProcess
 # these; an eta job through `laganalysis.run` 37 s, 19.5 s) and change no result. Set here in
 # the environment, which every process a test starts inherits, and read by each `java`
 # launcher (which names it on its stderr); the platform's own code does not change.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+TEST_JVM_OPTIONS = jvmarchive.TEST_JVM_OPTIONS
 # With the Spark classes' archive (`tests/jvmarchive.py`, made by `make test`), each JVM maps
 # them instead of loading them: half a JVM start's CPU again. A JVM that cannot use it warns;
 # the warnings go to stderr, where Spark logs, not to stdout, where `laganalysis.run` speaks.

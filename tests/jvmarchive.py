@@ -19,6 +19,7 @@ says so in a warning and loads its classes as before, nothing else changes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -32,6 +33,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The options every test JVM runs with (conftest.py says why); here, not in conftest.py, so
+# that making the archive imports no test plugin (conftest.py makes a profiled run's pytest
+# a subreaper, and the job's JVM would then wait, a zombie, for this process to reap it).
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ARCHIVE_DIR = REPO / "var" / "jvm-archive"
 CREATE_TIMEOUT_S = 600
 
@@ -78,8 +83,14 @@ def create(jvm_options: str) -> Path:
 
 
 def _wait_for_group(pgid: int) -> None:
+    """Until every process of the job's group has exited. One this process adopted (as a
+    subreaper, which importing conftest.py makes a profiled run's processes) is reaped here:
+    a zombie still counts as a member of its group."""
     deadline = time.monotonic() + CREATE_TIMEOUT_S
     while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -88,8 +99,6 @@ def _wait_for_group(pgid: int) -> None:
 
 
 if __name__ == "__main__":
-    from tests.conftest import TEST_JVM_OPTIONS
-
     try:
         print(create(TEST_JVM_OPTIONS))
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
