@@ -114,24 +114,29 @@ def act(story: Story, admin: AdminClient, collector: subprocess.Popen[bytes]) ->
     waits until the collector has written what it saw."""
     first = member(story)
     try:
-        until(collector, lambda: len(first.assignment()) == 3, first)
+        until(story, collector, lambda: len(first.assignment()) == 3, first,
+              what="the first member owns the 3 partitions")
         second = member(story)
         try:
-            until(collector, lambda: bool(first.assignment()) and bool(second.assignment())
-                  and rebalanced_to_two(story), first, second)
+            until(story, collector, lambda: bool(first.assignment()) and bool(second.assignment())
+                  and rebalanced_to_two(story), first, second,
+                  what="both members own partitions and the rebalance to two is written")
         finally:
             second.close()
         meta = admin.list_topics(story.topic, timeout=10).topics[story.topic].partitions
         story.led_by_stopped = {p for p, m in meta.items() if m.leader == STOPPED}
         story.stopped_at = time.time()
         story.cluster.stop(STOPPED)
-        until(collector, lambda: isr_shrunk(admin, story.topic)
+        until(story, collector, lambda: isr_shrunk(admin, story.topic)
               and seen(story, EventKind.BROKER_DOWN)
-              and len(partitions_seen(story, EventKind.UNDER_REPLICATED)) == 3, first)
+              and len(partitions_seen(story, EventKind.UNDER_REPLICATED)) == 3, first,
+              what="the ISRs shrunk, BROKER_DOWN and 3 UNDER_REPLICATED written")
         story.started_at = time.time()
         story.cluster.start(STOPPED)
-        until(collector, lambda: isr_full(admin, story.topic) and seen(story, EventKind.BROKER_UP)
-              and len(partitions_seen(story, EventKind.REPLICATED)) == 3, first)
+        until(story, collector, lambda: isr_full(admin, story.topic)
+              and seen(story, EventKind.BROKER_UP)
+              and len(partitions_seen(story, EventKind.REPLICATED)) == 3, first,
+              what="the ISRs full, BROKER_UP and 3 REPLICATED written")
     finally:
         first.close()
 
@@ -143,14 +148,15 @@ def member(story: Story) -> Consumer:
     return consumer
 
 
-def until(collector: subprocess.Popen[bytes], done: Callable[[], bool], *consumers: Consumer,
-          timeout: float = 120) -> None:  # fmt: skip
+def until(story: Story, collector: subprocess.Popen[bytes], done: Callable[[], bool],
+          *consumers: Consumer, what: str, timeout: float = 120) -> None:  # fmt: skip
     """Poll the consumers (their group stays alive) until done; the collector must live."""
     deadline = time.monotonic() + timeout
     while not done():
         if collector.poll() is not None:
             return  # collector_process says why
-        assert time.monotonic() < deadline, "the cluster did not get there"
+        assert time.monotonic() < deadline, f"not in {timeout:.0f} s: {what}; events: " \
+            f"{[(e.kind.name, e.group or e.topic, e.partition) for e in written(story)]}"
         started = time.monotonic()
         while time.monotonic() - started < 1.0:
             for consumer in consumers:
