@@ -17,10 +17,12 @@ export PYTHONDONTWRITEBYTECODE :=
 run: $(STAMP)
 	$(PY) manage.py platform $(PLATFORM_ARGS)
 
-# Two pytest-xdist workers, each taking a whole test file at a time (module fixtures such as
-# a platform or a 3-broker cluster are started once), the longest first and the files on the
-# local Spark session together (tests/conftest.py, tests/README.md). TEST_WORKERS=0: serial.
-TEST_WORKERS ?= 2
+# Three pytest-xdist workers on the two cores (the suite waits more than it computes: JVM
+# starts, micro-batch triggers, collector intervals), each taking a whole test file at a time
+# (module fixtures such as a platform or a 3-broker cluster are started once), the longest
+# first and the files on the local Spark session together (tests/conftest.py,
+# tests/README.md "Running on three workers"). TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 3
 
 test: $(STAMP) system-packages
 	$(MAKE) --no-print-directory -j2 lint jvm-archive
