@@ -54,6 +54,7 @@ from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetKind, Offset
 from .wire import unsupported
 
 UNKNOWN_TOPIC = 3  # Kafka's UNKNOWN_TOPIC_OR_PART
+LEADERS_TTL_S = 60.0  # how old a metadata snapshot may be to route ListOffsets by
 _RESOURCE = {ResourceKind.TOPIC: ConfigResource.Type.TOPIC,
              ResourceKind.BROKER: ConfigResource.Type.BROKER}
 
@@ -263,7 +264,7 @@ class ClusterClient:
 
     def _list_offsets_batched(self, reader: OffsetReader,
                               queries: Mapping[TopicPartition, OffsetQuery]) -> ListOffsetsResult:
-        """Each leader asked for its partitions, from the cached metadata. The partitions it
+        """Each leader asked for its partitions, from the last metadata. The partitions it
         gives no leader, whose leader says it is not theirs (any more) or does not answer
         are asked once more after the metadata is read afresh, as librdkafka looks the
         leaders up for every call; what is still missing then is an error value. Raises
@@ -272,7 +273,7 @@ class ClusterClient:
         found = ListOffsetsResult()
         pending: Mapping[TopicPartition, OffsetQuery] = queries
         for fresh in (False, True):
-            led, again = by_leader(self.metadata(refresh=fresh), pending)
+            led, again = by_leader(self._leaders_metadata(fresh), pending)
             answers, failed = reader.list_offsets(
                 {b: {tp: timestamps[pending[tp]] for tp in tps} for b, tps in led.items()})
             asked = {tp: pending[tp] for tps in led.values() for tp in tps}
@@ -287,6 +288,17 @@ class ClusterClient:
             if fresh:
                 found.errors.update(again)
         return found
+
+    def _leaders_metadata(self, fresh: bool) -> ClusterMetadata:
+        """Where to send ListOffsets: the last snapshot while younger than LEADERS_TTL_S,
+        whatever `metadata_ttl` says (the collector's is 0: it reads Metadata itself right
+        before), for a wrong leader only costs asking again with a fresh one."""
+        if not fresh:
+            with self._lock:
+                if (self._metadata is not None
+                        and time.monotonic() - self._metadata_at < LEADERS_TTL_S):
+                    return self._metadata
+        return self.metadata(refresh=True)
 
     def _list_offsets_librdkafka(self, queries: Mapping[TopicPartition, OffsetQuery]
                                  ) -> ListOffsetsResult:
