@@ -148,6 +148,22 @@ def test_list_offsets_of_a_missing_partition_is_a_value(offsets_client: ClusterC
         answer.checked()
 
 
+def test_list_offsets_of_partitions_newer_than_the_metadata_are_answered(
+        client: ClusterClient, kafka_bootstrap: str) -> None:
+    """The leaders come from the last metadata snapshot; a partition it does not know is
+    asked for again after a fresh one. (librdkafka's path answers such a partition
+    _UNKNOWN_PARTITION from its own cache until that cache is refreshed.)"""
+    topic = unique("grown")
+    client.create_topic(topic, partitions=1)
+    assert len(client.metadata(refresh=True).topics[topic].partitions) == 1  # the snapshot
+    other = ClusterClient(kafka_bootstrap, timeout=10)  # another client grows the topic
+    other.create_partitions(topic, 3)
+    other.close()
+    produce(kafka_bootstrap, topic, {2: 6})
+    answer = client.list_offsets({TopicPartition(topic, p): LATEST for p in range(3)})
+    assert answer.checked() and answer.offset(TopicPartition(topic, 2)) == 6
+
+
 def test_group_lag_of_a_live_consumer_group(client: ClusterClient, kafka_bootstrap: str,
                                             member: Callable[..., Consumer]) -> None:
     topic, group = unique("lag"), unique("lag-group")
