@@ -29,9 +29,9 @@ from .metadata import Broker, ClusterMetadata, TopicPartition
 from .offsets import ListedOffset, ListOffsetsResult, OffsetKind, OffsetQuery
 from .wire import Connection, request_error
 
-# v7 (Kafka 3.0, KIP-734) answers the max-timestamp query; the caller asks librdkafka for
-# those of a cluster that does not serve it. From v4 a partition's answer has its leader
-# epoch; the broker's current epoch is not checked (-1), as librdkafka's admin call does.
+# v7 (Kafka 3.0, KIP-734) is the first to answer the max-timestamp query; ClusterClient sends
+# those through librdkafka, whatever the broker serves. From v4 a partition's answer has its
+# leader epoch; the broker's current epoch is not checked (-1), as librdkafka's admin call.
 LIST_OFFSETS = 7
 OLDEST_SERVED = 1  # v0 answers a list of offsets per partition, not one
 READ_UNCOMMITTED = 0  # librdkafka's admin default: the high watermark, not the stable offset
