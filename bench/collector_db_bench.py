@@ -11,7 +11,8 @@ created for the run at BENCH_POSTGRES_URL and dropped after), and sample the sam
 turn about: the first cycle (every row written), then steady cycles, each after the same
 traffic (a tenth of the topics get a message per partition and the groups on them that
 keep up commit it). Each cycle prints its time and where it went (the collector's
-`phases`, and "pushes after": how long the live pushes, rendered on their own thread,
+`phases`; CPU seconds of the collector's process through its read, analyze and write, and
+the cycle; and "pushes after": how long the live pushes, rendered on their own thread,
 took to go out after the cycle ended); the table prints the medians, PostgreSQL/SQLite
 ratios and the 5 s interval.
 `--profile N` runs the last steady cycle of each collector under cProfile and prints the
@@ -19,10 +20,12 @@ N functions with the most cumulative time; with py-spy installed (`pip install p
 dependency) it also samples the broker through that last round and prints the N broker
 functions with the most samples, inclusive and own: the broker's side of the read.
 
-Then the read's largest request on its own, old path against new, turn about on the same
-cluster: the end offsets of every partition through AdminClient.list_offsets (a future per
-partition, as clusterclient did before) and through ClusterClient.list_offsets (one future
-for the whole answer). `--paths-only` skips the collectors and measures only that.
+Then the read's largest request on its own, turn about on the same cluster, wall and CPU
+seconds: the end offsets of every partition through AdminClient.list_offsets (a future per
+partition), through librdkafka with one future for the whole answer (clusterclient before
+issue 24's fourth round) and through ClusterClient.list_offsets now (one ListOffsets per
+leader over clusterclient's own connections). `--paths-only` skips the collectors and
+measures only that.
 
 Without a broker, in process on made-up readings of the same shape (`made_up_readings`),
 this tree against `--baseline` turn about: `--analyze-only`, the analyze phase in CPU
@@ -71,14 +74,18 @@ def child(bootstrap: str) -> None:
     call_command("migrate", verbosity=0)
     with override_settings(KAFKA_BOOTSTRAP_SERVERS=bootstrap):
         collector = Collector(CollectorConfig(bootstrap_servers=bootstrap, interval=INTERVAL))
+        cpu = cpu_clocks(collector)
         print(json.dumps({"vendor": connection.vendor}), flush=True)
         for line in sys.stdin:
             command, _, arg = line.strip().partition(" ")
             profiler = cProfile.Profile() if command == "profile" else None
             if profiler is not None:
                 profiler.enable()
+            cpu.clear()
+            started = time.process_time()
             took = collector.cycle()
-            answer: dict[str, Any] = {"took": took,
+            cpu["cycle"] = time.process_time() - started
+            answer: dict[str, Any] = {"took": took, "cpu": dict(cpu),
                                       "phases": dict(getattr(collector, "phases", {}))}
             pusher = getattr(collector, "pusher", None)  # pushes rendered off the cycle
             if pusher is not None:
@@ -93,6 +100,27 @@ def child(bootstrap: str) -> None:
                 answer["profile"] = out.getvalue()
             print(json.dumps(answer), flush=True)
         collector.close()
+
+
+def cpu_clocks(collector: Any) -> dict[str, float]:
+    """CPU seconds of the collector's process (all its threads: librdkafka's, the group
+    reads') while its read, analyze and write ran, by wrapping the three calls; less
+    moved by the machine's load than the phases' wall seconds, and the same for any tree."""
+    spent: dict[str, float] = {}
+
+    def clocked(name: str, call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - started
+        return run
+
+    collector.sampler.read = clocked("read", collector.sampler.read)
+    collector.analyzer.analyze = clocked("analyze", collector.analyzer.analyze)
+    collector.store.write = clocked("write", collector.store.write)
+    return spent
 
 
 class Child:
@@ -128,7 +156,9 @@ class Child:
 
 def show(name: str, label: str, answer: dict[str, Any]) -> None:
     phases = ", ".join(f"{k} {v:.2f}" for k, v in answer["phases"].items())
-    print(f"  {name:17} {label:10} {answer['took']:7.3f} s   ({phases})", flush=True)
+    cpu = ", ".join(f"{k} {v:.2f}" for k, v in answer.get("cpu", {}).items())
+    print(f"  {name:17} {label:10} {answer['took']:7.3f} s   ({phases}; CPU s: {cpu})",
+          flush=True)
 
 
 class BrokerSampler:
@@ -222,6 +252,8 @@ def steady(bootstrap: str, scale: Any, cycles: int, profile: int, broker_pid: in
                 answer["took"] + answer["phases"].get("pushes after", 0.0))
             for phase, seconds in answer["phases"].items():
                 figures[c.name].setdefault(f"  {phase}", []).append(seconds)
+            for phase, seconds in answer.get("cpu", {}).items():
+                figures[c.name].setdefault(f"cpu {phase}", []).append(seconds)
             show(c.name, f"steady {i + 1}", answer)
             if "profile" in answer:
                 print(answer["profile"])
@@ -230,15 +262,21 @@ def steady(bootstrap: str, scale: Any, cycles: int, profile: int, broker_pid: in
 
 
 def list_offsets_paths(bootstrap: str, rounds: int = 7) -> None:
-    """Seconds for the end offsets of every partition: a future per partition (the old
-    path) against one future for the answer (ClusterClient.list_offsets), turn about."""
+    """Wall and CPU seconds (this process, all threads) for the end offsets of every
+    partition, turn about: librdkafka with a future per partition (AdminClient.list_offsets,
+    the path before issue 24), librdkafka with one future for the answer (the path before
+    this round, `batched_offsets=False`), and one ListOffsets per leader over clusterclient's
+    own connections (ClusterClient.list_offsets now)."""
     from confluent_kafka import TopicPartition as KafkaTopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     from clusterclient import LATEST, ClusterClient, TopicPartition
 
     client = ClusterClient(bootstrap, {"client.id": "bench-list-offsets"}, timeout=60.0)
+    librdkafka = ClusterClient(bootstrap, {"client.id": "bench-list-offsets"}, timeout=60.0,
+                               batched_offsets=False)
     partitions = [(p.topic, p.partition) for p in client.metadata(refresh=True).partitions]
+    queries = dict.fromkeys((TopicPartition(t, p) for t, p in partitions), LATEST)
 
     def per_partition_futures() -> int:
         futures = client.admin.list_offsets(
@@ -247,24 +285,33 @@ def list_offsets_paths(bootstrap: str, rounds: int = 7) -> None:
         return sum(1 for f in futures.values() if f.result(70).offset >= 0)
 
     def one_future() -> int:
-        answer = client.list_offsets(
-            dict.fromkeys((TopicPartition(t, p) for t, p in partitions), LATEST))
-        return len(answer.offsets)
+        return len(librdkafka.list_offsets(queries).offsets)
 
-    times: dict[str, list[float]] = {"future per partition (before)": [],
-                                     "one future (now)": []}
+    def own_connections() -> int:
+        return len(client.list_offsets(queries).offsets)
+
+    paths = {"librdkafka, a future per partition": per_partition_futures,
+             "librdkafka, one future (before)": one_future,
+             "own connections (now)": own_connections}
+    wall: dict[str, list[float]] = {name: [] for name in paths}
+    cpu: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(rounds):
-        for name, path in zip(times, (per_partition_futures, one_future), strict=True):
-            started = time.perf_counter()
+        for name, path in paths.items():
+            started, cpu_started = time.perf_counter(), time.process_time()
             answered = path()
-            times[name].append(time.perf_counter() - started)
+            wall[name].append(time.perf_counter() - started)
+            cpu[name].append(time.process_time() - cpu_started)
             assert answered == len(partitions), (name, answered, len(partitions))
-    before, now = (statistics.median(v) for v in times.values())
     print(f"\nListOffsets (latest) for {len(partitions)} partitions, median of {rounds}, "
-          "turn about:")
-    for name, values in times.items():
-        print(f"  {name:30} {statistics.median(values):7.3f} s   (min {min(values):.3f})")
-    print(f"  now/before {now / before:.2f}")
+          "turn about (CPU: this process, all threads):")
+    for name in paths:
+        print(f"  {name:36} {statistics.median(wall[name]):7.3f} s (min {min(wall[name]):.3f})"
+              f"   CPU {statistics.median(cpu[name]):7.3f} s")
+    now, before = "own connections (now)", "librdkafka, one future (before)"
+    print(f"  now/before: wall {statistics.median(wall[now]) / statistics.median(wall[before]):.2f}"
+          f", CPU {statistics.median(cpu[now]) / statistics.median(cpu[before]):.2f}")
+    client.close()
+    librdkafka.close()
 
 
 def made_up_readings(topics: int, partitions: int, groups: int) -> Any:

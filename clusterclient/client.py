@@ -49,13 +49,12 @@ from .groups import (
 )
 from .lag import GroupLag, group_lag
 from .metadata import ClusterMetadata, TopicMetadata, TopicPartition, from_confluent
+from .offset_reads import BY_TIME, OffsetReader, by_leader, no_answer, settle, timestamp_of
 from .offsets import LATEST, ListedOffset, ListOffsetsResult, OffsetKind, OffsetQuery
 from .wire import unsupported
 
 UNKNOWN_TOPIC = 3  # Kafka's UNKNOWN_TOPIC_OR_PART
-OFFSET_NOT_AVAILABLE = 78  # Kafka's: the leader cannot answer a ListOffsets yet
-# Queries whose answer may be -1: no record at or after that time (an empty partition).
-BY_TIME = (OffsetKind.TIMESTAMP, OffsetKind.MAX_TIMESTAMP)
+LEADERS_TTL_S = 60.0  # how old a metadata snapshot may be to route ListOffsets by
 _RESOURCE = {ResourceKind.TOPIC: ConfigResource.Type.TOPIC,
              ResourceKind.BROKER: ConfigResource.Type.BROKER}
 
@@ -70,7 +69,7 @@ class ClusterClient:
 
     def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None, *,
                  timeout: float = 10.0, metadata_ttl: float = 5.0,
-                 batched_groups: bool = True) -> None:
+                 batched_groups: bool = True, batched_offsets: bool = True) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
         self.metadata_ttl = metadata_ttl
@@ -87,14 +86,20 @@ class ClusterClient:
         self.groups_reader: GroupReader | None = None
         if batched_groups and unsupported(self.config) is None:
             self.groups_reader = GroupReader(bootstrap_servers, self.config, timeout)
+        # ListOffsets to each leader over our own connections (offset_reads.py), on the same
+        # terms; batched_offsets=False: librdkafka's admin ListOffsets.
+        self.offsets_reader: OffsetReader | None = None
+        if batched_offsets and unsupported(self.config) is None:
+            self.offsets_reader = OffsetReader(bootstrap_servers, self.config, timeout)
         self._metadata: ClusterMetadata | None = None
         self._metadata_at = 0.0
         self._lock = threading.Lock()
 
     def close(self) -> None:
         """Closes the batched group reads' sockets (the AdminClient goes with the object)."""
-        if self.groups_reader is not None:
-            self.groups_reader.close()
+        for reader in (self.groups_reader, self.offsets_reader):
+            if reader is not None:
+                reader.close()
 
     def poll(self) -> None:
         """Hands librdkafka's queued log lines to the `logger` of the config, if it has one
@@ -239,15 +244,68 @@ class ClusterClient:
 
     # --- offsets ----------------------------------------------------------------------
     def list_offsets(self, queries: Mapping[TopicPartition, OffsetQuery]) -> ListOffsetsResult:
-        """One batched ListOffsets for many partitions (librdkafka groups them per leader);
-        a partition's own error is a value in the result, not an exception.
+        """One batched ListOffsets for many partitions (one request per leader); a
+        partition's own error is a value in the result, not an exception.
 
-        The request goes to librdkafka with ONE future for the whole answer, not through
-        AdminClient.list_offsets, which makes and settles a future per partition: at 10,000
-        partitions those futures were a third of the collector's read (bench/README.md,
-        collector_db_bench.py). The answer is the same dict that method spreads over them."""
+        Sent over our own connections (offset_reads.py) unless the config asks for security
+        they do not speak or the cluster serves no ListOffsets v1 to v7; then, and for
+        max-timestamp queries (ListOffsets v7, Kafka 3.0), through librdkafka's admin API."""
         if not queries:
             return ListOffsetsResult()
+        reader = self.offsets_reader
+        if reader is not None and all(q.kind is not OffsetKind.MAX_TIMESTAMP
+                                      for q in queries.values()):
+            try:
+                return self._list_offsets_batched(reader, queries)
+            except Unbatched:
+                self.offsets_reader = None
+                reader.close()
+        return self._list_offsets_librdkafka(queries)
+
+    def _list_offsets_batched(self, reader: OffsetReader,
+                              queries: Mapping[TopicPartition, OffsetQuery]) -> ListOffsetsResult:
+        """Each leader asked for its partitions, from the last metadata. The partitions it
+        gives no leader, whose leader says it is not theirs (any more) or does not answer
+        are asked once more after the metadata is read afresh, as librdkafka looks the
+        leaders up for every call; what is still missing then is an error value. Raises
+        ClusterUnavailable when no leader answered at all."""
+        timestamps = {q: timestamp_of(q) for q in set(queries.values())}
+        found = ListOffsetsResult()
+        pending: Mapping[TopicPartition, OffsetQuery] = queries
+        for fresh in (False, True):
+            led, again = by_leader(self._leaders_metadata(fresh), pending)
+            answers, failed = reader.list_offsets(
+                {b: {tp: timestamps[pending[tp]] for tp in tps} for b, tps in led.items()})
+            asked = {tp: pending[tp] for tps in led.values() for tp in tps}
+            again.update(settle(found, asked, answers))
+            for broker, problem in failed.items():
+                again.update((tp, no_answer(tp, problem.message)) for tp in led[broker])
+            if fresh and failed and not found.offsets:
+                raise next(iter(failed.values()))
+            pending = {tp: pending[tp] for tp in again}
+            if not pending:
+                break
+            if fresh:
+                found.errors.update(again)
+        return found
+
+    def _leaders_metadata(self, fresh: bool) -> ClusterMetadata:
+        """Where to send ListOffsets: the last snapshot while younger than LEADERS_TTL_S,
+        whatever `metadata_ttl` says (the collector's is 0: it reads Metadata itself right
+        before), for a wrong leader only costs asking again with a fresh one."""
+        if not fresh:
+            with self._lock:
+                if (self._metadata is not None
+                        and time.monotonic() - self._metadata_at < LEADERS_TTL_S):
+                    return self._metadata
+        return self.metadata(refresh=True)
+
+    def _list_offsets_librdkafka(self, queries: Mapping[TopicPartition, OffsetQuery]
+                                 ) -> ListOffsetsResult:
+        """The same request through librdkafka with ONE future for the whole answer, not
+        through AdminClient.list_offsets, which makes and settles a future per partition: at
+        10,000 partitions those futures were a third of the collector's read (bench/README.md,
+        collector_db_bench.py). The answer is the same dict that method spreads over them."""
         specs = {q: q.spec()._value for q in set(queries.values())}  # one each: 10,000 cost 1 s
         whole: Future[Any] = Future()
         whole.set_running_or_notify_cancel()
@@ -273,10 +331,8 @@ class ClusterClient:
             if offset < 0 and not (offset == -1 and queries[tp].kind in BY_TIME):
                 # librdkafka answers a partition whose leader it could not reach with
                 # OFFSET_INVALID (-1001) and no error: no offset was read, so say so.
-                found.errors[tp] = ClusterRequestError(
-                    OFFSET_NOT_AVAILABLE, "OFFSET_NOT_AVAILABLE",
-                    f"the leader of {tp} gave no {queries[tp].kind} offset (got {offset})",
-                    tp.topic, tp.partition, retriable=True)
+                found.errors[tp] = no_answer(tp, f"its leader gave no {queries[tp].kind} "
+                                                 f"offset (got {offset})")
                 continue
             found.offsets[tp] = ListedOffset(offset, int(info.timestamp), info.leader_epoch)
         return found

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+import psycopg
 from django.db import connections, models
 
 Adapt = Callable[[Any], Any]
@@ -66,10 +67,11 @@ def _source(using: str, fields: Sequence[models.Field[Any, Any]]) -> str:
     """Where the rows come from: on PostgreSQL one array per column through unnest, so a
     batch is ONE statement (executemany there sends a statement per row, each parsed and
     planned by the server: 8 s for the 40,000 rows of a first cycle, against 0.4 s on
-    SQLite); on SQLite one VALUES row run for each row, which costs no round trips."""
+    SQLite), each array a binary parameter (`%b`, `_run_postgresql`); on SQLite one VALUES
+    row run for each row, which costs no round trips."""
     connection = connections[using]
     if connection.vendor == "postgresql":
-        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+        arrays = ", ".join(f"%b::{f.db_type(connection)}[]" for f in fields)
         return f"SELECT * FROM unnest({arrays})"
     return f"VALUES ({', '.join(['%s'] * len(fields))})"
 
@@ -90,16 +92,36 @@ def _run(using: str, sql: str, names: list[str], fields: list[models.Field[Any, 
          rows: Sequence[Mapping[str, Any]]) -> None:
     connection = connections[using]
     adapters = [_adapter(field, connection) for field in fields]
+    if connection.vendor == "postgresql":
+        _run_postgresql(connection, sql, _columns(names, adapters, rows))
+        return
     params = [[value if adapt is None else adapt(value)
                for adapt, value in zip(adapters, (row[n] for n in names), strict=True)]
               for row in rows]
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            for i in range(0, len(params), PG_BATCH):  # columns of one batch as arrays
-                cursor.execute(sql, [list(column) for column in zip(*params[i:i + PG_BATCH],
-                                                                    strict=True)])
-        else:
-            cursor.executemany(sql, params)
+        cursor.executemany(sql, params)
+
+
+def _columns(names: list[str], adapters: list[Adapt | None],
+             rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """One list per column, adapted: what the `unnest` arrays are made of."""
+    columns = []
+    for name, adapt in zip(names, adapters, strict=True):
+        column = [row[name] for row in rows]
+        columns.append(column if adapt is None else [adapt(value) for value in column])
+    return columns
+
+
+def _run_postgresql(connection: Any, sql: str, columns: list[list[Any]]) -> None:
+    """The arrays go as binary parameters of a server-side-binding cursor. Django's cursors
+    bind on the client: psycopg quotes every array element into the SQL text (a regex per
+    element, then the server parses it back), which was most of the collector's own time
+    in a PostgreSQL write (bench/README.md, collector_db_bench.py, fourth round)."""
+    connection.ensure_connection()
+    total = len(columns[0])
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        for i in range(0, total, PG_BATCH):  # columns of one batch as arrays
+            cursor.execute(sql, [column[i:i + PG_BATCH] for column in columns])
 
 
 def _adapter(field: models.Field[Any, Any], connection: Any) -> Adapt | None:

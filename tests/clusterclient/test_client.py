@@ -38,6 +38,14 @@ def client(kafka_bootstrap: str) -> ClusterClient:
     return ClusterClient(kafka_bootstrap, {"client.id": "clusterclient-test"}, timeout=10)
 
 
+@pytest.fixture(scope="module", params=["own connections", "librdkafka"])
+def offsets_client(request: pytest.FixtureRequest, kafka_bootstrap: str) -> ClusterClient:
+    """ListOffsets both ways: one request per leader over clusterclient's own connections
+    (offset_reads.py), and librdkafka's admin call (batched_offsets=False)."""
+    return ClusterClient(kafka_bootstrap, {"client.id": "clusterclient-test"}, timeout=10,
+                         batched_offsets=request.param == "own connections")
+
+
 def produce(bootstrap: str, topic: str, counts: dict[int, int], timestamp: int | None = None
             ) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
@@ -111,8 +119,9 @@ def test_broker_configs_are_described(client: ClusterClient) -> None:
     assert "log.retention.hours" in names or "log.retention.ms" in names
 
 
-def test_list_offsets_answers_each_query_in_one_batch(client: ClusterClient,
+def test_list_offsets_answers_each_query_in_one_batch(offsets_client: ClusterClient,
                                                       kafka_bootstrap: str) -> None:
+    client = offsets_client
     topic = unique("offsets")
     client.create_topic(topic, partitions=2)
     base = int(time.time() * 1000) - 60_000
@@ -127,7 +136,8 @@ def test_list_offsets_answers_each_query_in_one_batch(client: ClusterClient,
     assert client.list_offsets({p0: EARLIEST}).offset(p0) == 3
 
 
-def test_list_offsets_of_a_missing_partition_is_a_value(client: ClusterClient) -> None:
+def test_list_offsets_of_a_missing_partition_is_a_value(offsets_client: ClusterClient) -> None:
+    client = offsets_client
     topic = unique("half")
     client.create_topic(topic, partitions=1)
     good, bad = TopicPartition(topic, 0), TopicPartition(topic, 7)
@@ -136,6 +146,22 @@ def test_list_offsets_of_a_missing_partition_is_a_value(client: ClusterClient) -
     assert bad in answer.errors and answer.errors[bad].partition == 7
     with pytest.raises(ClusterRequestError):
         answer.checked()
+
+
+def test_list_offsets_of_partitions_newer_than_the_metadata_are_answered(
+        client: ClusterClient, kafka_bootstrap: str) -> None:
+    """The leaders come from the last metadata snapshot; a partition it does not know is
+    asked for again after a fresh one. (librdkafka's path answers such a partition
+    _UNKNOWN_PARTITION from its own cache until that cache is refreshed.)"""
+    topic = unique("grown")
+    client.create_topic(topic, partitions=1)
+    assert len(client.metadata(refresh=True).topics[topic].partitions) == 1  # the snapshot
+    other = ClusterClient(kafka_bootstrap, timeout=10)  # another client grows the topic
+    other.create_partitions(topic, 3)
+    other.close()
+    produce(kafka_bootstrap, topic, {2: 6})
+    answer = client.list_offsets({TopicPartition(topic, p): LATEST for p in range(3)})
+    assert answer.checked() and answer.offset(TopicPartition(topic, 2)) == 6
 
 
 def test_group_lag_of_a_live_consumer_group(client: ClusterClient, kafka_bootstrap: str,
@@ -232,8 +258,12 @@ def test_a_stopped_cluster_raises_cluster_unavailable(
         broker_factory: Callable[..., BrokerProcess]) -> None:
     broker = broker_factory()
     client = ClusterClient(broker.bootstrap, timeout=2)
+    client.create_topic("kept", partitions=1)
+    assert client.end_offsets([TopicPartition("kept", 0)]).offset(TopicPartition("kept", 0)) == 0
     assert [b.node_id for b in client.metadata().brokers] == [1]
     broker.stop()
+    with pytest.raises(ClusterUnavailable):  # its leader, from the cached metadata, is gone
+        client.end_offsets([TopicPartition("kept", 0)])
     with pytest.raises(ClusterUnavailable):
         client.metadata(refresh=True)
     with pytest.raises(ClusterUnavailable):

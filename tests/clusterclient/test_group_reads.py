@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from clusterclient import (
+    LATEST,
     ClusterClient,
     ClusterRequestError,
     ClusterUnavailable,
@@ -98,8 +99,10 @@ def both(broker: SecuredBroker, listener: str, **login: str
     config = secured_config(broker, listener, **login)
     bootstrap = broker.bootstrap(listener)
     batched = ClusterClient(bootstrap, config, timeout=5)
-    assert batched.groups_reader is not None  # this security is spoken, not left to librdkafka
-    return batched, ClusterClient(bootstrap, config, timeout=5, batched_groups=False)
+    # this security is spoken, not left to librdkafka (group reads and ListOffsets alike)
+    assert batched.groups_reader is not None and batched.offsets_reader is not None
+    return batched, ClusterClient(bootstrap, config, timeout=5, batched_groups=False,
+                                  batched_offsets=False)
 
 
 def test_secured_listeners_are_read_batched_with_the_same_answers_and_errors(
@@ -114,6 +117,8 @@ def test_secured_listeners_are_read_batched_with_the_same_answers_and_errors(
         [group])
     assert admin.committed_offsets(group) == {TopicPartition(topic, 0): 5}
     assert admin.describe_groups([group]) == admin_per_group.describe_groups([group])
+    ends = {TopicPartition(topic, 0): LATEST}
+    assert admin.list_offsets(ends).checked() == admin_per_group.list_offsets(ends).checked()
 
     # alice (PLAIN over SASL_SSL) and CN=alice (a client certificate over SSL) hold no
     # ACL: DESCRIBE on the group is refused, as a value for offsets, raised for describe.
@@ -130,6 +135,9 @@ def test_secured_listeners_are_read_batched_with_the_same_answers_and_errors(
             with pytest.raises(ClusterRequestError) as refused:
                 client.describe_groups([group])
             assert refused.value.code_name == "GROUP_AUTHORIZATION_FAILED"
+            # the topic is not theirs to DESCRIBE: no offset, an error value (which error
+            # depends on what their metadata shows them of it)
+            assert not client.list_offsets(ends).offsets and client.list_offsets(ends).errors
 
 
 def test_a_refused_login_is_a_request_error_and_a_dead_broker_unavailable(
