@@ -8,8 +8,9 @@ rounds; 4096 iterations, the client's PBKDF2 included) one after another, over
 SASL_PLAINTEXT and over SASL_SSL. Then, in interleaved rounds, it produces (acks=1) and
 consumes a topic over each listener, and prints MB/s, the ratios to PLAINTEXT, and the CPU
 seconds per 100 MB of the broker (from /proc) and of the client (this process, librdkafka's
-threads): where the cost goes. SASL_PLAINTEXT separates the cost of SASL (once per
-connection) from the cost of TLS (per byte).
+threads): where the cost goes. The broker's CPU on produce is also given for its event-loop
+thread alone (over TLS, large reads are decrypted on a second thread). SASL_PLAINTEXT
+separates the cost of SASL (once per connection) from the cost of TLS (per byte).
 
 With `--before DIR` (a `git archive` of an earlier commit) a second broker runs from that
 tree, and every round measures both brokers in turn: before/after in one run.
@@ -58,8 +59,11 @@ def client_config(broker: SecuredBroker, listener: str) -> dict[str, object]:
     return config
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """A process's CPU seconds, or those of one of its threads (the main thread's id is the
+    process's: the broker's event loop)."""
+    stat = f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat"
+    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -68,15 +72,17 @@ def one_round(broker: SecuredBroker, listener: str, topic: str, count: int,
     pid = broker.process.proc.pid  # type: ignore[union-attr]
     extra = client_config(broker, listener)
     mb = count * len(value) / 1e6
-    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
+    cpu, loop, mine = cpu_seconds(pid), cpu_seconds(pid, pid), own_cpu_seconds()
     produced = produce(broker.bootstrap(listener), topic, count, value, "1", 1, **extra)
     produce_cpu, produce_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
+    produce_loop = cpu_seconds(pid, pid) - loop
     cpu, mine = cpu_seconds(pid), own_cpu_seconds()
     read, consumed = consume(broker.bootstrap(listener), topic, **extra)
     consume_cpu, consume_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
     read_mb = read * len(value) / 1e6
     return {"produce": mb / produced, "consume": read_mb / consumed,
             "produce_cpu": produce_cpu / mb * 100, "consume_cpu": consume_cpu / read_mb * 100,
+            "produce_loop": produce_loop / mb * 100,
             "produce_client": produce_client / mb * 100,
             "consume_client": consume_client / read_mb * 100}
 
@@ -261,7 +267,7 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
           "client")
     print(f"{'listener':<15} {'produce MB/s':>12} {'msg/s':>8} {'ratio':>6} {'consume MB/s':>12} "
           f"{'msg/s':>8} {'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
-          f"{'client CPU: produce':>20} {'consume':>8}")
+          f"{'client CPU: produce':>20} {'consume':>8} {'broker loop thread: produce':>28}")
     median = {name: medians(rounds) for name, rounds in results.items()}
     base = median.get("PLAINTEXT", next(iter(median.values())))
     per_msg = 1e6 / args.size
@@ -271,7 +277,8 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
               f"{m['consume']:12.1f} {m['consume'] * per_msg:8.0f} "
               f"{m['consume'] / base['consume']:6.2f} "
               f"{m['produce_cpu']:20.2f} {m['consume_cpu']:8.2f} "
-              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f}")
+              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f} "
+              f"{m['produce_loop']:28.2f}")
     if "PLAINTEXT" in results:
         for name in results:
             if name != "PLAINTEXT":
@@ -280,6 +287,9 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
                     f"{mine['consume'] / plain['consume']:.2f}"
                     for mine, plain in zip(results[name], results["PLAINTEXT"], strict=True)]
                 print(f"  {name} / PLAINTEXT per round (produce/consume): {', '.join(ratios)}")
+        for name, rounds in results.items():
+            cpu = ", ".join(f"{r['produce_cpu']:.2f}/{r['produce_loop']:.2f}" for r in rounds)
+            print(f"  {name} broker CPU s/100 MB per round, produce (all/loop thread): {cpu}")
 
 
 def compare(results: dict[str, dict[str, list[dict[str, float]]]], listeners: list[str]) -> None:

@@ -38,6 +38,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from brokercore.security.tls_thread import start_tls
+
 HEAD_BYTES = 2**14
 MAX_BUFFERED = 2**21  # bytes of whole frames not yet taken: then reading pauses
 EAGER_BYTES = 2**22  # frames up to this size get their whole buffer at once
@@ -182,9 +184,8 @@ class FrameConnection(asyncio.BufferedProtocol):
     async def start_tls(self, context: ssl.SSLContext, handshake_timeout: float) -> None:
         """The server side of the TLS handshake; from then on frames are decrypted into
         their buffers."""
-        transport = await asyncio.get_running_loop().start_tls(
-            self.transport, self, context, server_side=True,
-            ssl_handshake_timeout=handshake_timeout)
+        transport = await start_tls(self.transport, self, context, server_side=True,
+                                    handshake_timeout=handshake_timeout)
         if transport is None:  # closed during the handshake
             raise ConnectionResetError("the connection closed during the TLS handshake")
         self._transport, self._over_tls = transport, True

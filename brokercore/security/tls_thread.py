@@ -1,0 +1,222 @@
+"""asyncio's SSL protocol, decrypting large reads on a thread beside the event loop.
+
+The broker is one event loop on one thread. Over TLS, decrypting what a client produces
+(`SSLObject.read`: OpenSSL's cipher and its copy out of each 16 KiB record) is about half of
+what TLS adds to a produced byte on the broker, and it ran on that thread, after which the
+loop appended the request to the log. CPython's `_ssl` releases the GIL inside `SSL_read`,
+memory BIOs included, so the decryption can run on another core while the loop handles the
+requests already read.
+
+`ThreadedSSLProtocol` is asyncio's `SSLProtocol` (Python 3.11) with one change: once the
+connection is established, when a socket read leaves at least `THREAD_BYTES` of ciphertext
+in the incoming memory BIO, the reads into the application's buffer (the same loop as
+`_do_read__buffered`: a frame's own buffer, `brokercore/frame_connection.py`) run as one job
+on `DECRYPT_THREADS`. Smaller reads (a lone request, a handshake, a login) are decrypted on
+the loop as before, so a round trip of small requests pays no hand-off.
+
+While a job runs the loop thread touches neither the `SSLObject` nor its BIOs (OpenSSL's
+`SSL` may be used by one thread at a time): the socket's reading is paused, so nothing new
+is written to the incoming BIO; the application's writes wait in asyncio's own write
+backlog; a flush, a shutdown and a lost connection wait for the job. When it is done, on
+the loop: the bytes go to the application (`buffer_updated`), the write backlog and
+whatever OpenSSL has to send are flushed, reading resumes, and a full buffer is followed at
+once by the next read. So bytes reach the application in order, one job at a time per
+connection, and flow control stays asyncio's (`pause_reading` from the application stops
+the next job; a paused socket holds the client back).
+
+It subclasses private parts of `asyncio.sslproto` (`_sslobj`, `_incoming`, `_do_read`,
+`_do_write`, `_do_flush`, `_do_shutdown`, `_control_ssl_reading`, the state names), as Python
+3.11 has them (pyproject pins 3.11); tests/brokercore/security/test_tls_thread.py drives it
+through real sockets and fails if they change shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ssl
+from asyncio import sslproto
+from collections.abc import Callable
+from typing import Any, cast
+
+# A socket read that leaves this much ciphertext waiting (4 TLS records) is decrypted on the
+# thread; below it the hand-off (two wake-ups) would cost more than it frees the loop.
+THREAD_BYTES = 2**16
+# One thread: the machine the broker is measured on has two cores, and the loop needs one.
+DECRYPT_THREADS = 1
+
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+_State = sslproto.SSLProtocolState
+# Python 3.11's SSLProtocol, whose private methods typeshed's stub (3.10's) lacks
+_Base = cast(Any, sslproto.SSLProtocol)
+
+
+def _decrypt_executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = concurrent.futures.ThreadPoolExecutor(
+            DECRYPT_THREADS, thread_name_prefix="tls-decrypt")
+    return _executor
+
+
+def _read_into(sslobj: ssl.SSLObject, buf: memoryview) -> tuple[int, int]:
+    """On the thread: decrypt into `buf` until it is full or OpenSSL wants more ciphertext.
+    Returns the bytes read and the last read's count (0: the peer's close_notify)."""
+    wants, offset, count = len(buf), 0, 1
+    try:
+        while offset < wants:
+            # into a buffer read() answers a count (typeshed has bytes only)
+            count = sslobj.read(  # type: ignore[assignment]
+                wants - offset, buf[offset:] if offset else buf)
+            if count <= 0:
+                break
+            offset += count
+    except sslproto.SSLAgainErrors:
+        pass
+    return offset, count
+
+
+class ThreadedSSLProtocol(sslproto.SSLProtocol):
+    """asyncio's SSL protocol with large reads decrypted on a thread (module docstring)."""
+
+    # Python 3.11's own, which typeshed's stub (written for 3.10's SSLProtocol) lacks
+    _state: sslproto.SSLProtocolState
+    _sslobj: ssl.SSLObject
+    _incoming: ssl.MemoryBIO
+    _transport: asyncio.Transport
+    _app_reading_paused: bool
+    _ssl_reading_paused: bool
+    _write_backlog: Any
+    _app_protocol_get_buffer: Callable[[int], memoryview]
+    _app_protocol_buffer_updated: Callable[[int], None]
+    _get_read_buffer_size: Callable[[], int]
+    _call_eof_received: Callable[[], None]
+    _start_shutdown: Callable[[], None]
+    _process_outgoing: Callable[[], None]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._job = False  # a decryption job is out: the SSLObject is the thread's
+        self._job_paused_socket = False
+        self._lost_during_job: tuple[BaseException | None] | None = None
+
+    def _do_read(self) -> None:
+        if self._job:
+            return
+        if (self._state == _State.WRAPPED and not self._app_reading_paused
+                and self._incoming.pending >= THREAD_BYTES):
+            self._start_job()
+        else:
+            _Base._do_read(self)
+
+    def _start_job(self) -> None:
+        buf = self._app_protocol_get_buffer(self._get_read_buffer_size())
+        if not len(buf):
+            _Base._do_read(self)
+            return
+        self._job = True
+        if not self._ssl_reading_paused:
+            self._job_paused_socket = True
+            self._transport.pause_reading()
+        loop = self._loop
+        future = loop.run_in_executor(_decrypt_executor(), _read_into, self._sslobj, buf)
+        future.add_done_callback(lambda f: self._job_done(f, len(buf)))
+
+    def _job_done(self, future: asyncio.Future[tuple[int, int]], wants: int) -> None:
+        self._job = False
+        if self._lost_during_job is not None:
+            (exc,) = self._lost_during_job
+            self._lost_during_job = None
+            _Base.connection_lost(self, exc)
+            return
+        if self._state == _State.UNWRAPPED:
+            return
+        error = future.exception()
+        if error is not None:
+            self._fatal_error(error, "Fatal error on SSL protocol")
+            return
+        offset, count = future.result()
+        try:
+            self._after_job(offset, count, wants)
+        except Exception as ex:  # noqa: BLE001 - as asyncio's _do_read: the connection fails
+            self._fatal_error(ex, "Fatal error on SSL protocol")
+
+    def _after_job(self, offset: int, count: int, wants: int) -> None:
+        if self._job_paused_socket:
+            self._job_paused_socket = False
+            if not self._ssl_reading_paused:
+                self._transport.resume_reading()
+        if offset > 0:
+            self._app_protocol_buffer_updated(offset)
+        if not count:  # close_notify
+            self._call_eof_received()
+            self._start_shutdown()
+            return
+        if self._state == _State.FLUSHING:  # closed while the job ran
+            self._do_flush()
+            return
+        if self._state == _State.SHUTDOWN:
+            self._do_shutdown()
+            return
+        if self._write_backlog:
+            self._do_write()
+        else:
+            self._process_outgoing()
+        if offset == wants:  # the application's buffer is full: more may wait
+            self._do_read()
+        else:
+            self._control_ssl_reading()
+
+    # While a job runs, everything else that touches the SSLObject or its BIOs waits for it.
+
+    def _do_write(self) -> None:
+        if not self._job:
+            _Base._do_write(self)
+
+    def _do_flush(self) -> None:
+        if not self._job:
+            _Base._do_flush(self)
+
+    def _do_shutdown(self) -> None:
+        if not self._job:
+            _Base._do_shutdown(self)
+
+    def _control_ssl_reading(self) -> None:
+        if not self._job:
+            _Base._control_ssl_reading(self)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._job:
+            self._lost_during_job = (exc,)
+            return
+        _Base.connection_lost(self, exc)
+
+
+async def start_tls(transport: asyncio.BaseTransport, protocol: asyncio.BaseProtocol,
+                    context: ssl.SSLContext, *, server_side: bool,
+                    handshake_timeout: float) -> asyncio.Transport | None:
+    """`loop.start_tls` (Python 3.11's `BaseEventLoop.start_tls`, step for step) with a
+    `ThreadedSSLProtocol`."""
+    loop = asyncio.get_running_loop()
+    if not getattr(transport, "_start_tls_compatible", False):
+        raise TypeError(f"transport {transport!r} is not supported by start_tls()")
+    assert isinstance(transport, asyncio.Transport)
+    waiter = loop.create_future()
+    ssl_protocol = ThreadedSSLProtocol(
+        loop, protocol, context, waiter, server_side, None,
+        ssl_handshake_timeout=handshake_timeout, call_connection_made=False)
+    # Paused until connection_made, so that no byte reaches the SSL protocol before it.
+    transport.pause_reading()
+    transport.set_protocol(ssl_protocol)
+    made = loop.call_soon(ssl_protocol.connection_made, transport)
+    resumed = loop.call_soon(transport.resume_reading)
+    try:
+        await waiter
+    except BaseException:
+        transport.close()
+        made.cancel()
+        resumed.cancel()
+        raise
+    app_transport: asyncio.Transport | None = ssl_protocol._app_transport
+    return app_transport
