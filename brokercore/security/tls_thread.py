@@ -33,31 +33,53 @@ through real sockets and fails if they change shape.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
+import queue
 import ssl
+import threading
 from asyncio import sslproto
 from collections.abc import Callable
 from typing import Any, cast
 
-# A socket read that leaves this much ciphertext waiting (4 TLS records) is decrypted on the
-# thread; below it the hand-off (two wake-ups) would cost more than it frees the loop.
+# A read of at least this much (4 TLS records' worth, into a buffer as large) is decrypted
+# on the thread; below it the hand-off would cost more than it frees the loop.
 THREAD_BYTES = 2**16
-# One thread: the machine the broker is measured on has two cores, and the loop needs one.
-DECRYPT_THREADS = 1
-
-_executor: concurrent.futures.ThreadPoolExecutor | None = None
+# Ciphertext held while a job runs, past which the socket's reading pauses.
+HELD_BYTES = 2**20
 
 _State = sslproto.SSLProtocolState
 # Python 3.11's SSLProtocol, whose private methods typeshed's stub (3.10's) lacks
 _Base = cast(Any, sslproto.SSLProtocol)
 
+_Job = tuple["ThreadedSSLProtocol", asyncio.AbstractEventLoop, ssl.SSLObject, memoryview]
+_jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+_thread: threading.Thread | None = None
+_thread_lock = threading.Lock()
 
-def _decrypt_executor() -> concurrent.futures.ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        _executor = concurrent.futures.ThreadPoolExecutor(
-            DECRYPT_THREADS, thread_name_prefix="tls-decrypt")
-    return _executor
+
+def _submit(job: _Job) -> None:
+    global _thread
+    if _thread is None:
+        with _thread_lock:
+            if _thread is None:
+                _thread = threading.Thread(target=_decrypt_jobs, name="tls-decrypt",
+                                           daemon=True)
+                _thread.start()
+    _jobs.put(job)
+
+
+def _decrypt_jobs() -> None:
+    """The decryption thread: one job at a time, for every connection of the process."""
+    while True:
+        protocol, loop, sslobj, buf = _jobs.get()
+        error: BaseException | None = None
+        offset = count = 0
+        try:
+            offset, count = _read_into(sslobj, buf)
+        except BaseException as exc:  # noqa: BLE001 - the loop fails the connection with it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: so is the connection
+            loop.call_soon_threadsafe(protocol.job_done, offset, count, error, len(buf))
 
 
 def _read_into(sslobj: ssl.SSLObject, buf: memoryview) -> tuple[int, int]:
@@ -85,45 +107,51 @@ class ThreadedSSLProtocol(sslproto.SSLProtocol):
     _sslobj: ssl.SSLObject
     _incoming: ssl.MemoryBIO
     _transport: asyncio.Transport
+    _loop: asyncio.AbstractEventLoop
+    _ssl_buffer_view: memoryview
     _app_reading_paused: bool
     _ssl_reading_paused: bool
     _write_backlog: Any
     _app_protocol_get_buffer: Callable[[int], memoryview]
     _app_protocol_buffer_updated: Callable[[int], None]
-    _get_read_buffer_size: Callable[[], int]
     _call_eof_received: Callable[[], None]
     _start_shutdown: Callable[[], None]
     _process_outgoing: Callable[[], None]
+    _fatal_error: Callable[..., None]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._job = False  # a decryption job is out: the SSLObject is the thread's
-        self._job_paused_socket = False
+        self._held: list[bytes] = []  # ciphertext received meanwhile, in order
+        self._held_bytes = 0
+        self._held_paused = False  # the socket paused because too much was held
         self._lost_during_job: tuple[BaseException | None] | None = None
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if not self._job:
+            _Base.buffer_updated(self, nbytes)
+            return
+        self._held.append(bytes(self._ssl_buffer_view[:nbytes]))
+        self._held_bytes += nbytes
+        if self._held_bytes >= HELD_BYTES and not self._held_paused:
+            self._held_paused = True
+            self._transport.pause_reading()
 
     def _do_read(self) -> None:
         if self._job:
             return
         if (self._state == _State.WRAPPED and not self._app_reading_paused
                 and self._incoming.pending >= THREAD_BYTES):
-            self._start_job()
-        else:
-            _Base._do_read(self)
+            buf = self._app_protocol_get_buffer(self._incoming.pending)
+            if len(buf) >= THREAD_BYTES:
+                self._job = True
+                _submit((self, self._loop, self._sslobj, buf))
+                return
+        _Base._do_read(self)
 
-    def _start_job(self) -> None:
-        buf = self._app_protocol_get_buffer(self._get_read_buffer_size())
-        if not len(buf):
-            _Base._do_read(self)
-            return
-        self._job = True
-        if not self._ssl_reading_paused:
-            self._job_paused_socket = True
-            self._transport.pause_reading()
-        loop = self._loop
-        future = loop.run_in_executor(_decrypt_executor(), _read_into, self._sslobj, buf)
-        future.add_done_callback(lambda f: self._job_done(f, len(buf)))
-
-    def _job_done(self, future: asyncio.Future[tuple[int, int]], wants: int) -> None:
+    def job_done(self, offset: int, count: int, error: BaseException | None,
+                 wants: int) -> None:
+        """On the loop: a job's outcome."""
         self._job = False
         if self._lost_during_job is not None:
             (exc,) = self._lost_during_job
@@ -132,19 +160,20 @@ class ThreadedSSLProtocol(sslproto.SSLProtocol):
             return
         if self._state == _State.UNWRAPPED:
             return
-        error = future.exception()
         if error is not None:
             self._fatal_error(error, "Fatal error on SSL protocol")
             return
-        offset, count = future.result()
         try:
             self._after_job(offset, count, wants)
         except Exception as ex:  # noqa: BLE001 - as asyncio's _do_read: the connection fails
             self._fatal_error(ex, "Fatal error on SSL protocol")
 
     def _after_job(self, offset: int, count: int, wants: int) -> None:
-        if self._job_paused_socket:
-            self._job_paused_socket = False
+        held, self._held, self._held_bytes = self._held, [], 0
+        for chunk in held:
+            self._incoming.write(chunk)
+        if self._held_paused:
+            self._held_paused = False
             if not self._ssl_reading_paused:
                 self._transport.resume_reading()
         if offset > 0:
@@ -152,21 +181,20 @@ class ThreadedSSLProtocol(sslproto.SSLProtocol):
         if not count:  # close_notify
             self._call_eof_received()
             self._start_shutdown()
-            return
-        if self._state == _State.FLUSHING:  # closed while the job ran
+        elif self._state == _State.FLUSHING:  # closed, or the peer's EOF, while the job ran
             self._do_flush()
-            return
-        if self._state == _State.SHUTDOWN:
+        elif self._state == _State.SHUTDOWN:
             self._do_shutdown()
-            return
-        if self._write_backlog:
-            self._do_write()
         else:
-            self._process_outgoing()
-        if offset == wants:  # the application's buffer is full: more may wait
-            self._do_read()
-        else:
-            self._control_ssl_reading()
+            # the answers written meanwhile go out before the next job
+            if self._write_backlog:
+                self._do_write()
+            else:
+                self._process_outgoing()
+            if offset == wants or held:  # more may wait
+                self._do_read()
+            else:
+                self._control_ssl_reading()
 
     # While a job runs, everything else that touches the SSLObject or its BIOs waits for it.
 
