@@ -13,10 +13,13 @@ thread alone (over TLS, large reads are decrypted on a second thread). SASL_PLAI
 separates the cost of SASL (once per connection) from the cost of TLS (per byte).
 
 With `--before DIR` (a `git archive` of an earlier commit) a second broker runs from that
-tree, and every round measures both brokers in turn: before/after in one run.
+tree, and every round measures both brokers in turn: before/after in one run. With
+`--latency N`, each round also times N produce round trips one at a time (one record of
+1 KiB, then of 512 KiB, acks=1, nothing else in flight) per listener and tree: p50 and p99.
 
     .venv/bin/python bench/security_bench.py [--messages 50000] [--rounds 3] [--logins 200]
         [--before DIR] [--listeners PLAINTEXT,SASL_SSL] [--logins 0: no login timing]
+        [--latency 200]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -91,6 +95,36 @@ def own_cpu_seconds() -> float:
     """This process's CPU (librdkafka's threads included)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+LATENCY_SIZES = (1024, 512 * 1024)
+
+
+def round_trips(broker: SecuredBroker, listener: str, topic: str, size: int,
+                count: int) -> list[float]:
+    """Seconds of each of `count` produce round trips, one record of `size` bytes at a time
+    (acks=1, linger 0: produce, then wait for its delivery)."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap(listener),
+                                         "acks": "1", "linger.ms": 0,
+                                         **client_config(broker, listener)})
+    value = os.urandom(size)
+    producer.produce(topic, value=value, partition=0)  # metadata, connection warm-up
+    producer.flush(30)
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        producer.produce(topic, value=value, partition=0)
+        assert producer.flush(30) == 0
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def report_latency(latency: Latency) -> None:
+    print("\nProduce round trips, one at a time (ms, all rounds): p50 / p99")
+    for (tree, name, size), times in latency.items():
+        times.sort()
+        p50, p99 = times[len(times) // 2], times[int(len(times) * 0.99)]
+        print(f"  [{tree}] {name:<15} {size:>7} B  {p50 * 1e3:7.2f} / {p99 * 1e3:7.2f}")
 
 
 async def logins(broker: SecuredBroker, listener: str, mechanism: str, count: int) -> float:
@@ -190,6 +224,8 @@ def main() -> None:
     parser.add_argument("--listeners", default=",".join(LISTENERS))
     parser.add_argument("--before", type=Path, help="an older source tree, measured alongside")
     parser.add_argument("--no-loopback", action="store_true")
+    parser.add_argument("--latency", type=int, default=0,
+                        help="round trips per size, listener, tree and round")
     args = parser.parse_args()
     value = os.urandom(args.size)
     listeners = args.listeners.split(",")
@@ -208,26 +244,42 @@ def main() -> None:
                     future.result(30)
             if args.logins:
                 time_logins(brokers["after"], args)
-            results: dict[str, dict[str, list[dict[str, float]]]] = {
-                tree: {name: [] for name in listeners} for tree in brokers}
-            for r in range(args.rounds):
-                # Each round starts with another listener (and tree), so none always follows
-                # the others' writes (the page cache's writeback is paid by whoever writes next).
-                trees = list(brokers)
-                for tree in trees[r % len(trees):] + trees[:r % len(trees)]:
-                    for name in listeners[r % len(listeners):] + listeners[:r % len(listeners)]:
-                        results[tree][name].append(one_round(brokers[tree], name, topics[name],
-                                                             args.messages, value))
+            results, latency = run_rounds(brokers, listeners, topics, value, args)
             print(f"load average at the end: {os.getloadavg()[0]:.1f}")
             for tree, by_listener in results.items():
                 report(tree, by_listener, args)
             if "before" in results:
                 compare(results, listeners)
+            if latency:
+                report_latency(dict(sorted(latency.items())))
             if not args.no_loopback:
                 loopbacks(brokers["after"], args)
         finally:
             for broker in brokers.values():
                 broker.process.stop()
+
+
+Results = dict[str, dict[str, list[dict[str, float]]]]  # tree -> listener -> rounds
+Latency = dict[tuple[str, str, int], list[float]]  # (tree, listener, size) -> seconds
+
+
+def run_rounds(brokers: dict[str, SecuredBroker], listeners: list[str],
+               topics: dict[str, str], value: bytes,
+               args: argparse.Namespace) -> tuple[Results, Latency]:
+    results: Results = {tree: {name: [] for name in listeners} for tree in brokers}
+    latency: Latency = {}
+    for r in range(args.rounds):
+        # Each round starts with another listener (and tree), so none always follows
+        # the others' writes (the page cache's writeback is paid by whoever writes next).
+        trees = list(brokers)
+        for tree in trees[r % len(trees):] + trees[:r % len(trees)]:
+            for name in listeners[r % len(listeners):] + listeners[:r % len(listeners)]:
+                results[tree][name].append(one_round(brokers[tree], name, topics[name],
+                                                     args.messages, value))
+                for size in LATENCY_SIZES if args.latency else ():
+                    latency.setdefault((tree, name, size), []).extend(round_trips(
+                        brokers[tree], name, topics[name], size, args.latency))
+    return results, latency
 
 
 def time_logins(broker: SecuredBroker, args: argparse.Namespace) -> None:
