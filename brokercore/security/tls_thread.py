@@ -1,33 +1,37 @@
 """asyncio's SSL protocol, decrypting large reads on a thread beside the event loop.
 
 The broker is one event loop on one thread. Over TLS, decrypting what a client produces
-(`SSLObject.read`: OpenSSL's cipher and its copy out of each 16 KiB record) is about half of
-what TLS adds to a produced byte on the broker, and it ran on that thread, after which the
-loop appended the request to the log. CPython's `_ssl` releases the GIL inside `SSL_read`,
-memory BIOs included, so the decryption can run on another core while the loop handles the
-requests already read.
+(`SSLObject.read`: OpenSSL's cipher and its copy out of each 16 KiB record) was about half
+of what TLS added to a produced byte on the broker, on that thread, and the loop was the
+bottleneck of a SASL_SSL producer. CPython's `_ssl` releases the GIL inside `SSL_read`,
+memory BIOs included, so the decryption can run on the other core while the loop receives
+the next bytes and handles the requests already read.
 
 `ThreadedSSLProtocol` is asyncio's `SSLProtocol` (Python 3.11) with one change: once the
-connection is established, when a socket read leaves at least `THREAD_BYTES` of ciphertext
-in the incoming memory BIO, the reads into the application's buffer (the same loop as
-`_do_read__buffered`: a frame's own buffer, `brokercore/frame_connection.py`) run as one job
-on `DECRYPT_THREADS`. Smaller reads (a lone request, a handshake, a login) are decrypted on
-the loop as before, so a round trip of small requests pays no hand-off.
+connection is established, when at least `THREAD_BYTES` of ciphertext wait in the incoming
+memory BIO and the application's buffer takes as much (a large frame's own buffer,
+`brokercore/frame_connection.py`), the reads into that buffer (the loop of asyncio's
+`_do_read__buffered`) run as one job on the process's one decryption thread. Smaller reads
+(a lone small request, the handshake, a login, a frame's 16 KiB head) are decrypted on the
+loop as before, so small requests pay no hand-off; a lone large one pays it once per read
+(bench/README.md has the round trips).
 
-While a job runs the loop thread touches neither the `SSLObject` nor its BIOs (OpenSSL's
-`SSL` may be used by one thread at a time): the socket's reading is paused, so nothing new
-is written to the incoming BIO; the application's writes wait in asyncio's own write
-backlog; a flush, a shutdown and a lost connection wait for the job. When it is done, on
-the loop: the bytes go to the application (`buffer_updated`), the write backlog and
-whatever OpenSSL has to send are flushed, reading resumes, and a full buffer is followed at
-once by the next read. So bytes reach the application in order, one job at a time per
-connection, and flow control stays asyncio's (`pause_reading` from the application stops
-the next job; a paused socket holds the client back).
+While a job runs, the loop thread touches neither the `SSLObject` nor its BIOs (an
+OpenSSL `SSL` is for one thread at a time): what the socket delivers meanwhile is held, in
+order, and written to the incoming BIO when the job is done (past `HELD_BYTES` the socket's
+reading pauses, so the client is held back as before); the application's writes wait in
+asyncio's write backlog; a flush or shutdown (the application's close, the peer's EOF) and
+a lost connection wait for the job. When it is done, on the loop: the held bytes go to the
+BIO, the decrypted ones to the application (`buffer_updated`), the answers written
+meanwhile are encrypted and sent, and the next read starts if more waits. So bytes reach the
+application in order, one job at a time per connection, and the application's
+`pause_reading` stops the next job as it stopped asyncio's next read.
 
-It subclasses private parts of `asyncio.sslproto` (`_sslobj`, `_incoming`, `_do_read`,
-`_do_write`, `_do_flush`, `_do_shutdown`, `_control_ssl_reading`, the state names), as Python
-3.11 has them (pyproject pins 3.11); tests/brokercore/security/test_tls_thread.py drives it
-through real sockets and fails if they change shape.
+It subclasses private parts of `asyncio.sslproto` (`_sslobj`, `_incoming`,
+`_ssl_buffer_view`, `_do_read`, `_do_write`, `_do_flush`, `_do_shutdown`,
+`_control_ssl_reading`, the state names), as Python 3.11 has them (pyproject pins 3.11): a
+Python upgrade must re-read them; tests/brokercore/security/test_tls_thread.py drives the
+protocol through real sockets.
 """
 
 from __future__ import annotations
