@@ -19,7 +19,7 @@ from brokercore.security.tls_thread import THREAD_BYTES
 from tests.brokercore.security.certs import TestCA
 
 SIZES = [0, 1, 7, 100, 16_379, 16_384, 16_385, THREAD_BYTES - 1, THREAD_BYTES, 300_000,
-         1_048_576, 3, 2_000_000, 5]
+         1_048_576, 3, 2_000_000, 5, 5_000_000, 9]
 
 
 @pytest.fixture(scope="module")
