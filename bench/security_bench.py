@@ -8,14 +8,18 @@ rounds; 4096 iterations, the client's PBKDF2 included) one after another, over
 SASL_PLAINTEXT and over SASL_SSL. Then, in interleaved rounds, it produces (acks=1) and
 consumes a topic over each listener, and prints MB/s, the ratios to PLAINTEXT, and the CPU
 seconds per 100 MB of the broker (from /proc) and of the client (this process, librdkafka's
-threads): where the cost goes. SASL_PLAINTEXT separates the cost of SASL (once per
-connection) from the cost of TLS (per byte).
+threads): where the cost goes. The broker's CPU on produce is also given for its event-loop
+thread alone (over TLS, large reads are decrypted on a second thread). SASL_PLAINTEXT
+separates the cost of SASL (once per connection) from the cost of TLS (per byte).
 
 With `--before DIR` (a `git archive` of an earlier commit) a second broker runs from that
-tree, and every round measures both brokers in turn: before/after in one run.
+tree, and every round measures both brokers in turn: before/after in one run. With
+`--latency N`, each round also times N produce round trips one at a time (one record of
+1 KiB, then of 512 KiB, acks=1, nothing else in flight) per listener and tree: p50 and p99.
 
     .venv/bin/python bench/security_bench.py [--messages 50000] [--rounds 3] [--logins 200]
         [--before DIR] [--listeners PLAINTEXT,SASL_SSL] [--logins 0: no login timing]
+        [--latency 200]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -58,8 +63,11 @@ def client_config(broker: SecuredBroker, listener: str) -> dict[str, object]:
     return config
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """A process's CPU seconds, or those of one of its threads (the main thread's id is the
+    process's: the broker's event loop)."""
+    stat = f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat"
+    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -68,15 +76,17 @@ def one_round(broker: SecuredBroker, listener: str, topic: str, count: int,
     pid = broker.process.proc.pid  # type: ignore[union-attr]
     extra = client_config(broker, listener)
     mb = count * len(value) / 1e6
-    cpu, mine = cpu_seconds(pid), own_cpu_seconds()
+    cpu, loop, mine = cpu_seconds(pid), cpu_seconds(pid, pid), own_cpu_seconds()
     produced = produce(broker.bootstrap(listener), topic, count, value, "1", 1, **extra)
     produce_cpu, produce_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
+    produce_loop = cpu_seconds(pid, pid) - loop
     cpu, mine = cpu_seconds(pid), own_cpu_seconds()
     read, consumed = consume(broker.bootstrap(listener), topic, **extra)
     consume_cpu, consume_client = cpu_seconds(pid) - cpu, own_cpu_seconds() - mine
     read_mb = read * len(value) / 1e6
     return {"produce": mb / produced, "consume": read_mb / consumed,
             "produce_cpu": produce_cpu / mb * 100, "consume_cpu": consume_cpu / read_mb * 100,
+            "produce_loop": produce_loop / mb * 100,
             "produce_client": produce_client / mb * 100,
             "consume_client": consume_client / read_mb * 100}
 
@@ -85,6 +95,36 @@ def own_cpu_seconds() -> float:
     """This process's CPU (librdkafka's threads included)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+LATENCY_SIZES = (1024, 512 * 1024)
+
+
+def round_trips(broker: SecuredBroker, listener: str, topic: str, size: int,
+                count: int) -> list[float]:
+    """Seconds of each of `count` produce round trips, one record of `size` bytes at a time
+    (acks=1, linger 0: produce, then wait for its delivery)."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap(listener),
+                                         "acks": "1", "linger.ms": 0,
+                                         **client_config(broker, listener)})
+    value = os.urandom(size)
+    producer.produce(topic, value=value, partition=0)  # metadata, connection warm-up
+    producer.flush(30)
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        producer.produce(topic, value=value, partition=0)
+        assert producer.flush(30) == 0
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def report_latency(latency: Latency) -> None:
+    print("\nProduce round trips, one at a time (ms, all rounds): p50 / p99")
+    for (tree, name, size), times in latency.items():
+        times.sort()
+        p50, p99 = times[len(times) // 2], times[int(len(times) * 0.99)]
+        print(f"  [{tree}] {name:<15} {size:>7} B  {p50 * 1e3:7.2f} / {p99 * 1e3:7.2f}")
 
 
 async def logins(broker: SecuredBroker, listener: str, mechanism: str, count: int) -> float:
@@ -184,6 +224,8 @@ def main() -> None:
     parser.add_argument("--listeners", default=",".join(LISTENERS))
     parser.add_argument("--before", type=Path, help="an older source tree, measured alongside")
     parser.add_argument("--no-loopback", action="store_true")
+    parser.add_argument("--latency", type=int, default=0,
+                        help="round trips per size, listener, tree and round")
     args = parser.parse_args()
     value = os.urandom(args.size)
     listeners = args.listeners.split(",")
@@ -202,26 +244,42 @@ def main() -> None:
                     future.result(30)
             if args.logins:
                 time_logins(brokers["after"], args)
-            results: dict[str, dict[str, list[dict[str, float]]]] = {
-                tree: {name: [] for name in listeners} for tree in brokers}
-            for r in range(args.rounds):
-                # Each round starts with another listener (and tree), so none always follows
-                # the others' writes (the page cache's writeback is paid by whoever writes next).
-                trees = list(brokers)
-                for tree in trees[r % len(trees):] + trees[:r % len(trees)]:
-                    for name in listeners[r % len(listeners):] + listeners[:r % len(listeners)]:
-                        results[tree][name].append(one_round(brokers[tree], name, topics[name],
-                                                             args.messages, value))
+            results, latency = run_rounds(brokers, listeners, topics, value, args)
             print(f"load average at the end: {os.getloadavg()[0]:.1f}")
             for tree, by_listener in results.items():
                 report(tree, by_listener, args)
             if "before" in results:
                 compare(results, listeners)
+            if latency:
+                report_latency(dict(sorted(latency.items())))
             if not args.no_loopback:
                 loopbacks(brokers["after"], args)
         finally:
             for broker in brokers.values():
                 broker.process.stop()
+
+
+Results = dict[str, dict[str, list[dict[str, float]]]]  # tree -> listener -> rounds
+Latency = dict[tuple[str, str, int], list[float]]  # (tree, listener, size) -> seconds
+
+
+def run_rounds(brokers: dict[str, SecuredBroker], listeners: list[str],
+               topics: dict[str, str], value: bytes,
+               args: argparse.Namespace) -> tuple[Results, Latency]:
+    results: Results = {tree: {name: [] for name in listeners} for tree in brokers}
+    latency: Latency = {}
+    for r in range(args.rounds):
+        # Each round starts with another listener (and tree), so none always follows
+        # the others' writes (the page cache's writeback is paid by whoever writes next).
+        trees = list(brokers)
+        for tree in trees[r % len(trees):] + trees[:r % len(trees)]:
+            for name in listeners[r % len(listeners):] + listeners[:r % len(listeners)]:
+                results[tree][name].append(one_round(brokers[tree], name, topics[name],
+                                                     args.messages, value))
+                for size in LATENCY_SIZES if args.latency else ():
+                    latency.setdefault((tree, name, size), []).extend(round_trips(
+                        brokers[tree], name, topics[name], size, args.latency))
+    return results, latency
 
 
 def time_logins(broker: SecuredBroker, args: argparse.Namespace) -> None:
@@ -261,7 +319,7 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
           "client")
     print(f"{'listener':<15} {'produce MB/s':>12} {'msg/s':>8} {'ratio':>6} {'consume MB/s':>12} "
           f"{'msg/s':>8} {'ratio':>6} {'broker CPU: produce':>20} {'consume':>8} "
-          f"{'client CPU: produce':>20} {'consume':>8}")
+          f"{'client CPU: produce':>20} {'consume':>8} {'broker loop thread: produce':>28}")
     median = {name: medians(rounds) for name, rounds in results.items()}
     base = median.get("PLAINTEXT", next(iter(median.values())))
     per_msg = 1e6 / args.size
@@ -271,7 +329,8 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
               f"{m['consume']:12.1f} {m['consume'] * per_msg:8.0f} "
               f"{m['consume'] / base['consume']:6.2f} "
               f"{m['produce_cpu']:20.2f} {m['consume_cpu']:8.2f} "
-              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f}")
+              f"{m['produce_client']:20.2f} {m['consume_client']:8.2f} "
+              f"{m['produce_loop']:28.2f}")
     if "PLAINTEXT" in results:
         for name in results:
             if name != "PLAINTEXT":
@@ -280,6 +339,9 @@ def report(tree: str, results: dict[str, list[dict[str, float]]],
                     f"{mine['consume'] / plain['consume']:.2f}"
                     for mine, plain in zip(results[name], results["PLAINTEXT"], strict=True)]
                 print(f"  {name} / PLAINTEXT per round (produce/consume): {', '.join(ratios)}")
+        for name, rounds in results.items():
+            cpu = ", ".join(f"{r['produce_cpu']:.2f}/{r['produce_loop']:.2f}" for r in rounds)
+            print(f"  {name} broker CPU s/100 MB per round, produce (all/loop thread): {cpu}")
 
 
 def compare(results: dict[str, dict[str, list[dict[str, float]]]], listeners: list[str]) -> None:

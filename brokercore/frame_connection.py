@@ -7,8 +7,11 @@ SSL protocol decrypted into 256 KiB `bytes` and joined them), the stream reader 
 to its buffer, `readexactly` copied the frame out and deleted it from the buffer's front (a
 `memmove` of whatever followed). A `BufferedProtocol` says where the bytes go: the plain
 socket transport `recv_into`s the buffer `get_buffer` returns, and asyncio's SSL protocol
-decrypts into it (`SSLObject.read(n, buffer)`), so a produce request's record batches are
-written once, by the kernel or by OpenSSL, into the memory the handlers read.
+decrypts into it (`SSLObject.read(n, buffer)`; for large reads on a thread of its own,
+`security/tls_thread.py`), so a produce request's record batches are written once, by the
+kernel or by OpenSSL, into the memory the handlers read. Between `get_buffer` and
+`buffer_updated` nothing here touches the buffer handed out, which is what lets that
+thread fill it while the loop runs.
 
 How a frame is read: while none is started, bytes go into a 16 KiB head buffer, where the
 sizes are read and small frames are copied out whole (a few requests in one `recv`). Once a
@@ -37,6 +40,8 @@ import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
+
+from brokercore.security.tls_thread import start_tls
 
 HEAD_BYTES = 2**14
 MAX_BUFFERED = 2**21  # bytes of whole frames not yet taken: then reading pauses
@@ -181,10 +186,9 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     async def start_tls(self, context: ssl.SSLContext, handshake_timeout: float) -> None:
         """The server side of the TLS handshake; from then on frames are decrypted into
-        their buffers."""
-        transport = await asyncio.get_running_loop().start_tls(
-            self.transport, self, context, server_side=True,
-            ssl_handshake_timeout=handshake_timeout)
+        their buffers (large reads on the decryption thread, `security/tls_thread.py`)."""
+        transport = await start_tls(self.transport, self, context, server_side=True,
+                                    handshake_timeout=handshake_timeout)
         if transport is None:  # closed during the handshake
             raise ConnectionResetError("the connection closed during the TLS handshake")
         self._transport, self._over_tls = transport, True
