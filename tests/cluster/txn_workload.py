@@ -43,6 +43,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from tests.cluster.checker import History
 from tests.cluster.workload import join_or_report
+from tests.compat.clients import no_open_transaction
 
 TIMEOUT = 60.0  # seconds for each transactional call: several failovers long
 COMMIT_RETRIES = 5
@@ -280,7 +281,7 @@ def read_committed(bootstrap: str, topic: str, partitions: int
     ends (the log ends in control records read_committed never delivers): the consumer's
     end-of-partition events do."""
     deadline = time.monotonic() + TIMEOUT + 30
-    while not _no_open_transaction(bootstrap, topic, partitions) and time.monotonic() < deadline:
+    while not no_open_transaction(bootstrap, topic, partitions) and time.monotonic() < deadline:
         time.sleep(0.2)
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"final-{uuid.uuid4().hex[:8]}",
@@ -302,21 +303,3 @@ def read_committed(bootstrap: str, topic: str, partitions: int
     finally:
         consumer.close()
     return out
-
-
-def _no_open_transaction(bootstrap: str, topic: str, partitions: int) -> bool:
-    """Each partition's last stable offset is its high watermark."""
-    ends = []
-    for isolation in ("read_committed", "read_uncommitted"):
-        reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
-                                           "group.id": f"ends-{uuid.uuid4().hex[:8]}",
-                                           "isolation.level": isolation})
-        try:
-            ends.append([reader.get_watermark_offsets(TopicPartition(topic, p), 10,
-                                                      cached=False)[1]
-                         for p in range(partitions)])
-        except KafkaException:
-            return False  # a broker still failing over: asked again
-        finally:
-            reader.close()
-    return ends[0] == ends[1]

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from tests.brokerproc import BrokerProcess
+from tests.compat.clients import no_open_transaction
 from tests.compat.groups import PARTITIONS, create_topic, produce, wait_until
 
 TIMEOUT = 30.0
@@ -46,7 +47,8 @@ def _read_all(bootstrap: str, topic: str, isolation: str, open_ok: bool = False)
     (`open_ok`). Not a quiet period: what a broker wrongly served is in the fetches before
     the end, and the end is where the markers put it."""
     if not open_ok:
-        wait_until(lambda: _stable_ends(bootstrap, topic), f"{topic}'s markers written")
+        wait_until(lambda: no_open_transaction(bootstrap, topic, PARTITIONS),
+                   f"{topic}'s markers written")
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -70,19 +72,6 @@ def _read_all(bootstrap: str, topic: str, isolation: str, open_ok: bool = False)
         consumer.close()
     return values
 
-
-def _stable_ends(bootstrap: str, topic: str) -> bool:
-    """No open transaction on the topic: its last stable offsets are its high watermarks."""
-    readers = [_consumer(bootstrap, isolation) for isolation in ("read_committed",
-                                                                  "read_uncommitted")]
-    try:
-        ends = [[reader.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT,
-                                              cached=False)[1] for p in range(PARTITIONS)]
-                for reader in readers]
-    finally:
-        for reader in readers:
-            reader.close()
-    return ends[0] == ends[1]
 
 
 def _send(producer: confluent_kafka.Producer, topic: str, values: list[bytes],
