@@ -73,7 +73,6 @@ def _read_all(bootstrap: str, topic: str, isolation: str, open_ok: bool = False)
     return values
 
 
-
 def _send(producer: confluent_kafka.Producer, topic: str, values: list[bytes],
           partition: int = 0) -> None:
     for value in values:
