@@ -21,7 +21,7 @@ from kafka.protocol.producer import InitProducerIdRequest
 from brokercore.protocol.errors import ErrorCode
 from tests.brokercore.wire import WireClient
 from tests.brokerproc import BrokerProcess
-from tests.compat.clients import new_topic
+from tests.compat.clients import new_topic, no_open_transaction
 
 FILLERS = 30_000  # transactional ids in the one partition of __transaction_state
 PIPELINE = 500  # InitProducerId requests in flight on the filling connection
@@ -73,22 +73,30 @@ def _probe_until_loaded(bootstrap: str, transactional_id: str) -> list[int]:
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
+    """The one partition's committed values, once every transaction's markers are written
+    (the broker writes them after answering EndTxn), read to its last stable offset."""
+    deadline = time.monotonic() + 30
+    while not no_open_transaction(bootstrap, topic, 1):
+        assert time.monotonic() < deadline, f"a transaction on {topic} is still open"
+        time.sleep(0.1)
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex[:8]}",
         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-        "enable.auto.commit": False})
+        "enable.auto.commit": False, "enable.partition.eof": True})
     values: list[bytes] = []
     try:
         consumer.subscribe([topic])
-        quiet_until = time.monotonic() + 10
-        while time.monotonic() < quiet_until:
+        while True:
+            assert time.monotonic() < deadline + 30, f"{topic} read to no end"
             message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
+            if message is None:
+                continue
+            if message.error() is None:
                 values.append(message.value())
-                quiet_until = time.monotonic() + 3
+            elif message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                return values
     finally:
         consumer.close()
-    return values
 
 
 def test_producers_retry_while_a_long_transaction_state_partition_loads(

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import confluent_kafka
 import kafka
 import pytest
 
+from brokercluster.control import ALIVE, BrokerState
 from tests.brokerproc import ClusterProcess
 from tests.cluster.checker import check
 from tests.cluster.faults import FAST_FAILOVER, TOPIC_CONFIGS, ClusterView, wait_until
@@ -24,10 +24,30 @@ from tests.compat.clients import new_topic
 PARTITIONS = 3
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterProcess]:
-    with ClusterProcess(tmp_path / "cluster", brokers=3, overrides=FAST_FAILOVER) as c:
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterProcess]:
+    with ClusterProcess(tmp_path_factory.mktemp("cluster"), brokers=3,
+                        overrides=FAST_FAILOVER) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(module_cluster: ClusterProcess) -> ClusterProcess:
+    """The module's cluster with its three brokers running and in the cluster's view.
+
+    One cluster for the module, not one per test: each test works on topics of its own and
+    leaves every broker it killed or paused running again, and a start was 2-4 s of each
+    test's setup (more under load). A test that failed half-way may have left a broker down
+    or paused: it is brought back here first, so the next test starts from three."""
+    for broker in module_cluster.status()["brokers"]:
+        if broker["state"] == BrokerState.PAUSED:
+            module_cluster.resume(broker["id"])
+        elif broker["state"] not in ALIVE:
+            module_cluster.start(broker["id"])
+    view = ClusterView(module_cluster.bootstrap)
+    wait_until("all three brokers in the cluster's view",
+               lambda: view.live_brokers() == {1, 2, 3})
+    return module_cluster
 
 
 def replicated_topic(cluster: ClusterProcess, partitions: int = PARTITIONS) -> str:

@@ -43,6 +43,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from tests.cluster.checker import History
 from tests.cluster.workload import join_or_report
+from tests.compat.clients import no_open_transaction
 
 TIMEOUT = 60.0  # seconds for each transactional call: several failovers long
 COMMIT_RETRIES = 5
@@ -271,24 +272,34 @@ def committed_offsets(bootstrap: str, topic: str, partitions: int, group: str
     return {tp.partition: max(tp.offset, 0) for tp in found}
 
 
-def read_committed(bootstrap: str, topic: str, partitions: int, quiet: float = 5.0
+def read_committed(bootstrap: str, topic: str, partitions: int
                    ) -> dict[int, list[tuple[int, str | None, str]]]:
-    """Every committed record, read until nothing more comes for `quiet` seconds (the log
-    ends in control records that read_committed never delivers, so offsets cannot tell)."""
+    """Every committed record, read to each partition's last stable offset once no
+    transaction holds it back: the coordinator writes the markers after the transactions
+    ended (and aborts one left open after its timeout). If the ends never meet, the read
+    takes what is stable and the checker judges. Offsets alone cannot tell where the reading
+    ends (the log ends in control records read_committed never delivers): the consumer's
+    end-of-partition events do."""
+    deadline = time.monotonic() + TIMEOUT + 30
+    while not no_open_transaction(bootstrap, topic, partitions) and time.monotonic() < deadline:
+        time.sleep(0.2)
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"final-{uuid.uuid4().hex[:8]}",
         "enable.auto.commit": False, "isolation.level": "read_committed",
+        "enable.partition.eof": True,
     })
     out: dict[int, list[tuple[int, str | None, str]]] = {p: [] for p in range(partitions)}
     consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
                      for p in range(partitions)])
-    quiet_since = time.monotonic()
+    ended: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
     try:
-        while time.monotonic() - quiet_since < quiet:
+        while len(ended) < partitions and time.monotonic() < deadline:
             for m in consumer.consume(500, 0.2):
                 if m.error() is None:
                     out[m.partition()].append((m.offset(), None, m.value().decode()))
-                    quiet_since = time.monotonic()
+                elif m.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
     finally:
         consumer.close()
     return out

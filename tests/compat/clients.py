@@ -100,6 +100,26 @@ def confluent_consume_all(bootstrap: str, topic: str, partition: int = 0) -> lis
     return confluent_consume(bootstrap, topic, high - low, partition, offset=low)
 
 
+def no_open_transaction(bootstrap: str, topic: str, partitions: int) -> bool:
+    """Every partition's last stable offset is its high watermark: no transaction holds a
+    read_committed end back, its markers included (the broker writes those after answering
+    EndTxn). False too while a broker cannot answer (a cluster failing over): ask again."""
+    ends = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap,
+                                           "group.id": f"ends-{uuid.uuid4().hex[:8]}",
+                                           "isolation.level": isolation})
+        try:
+            ends.append([reader.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p),
+                                                      10, cached=False)[1]
+                         for p in range(partitions)])
+        except confluent_kafka.KafkaException:
+            return False
+        finally:
+            reader.close()
+    return ends[0] == ends[1]
+
+
 # -- kafka-python 3 ----------------------------------------------------------------------------
 def kafka_python_produce(bootstrap: str, topic: str, messages: list[Message],
                          codec: str = "none") -> None:

@@ -4,29 +4,40 @@ read_committed."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import aiokafka
 
-from tests.compat.groups import create_topic
+from tests.compat.clients import no_open_transaction
+from tests.compat.groups import PARTITIONS, create_topic, wait_until
 
 
 async def _read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
-    consumer = aiokafka.AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-        isolation_level=isolation,
-    )
+    """Every value in the topic, read to each partition's end once no transaction holds that
+    end back (the broker writes the markers after answering EndTxn); not until some seconds
+    pass without a record: what a broker served wrongly comes before the end."""
+    wait_until(lambda: no_open_transaction(bootstrap, topic, PARTITIONS),
+               f"{topic}'s markers written")
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap,
+                                         auto_offset_reset="earliest", isolation_level=isolation)
     await consumer.start()
+    partitions = [aiokafka.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer.assign(partitions)
     values: list[bytes] = []
     try:
-        while True:
-            batches = await consumer.getmany(timeout_ms=3000)
-            if not batches:
-                return values
+        ends = await consumer.end_offsets(partitions)
+        deadline = time.monotonic() + 30
+        while any(at < ends[tp] for tp, at in
+                  zip(partitions, [await consumer.position(tp) for tp in partitions],
+                      strict=True)):
+            assert time.monotonic() < deadline, f"{topic} not read to {ends}"
+            batches = await consumer.getmany(timeout_ms=200)
             values += [msg.value for msgs in batches.values() for msg in msgs
                        if msg.value is not None]
     finally:
         await consumer.stop()
+    return values
 
 
 async def _transactions(bootstrap: str, topic: str) -> None:

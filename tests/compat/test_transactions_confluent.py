@@ -14,7 +14,8 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from tests.brokerproc import BrokerProcess
-from tests.compat.groups import create_topic, produce, wait_until
+from tests.compat.clients import no_open_transaction
+from tests.compat.groups import PARTITIONS, create_topic, produce, wait_until
 
 TIMEOUT = 30.0
 
@@ -36,18 +37,37 @@ def _consumer(bootstrap: str, isolation: str, group: str | None = None) -> confl
     })
 
 
-def _read_all(bootstrap: str, topic: str, isolation: str, settle: float = 3.0) -> list[bytes]:
-    """Every value a consumer of this isolation level reads, until nothing new for `settle`."""
-    consumer = _consumer(bootstrap, isolation)
+def _read_all(bootstrap: str, topic: str, isolation: str, open_ok: bool = False) -> list[bytes]:
+    """Every value a consumer of this isolation level reads, to the end each fetch reports
+    on every partition (the high watermark; for read_committed the last stable offset).
+
+    The broker answers EndTxn once the decision is logged and writes the markers after, so
+    until then a read_committed end stops short of the transaction: first this waits until
+    no transaction on the topic holds its end back, unless the test left one open
+    (`open_ok`). Not a quiet period: what a broker wrongly served is in the fetches before
+    the end, and the end is where the markers put it."""
+    if not open_ok:
+        wait_until(lambda: no_open_transaction(bootstrap, topic, PARTITIONS),
+                   f"{topic}'s markers written")
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": True,
+    })
     consumer.subscribe([topic])
     values: list[bytes] = []
-    quiet_since = time.monotonic()
+    ended: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
     try:
-        while time.monotonic() - quiet_since < settle:
+        while len(ended) < PARTITIONS:
+            assert time.monotonic() < deadline, f"{topic}: partitions {ended} ended, not all"
             msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
+            if msg is None:
+                continue
+            if msg.error() is None:
                 values.append(msg.value())
-                quiet_since = time.monotonic()
+            elif msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                ended.add(msg.partition())
     finally:
         consumer.close()
     return values
@@ -168,8 +188,9 @@ def test_read_committed_never_returns_open_or_aborted_records(kafka_bootstrap: s
     committed_reader.close()
     uncommitted_reader.close()
     assert (committed_end, uncommitted_end) == (4, 7)  # 3 records and a marker; then 3 open
-    assert _read_all(kafka_bootstrap, topic, "read_committed") == _values("committed", 3)
-    assert _read_all(kafka_bootstrap, topic, "read_uncommitted") == (
+    assert _read_all(kafka_bootstrap, topic, "read_committed", open_ok=True) == _values(
+        "committed", 3)
+    assert _read_all(kafka_bootstrap, topic, "read_uncommitted", open_ok=True) == (
         _values("committed", 3) + _values("open", 3))
 
     producer.abort_transaction(TIMEOUT)
@@ -199,7 +220,7 @@ def test_the_coordinator_aborts_a_transaction_past_its_timeout(
     _send(other, topic, _values("later", 2))
     other.commit_transaction(TIMEOUT)
     # The forgotten transaction held back read_committed consumers until it was aborted.
-    wait_until(lambda: _read_all(broker.bootstrap, topic, "read_committed", settle=1.0)
+    wait_until(lambda: _read_all(broker.bootstrap, topic, "read_committed")
                == _values("later", 2), "the timed-out transaction to be aborted")
 
 
@@ -252,6 +273,6 @@ def test_a_transaction_open_across_a_broker_crash_commits_after_recovery(
     _send(producer, topic, _values("kept", 3))
     broker.kill()
     broker.start()
-    assert _read_all(broker.bootstrap, topic, "read_committed", settle=1.0) == []
+    assert _read_all(broker.bootstrap, topic, "read_committed", open_ok=True) == []
     producer.commit_transaction(TIMEOUT)
     assert _read_all(broker.bootstrap, topic, "read_committed") == _values("kept", 3)

@@ -11,17 +11,29 @@ from typing import Any
 import kafka
 from kafka.admin import KafkaAdminClient
 
-from tests.compat.groups import create_topic
+from tests.compat.clients import no_open_transaction
+from tests.compat.groups import PARTITIONS, create_topic, wait_until
 
 TIMEOUT_MS = 30_000
 
 
 def _read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
-    consumer = kafka.KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-        isolation_level=isolation, consumer_timeout_ms=3000,
-    )
-    values = [msg.value for msg in consumer]
+    """Every value in the topic, read to each partition's end once no transaction holds that
+    end back (the broker writes the markers after answering EndTxn); not until some seconds
+    pass without a record: what a broker served wrongly comes before the end."""
+    wait_until(lambda: no_open_transaction(bootstrap, topic, PARTITIONS),
+               f"{topic}'s markers written")
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                   auto_offset_reset="earliest", isolation_level=isolation)
+    partitions = [kafka.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer.assign(partitions)
+    ends = consumer.end_offsets(partitions)
+    values: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while any(consumer.position(tp) < ends[tp] for tp in partitions):
+        assert time.monotonic() < deadline, f"{topic} not read to {ends}"
+        for batch in consumer.poll(200).values():
+            values += [msg.value for msg in batch]
     consumer.close()
     return values
 

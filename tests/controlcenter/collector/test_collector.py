@@ -122,17 +122,26 @@ def test_a_cycle_fills_the_read_model_with_lag_and_history(kafka_bootstrap: str)
 
 
 def read_topic(bootstrap: str, topic: str) -> list[bytes]:
+    """Every value in the topic up to each partition's end (the collector's producer was
+    flushed), not until 2 s pass without a record."""
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "enable.partition.eof": True})
+    partitions = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
     consumer.subscribe([topic])
     values: list[bytes] = []
-    idle_until = time.monotonic() + 10
-    while time.monotonic() < idle_until:
+    ended: set[int] = set()
+    deadline = time.monotonic() + 30
+    while len(ended) < partitions:
+        assert time.monotonic() < deadline, f"{topic}: partitions {ended} ended, not all"
         message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
+        if message is None:
+            continue
+        if message.error() is None:
             values.append(message.value())
-            idle_until = time.monotonic() + 2
+        elif message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+            ended.add(message.partition())
     consumer.close()
     return values
 
