@@ -221,8 +221,12 @@ def _summary(
 
 
 def _ipc(table: pa.Table) -> bytes:
+    """The table as an Arrow IPC stream, its buffers LZ4-compressed: the JVM copies each blob
+    several times on its way through the shuffle (Arrow to row, Spark's own LZ4, disk, back to
+    Arrow), and a bucket's numbers compress to a third (bench/README.md)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     data: bytes = sink.getvalue().to_pybytes()
     return data
