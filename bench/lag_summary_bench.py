@@ -247,6 +247,7 @@ def main() -> None:
             for summarize in sides.values():
                 check_equal(spark_summary(spark, path, summarize)[2], expected)
             times: dict[str, list[float]] = {name: [] for name in (*sides, "pandas")}
+            cpus: dict[str, list[float]] = {name: [] for name in times}
             for i in range(args.rounds):
                 order = list(sides) if i % 2 == 0 else list(sides)[::-1]
                 report = []
@@ -254,10 +255,12 @@ def main() -> None:
                     took, cpu, got = spark_summary(spark, path, sides[name])
                     assert len(got) == SERIES, (name, len(got))
                     times[name].append(took)
+                    cpus[name].append(cpu)
                     report.append(f"{name} {took:.2f} s (CPU {cpu:.2f} s)")
                 took, cpu, result = pandas_summary(path)
                 assert len(result) == SERIES, len(result)
                 times["pandas"].append(took)
+                cpus["pandas"].append(cpu)
                 report.append(f"pandas {took:.2f} s (CPU {cpu:.2f} s)")
                 load = os.getloadavg()[0]
                 print(f"  {rows:,} round {i + 1}: {', '.join(report)}; load {load:.1f}", flush=True)
@@ -267,6 +270,8 @@ def main() -> None:
             if args.baseline:
                 line += f" {med['baseline']:>11.2f} {med['pandas'] / med['baseline']:>16.2f}"
             print(line, flush=True)
+            cpu_line = ", ".join(f"{name} {np.median(c):.2f} s" for name, c in cpus.items())
+            print(f"  {rows:,} median CPU: {cpu_line}", flush=True)
         if args.no_source:
             spark.stop()
             return
