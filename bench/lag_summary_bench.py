@@ -6,7 +6,9 @@ Source's read throughput against a plain confluent-kafka consumer loop over the 
         [--baseline DIR] [--rounds 1] [--no-source]
 
 Both sides of each pair read the same input in the same run (history from one Parquet file,
-records from one topic on a built-in broker); the ratios are what to compare. Before the timed
+records from one topic on a built-in broker); the ratios are what to compare. Each round's
+times are printed with the CPU each side used: the JVM's and its Python workers' (from /proc,
+reaped workers included) for Spark, ``process_time`` for pandas. Before the timed
 rounds, each Spark summary's rows are checked against pandas' result (every column, 1e-9).
 ``--baseline DIR`` also times the lag summary of an older source tree (``git worktree add DIR
 REV`` or an export of ``git archive REV``: its ``laganalysis/jobs/lag_summary.py`` is loaded
@@ -80,10 +82,39 @@ def load_summarize(tree: Path | None) -> Any:
     return module.summarize
 
 
-def spark_summary(spark: Any, path: Path, summarize: Any) -> tuple[float, list[Any]]:
+def spark_cpu(jvm_pid: int) -> tuple[float, float]:
+    """CPU seconds so far of the JVM, and of its Python workers: the processes under it
+    (living, and what they and the JVM reaped)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        times[int(entry.name)] = [int(f) for f in fields[11:15]]  # utime stime cutime cstime
+    tick = os.sysconf("SC_CLK_TCK")
+    jvm = times[jvm_pid]
+    workers = jvm[2] + jvm[3]
+    stack = list(children.get(jvm_pid, []))
+    while stack:
+        pid = stack.pop()
+        workers += sum(times.get(pid, [0]))
+        stack += children.get(pid, [])
+    return (jvm[0] + jvm[1]) / tick, workers / tick
+
+
+def spark_summary(spark: Any, path: Path, summarize: Any) -> tuple[float, float, list[Any]]:
+    """Wall and CPU (JVM and Python workers) seconds of one summary, and its rows."""
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    cpu = sum(spark_cpu(jvm_pid))
     started = time.perf_counter()
     rows = summarize(spark.read.parquet(str(path))).collect()
-    return time.perf_counter() - started, rows
+    took = time.perf_counter() - started
+    return took, sum(spark_cpu(jvm_pid)) - cpu, rows
 
 
 def check_equal(spark_rows: list[Any], result: pd.DataFrame) -> None:
@@ -100,8 +131,9 @@ def check_equal(spark_rows: list[Any], result: pd.DataFrame) -> None:
             assert np.isclose(value, expected, rtol=1e-9, atol=1e-9), (row, column, expected)
 
 
-def pandas_summary(path: Path) -> tuple[float, pd.DataFrame]:
-    started = time.perf_counter()
+def pandas_summary(path: Path) -> tuple[float, float, pd.DataFrame]:
+    """Wall and CPU seconds of the summary in pandas, and its result."""
+    started, cpu = time.perf_counter(), time.process_time()
     df = pd.read_parquet(path)
     key = ["group", "topic", "partition"]
     df = df.sort_values([*key, "ts"])
@@ -120,7 +152,7 @@ def pandas_summary(path: Path) -> tuple[float, pd.DataFrame]:
     )
     held = df.pivot_table(index=key, columns="status", values="held_s", aggfunc="sum")
     result = stats.join(held.add_prefix("seconds_"))
-    return time.perf_counter() - started, result
+    return time.perf_counter() - started, time.process_time() - cpu, result
 
 
 def fill_topic(bootstrap: str, messages: int, partitions: int) -> str:
@@ -211,25 +243,35 @@ def main() -> None:
             path = Path(tmp) / f"history-{rows}.parquet"
             generate_history(rows, path)
             # One untimed run each (the JVM's code paths warmed), checked against pandas'.
-            expected = pandas_summary(path)[1]
+            expected = pandas_summary(path)[2]
             for summarize in sides.values():
-                check_equal(spark_summary(spark, path, summarize)[1], expected)
+                check_equal(spark_summary(spark, path, summarize)[2], expected)
             times: dict[str, list[float]] = {name: [] for name in (*sides, "pandas")}
+            cpus: dict[str, list[float]] = {name: [] for name in times}
             for i in range(args.rounds):
                 order = list(sides) if i % 2 == 0 else list(sides)[::-1]
+                report = []
                 for name in order:
-                    took, got = spark_summary(spark, path, sides[name])
+                    took, cpu, got = spark_summary(spark, path, sides[name])
                     assert len(got) == SERIES, (name, len(got))
                     times[name].append(took)
-                took, result = pandas_summary(path)
+                    cpus[name].append(cpu)
+                    report.append(f"{name} {took:.2f} s (CPU {cpu:.2f} s)")
+                took, cpu, result = pandas_summary(path)
                 assert len(result) == SERIES, len(result)
                 times["pandas"].append(took)
+                cpus["pandas"].append(cpu)
+                report.append(f"pandas {took:.2f} s (CPU {cpu:.2f} s)")
+                load = os.getloadavg()[0]
+                print(f"  {rows:,} round {i + 1}: {', '.join(report)}; load {load:.1f}", flush=True)
             med = {name: float(np.median(t)) for name, t in times.items()}
             line = f"{rows:>12,} {med['spark']:>9.2f} {med['pandas']:>9.2f}"
             line += f" {med['pandas'] / med['spark']:>13.2f}"
             if args.baseline:
                 line += f" {med['baseline']:>11.2f} {med['pandas'] / med['baseline']:>16.2f}"
             print(line, flush=True)
+            cpu_line = ", ".join(f"{name} {np.median(c):.2f} s" for name, c in cpus.items())
+            print(f"  {rows:,} median CPU: {cpu_line}", flush=True)
         if args.no_source:
             spark.stop()
             return

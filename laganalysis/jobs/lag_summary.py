@@ -65,7 +65,9 @@ def summarize(samples: DataFrame) -> DataFrame:
     """One row per partition; the heavy part. Each input task splits its rows into buckets by
     partition key in numpy (`split_by_key`); the shuffle moves one Arrow blob per task and
     bucket, and each reduce task sums up whole keys in numpy (`reduce_buckets`)."""
-    narrow = samples.select(*KEY, "ts", "lag", "lag_seconds", _status_code().alias("code"))
+    # The partition and the status cross to Python as one long: every column handed over as
+    # Arrow costs the JVM per row, and this one saved 0.6-0.8 s of its CPU at 10M rows.
+    narrow = samples.select("group", "topic", _partition_code().alias("pc"), *NUMBERS)
     # One bucket (one reduce task) per core, not the session's 8 shuffle partitions: at 1M rows
     # on local[2] that took 22.4 s against 26.2 s in the same run (bench/README.md).
     labels = bucket_labels(samples.sparkSession.sparkContext.defaultParallelism)
@@ -86,7 +88,10 @@ OUTPUT_SCHEMA = ", ".join([
 # One row per input task and bucket: the bucket's keys (group, topic, partition) and its rows
 # (key index into those keys, ts, lag, lag_seconds, code), each an Arrow IPC stream.
 BUCKET_SCHEMA = "bucket INT, keys BINARY, rows BINARY"
-VALUES = ["ts", "lag", "lag_seconds", "code"]
+NUMBERS = ["ts", "lag", "lag_seconds"]
+# The packed partition and status (`_partition_code`): the status code in the low 8 bits (255
+# for none), a null partition's flag in bit 8, the partition above.
+NO_STATUS, NULL_PARTITION = 255, 256
 
 
 def bucket_labels(n: int) -> list[int]:
@@ -125,8 +130,12 @@ def split_by_key(labels: list[int], batches: Iterator[pa.RecordBatch]) -> Iterat
     if not received:
         return
     table = pa.Table.from_batches(received)
-    ids, firsts, _ = _key_ids(table)
-    keys = table.select(KEY).take(firsts)
+    packed = table["pc"].to_numpy()
+    part = packed >> 8  # the partition and its null flag: one integer per partition or null
+    ids, firsts, _ = _key_ids(table, part)
+    keys = table.select(["group", "topic"]).take(firsts).append_column(
+        "partition", _partitions(part[firsts])
+    )
     key_tuples = zip(*keys.to_pydict().values(), strict=True)
     key_bucket = np.array(
         [zlib.crc32(repr(k).encode()) % len(labels) for k in key_tuples], dtype=np.int64
@@ -134,7 +143,8 @@ def split_by_key(labels: list[int], batches: Iterator[pa.RecordBatch]) -> Iterat
     bucket = key_bucket[ids]
     order = np.argsort(bucket.astype(np.int16), kind="stable")
     counts = np.bincount(bucket, minlength=len(labels))
-    values = table.select(VALUES).take(order)
+    code = pa.array((packed & NO_STATUS).astype(np.int8))  # no status: 255 as int8 is -1
+    values = table.select(NUMBERS).append_column("code", code).take(order)
     ids = ids[order]
     out: dict[str, list[Any]] = {"bucket": [], "keys": [], "rows": []}
     start = 0
@@ -196,20 +206,27 @@ def _summary(
     """The summary columns of n_keys keys, given each row's key id."""
     samples = np.bincount(ids, minlength=n_keys).astype(np.int64)
     columns: dict[str, Any] = {**keys, "samples": samples}
+    # The rows grouped by key, each key's in the order they came: one linear radix sort of
+    # the key ids that the values and the times share.
+    grouping = np.argsort(ids, kind="stable")
     for name in ("lag", "lag_seconds"):
-        low, avg, p95, high = _value_stats(ids, n_keys, table[name])
+        low, avg, p95, high = _value_stats(ids, n_keys, table[name], grouping)
         columns.update({f"{name}_min": _as_long(low) if name == "lag" else low,
                         f"{name}_avg": avg, f"{name}_p95": p95,
                         f"{name}_max": _as_long(high) if name == "lag" else high})
-    held = _held_seconds(ids, n_keys, table)
+    held = _held_seconds(ids, n_keys, table, grouping)
     for i, status in enumerate(STATUSES):
         columns[f"seconds_{status}"] = held[:, i]
     return columns
 
 
 def _ipc(table: pa.Table) -> bytes:
+    """The table as an Arrow IPC stream, its buffers LZ4-compressed: the JVM copies each blob
+    several times on its way through the shuffle (Arrow to row, Spark's own LZ4, disk, back to
+    Arrow), and a bucket's numbers compress to a third (bench/README.md)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     data: bytes = sink.getvalue().to_pybytes()
     return data
@@ -219,11 +236,17 @@ def _read_ipc(blob: pa.BinaryScalar) -> pa.Table:
     return pa.ipc.open_stream(blob.as_buffer()).read_all()
 
 
-def _key_ids(table: pa.Table) -> tuple[Any, Any, int]:
-    """Each row's key as a small integer, one row of each key, and how many keys."""
+def _partitions(part: Any) -> pa.Array:
+    """The partitions (INT, or null) of `_partition_code`'s values shifted right by 8 bits."""
+    return pa.array((part >> 1).astype(np.int32), mask=(part & 1).astype(bool))
+
+
+def _key_ids(table: pa.Table, part: Any) -> tuple[Any, Any, int]:
+    """Each row's key as a small integer, one row of each key, and how many keys; ``part``
+    is one integer per partition (its null included)."""
     group = pc.dictionary_encode(table["group"], null_encoding="encode").combine_chunks()
     topic = pc.dictionary_encode(table["topic"], null_encoding="encode").combine_chunks()
-    partition = pc.fill_null(table["partition"], -1).to_numpy().astype(np.int64) + 1
+    partition = part - int(part.min())
     combined = (group.indices.to_numpy().astype(np.int64) * (len(topic.dictionary) + 1)
                 + topic.indices.to_numpy()) * (int(partition.max()) + 1) + partition
     if int(combined.min()) < 0 or int(combined.max()) > 4 * len(combined) + 2**16:
@@ -245,31 +268,38 @@ def _by_key(ids: Any, values: Any) -> Any:
     return by_value[np.argsort(ids[by_value], kind="stable")]
 
 
-def _sorted_by_key(ids: Any, values: Any, counts: Any) -> Any:
+def _sorted_by_key(ids: Any, values: Any, counts: Any, grouping: Any) -> Any:
     """The values grouped by key (the order of the key ids), each key's sorted. With many rows
-    per key, the rows are grouped by a linear radix sort of the key ids and each key's run is
-    sorted in place, which takes a fifth of the time of one argsort of all values."""
+    per key, the rows are grouped by a linear radix sort of the key ids (``grouping``, or None
+    to sort here) and each key's run is sorted in place, which takes a fifth of the time of
+    one argsort of all values."""
     if len(counts) * 64 > len(values):  # few rows per key: a loop over keys would cost more
         return values[_by_key(ids, values)]
-    grouped = values[np.argsort(ids, kind="stable")]
+    if grouping is None:
+        grouping = np.argsort(ids, kind="stable")
+    grouped = values[grouping]
     ends = np.cumsum(counts)
     for start, end in zip((ends - counts).tolist(), ends.tolist(), strict=True):
         grouped[start:end].sort()
     return grouped
 
 
-def _value_stats(ids: Any, n_keys: int, column: Any) -> tuple[Any, Any, Any, Any]:
+def _value_stats(
+    ids: Any, n_keys: int, column: Any, grouping: Any
+) -> tuple[Any, Any, Any, Any]:
     """min, avg, p95 and max per key over the non-null values (NaN where a key has none).
     p95 is Spark's exact percentile: ``lower + (pos - floor) * (upper - lower)`` at rank
-    0.95 * (n - 1) of the sorted values, numpy's linear method too."""
+    0.95 * (n - 1) of the sorted values, numpy's linear method too. ``grouping`` groups all
+    rows by key; it holds for the values only when none is null."""
     values = column.to_numpy(zero_copy_only=False).astype(np.float64)
     present = ~np.isnan(values)
-    ids, values = ids[present], values[present]
+    if not present.all():
+        ids, values, grouping = ids[present], values[present], None
     counts = np.bincount(ids, minlength=n_keys)
     none = counts == 0
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = np.bincount(ids, weights=values, minlength=n_keys) / counts
-    ordered = _sorted_by_key(ids, values, counts) if len(values) else np.zeros(1)
+    ordered = _sorted_by_key(ids, values, counts, grouping) if len(values) else np.zeros(1)
     starts = np.where(none, 0, np.concatenate(([0], np.cumsum(counts)[:-1])))
     pos = np.maximum(counts - 1, 0).astype(np.float64) * 0.95
     lo, hi = np.floor(pos), np.ceil(pos)
@@ -280,12 +310,19 @@ def _value_stats(ids: Any, n_keys: int, column: Any) -> tuple[Any, Any, Any, Any
     return low, avg, p95, high
 
 
-def _held_seconds(ids: Any, n_keys: int, table: pa.Table) -> Any:
-    """Seconds in each status per key: each sample holds until its key's next one."""
+def _held_seconds(ids: Any, n_keys: int, table: pa.Table, grouping: Any) -> Any:
+    """Seconds in each status per key: each sample holds until its key's next one. When each
+    key's rows came in time order (a history read in order: the usual case), ``grouping`` is
+    already the order by key and time, and the stable sort by time is skipped."""
     ts = table["ts"].to_numpy(zero_copy_only=False).astype(np.float64)
     code = pc.fill_null(table["code"], -1).to_numpy().astype(np.int64)
-    order = _by_key(ids, ts)
-    ids, ts, code = ids[order], ts[order], code[order]
+    grouped_ids, grouped_ts = ids[grouping], ts[grouping]
+    backwards = (grouped_ids[1:] == grouped_ids[:-1]) & ~(grouped_ts[1:] >= grouped_ts[:-1])
+    if backwards.any():  # NaN times count as backwards: sorted as before
+        order = _by_key(ids, ts)
+        ids, ts, code = ids[order], ts[order], code[order]
+    else:
+        ids, ts, code = grouped_ids, grouped_ts, code[grouping]
     held = np.zeros(len(ts))
     held[:-1] = np.where(ids[1:] == ids[:-1], ts[1:] - ts[:-1], 0.0)
     held = np.nan_to_num(held, nan=0.0)
@@ -303,6 +340,12 @@ def _nullable(values: Any) -> Any:
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
         return pa.array(values, mask=np.isnan(values))
     return values
+
+
+def _partition_code() -> Column:
+    """The partition and the status code as one long (`NO_STATUS`, `NULL_PARTITION`)."""
+    partition = F.coalesce(F.col("partition").cast("long") * 512, F.lit(NULL_PARTITION))
+    return partition + F.coalesce(_status_code().cast("long"), F.lit(NO_STATUS))
 
 
 def _status_code() -> Column:

@@ -144,14 +144,15 @@ def test_lag_summary_keeps_a_null_group_or_partition_as_a_key_of_its_own() -> No
 
     from laganalysis.jobs.lag_summary import reduce_buckets, split_by_key
 
+    # The partition and status code packed as Spark hands them over (partition * 512 + code;
+    # 256 + code for a null partition).
     table = pa.table({
         "group": pa.array(["a", None, "a", None, "b"]),
         "topic": pa.array(["t"] * 5),
-        "partition": pa.array([0, 0, 0, 0, None], pa.int32()),
+        "pc": pa.array([0, 1, 0, 1, 256 + 2], pa.int64()),
         "ts": [1.0, 2.0, 3.0, 4.0, 5.0],
         "lag": pa.array([1, 2, 3, 4, 5], pa.int64()),
         "lag_seconds": [0.1, None, 0.3, 0.4, 0.5],
-        "code": pa.array([0, 1, 0, 1, 2], pa.int8()),
     })
     (buckets,) = split_by_key(bucket_labels(2), iter(table.to_batches(max_chunksize=2)))
     got = {}
@@ -163,6 +164,26 @@ def test_lag_summary_keeps_a_null_group_or_partition_as_a_key_of_its_own() -> No
     assert got[("a", 0)]["seconds_OK"] == 2.0
     assert (got[(None, 0)]["samples"], got[(None, 0)]["lag_seconds_avg"]) == (2, 0.4)
     assert got[("b", None)]["lag_min"] == 5
+
+
+def test_lag_summary_keeps_partition_and_status_apart_through_spark(spark: Any) -> None:
+    """The partition and the status cross from the JVM packed in one number: a null
+    partition, a negative one and partition 0 stay three keys, and a status Burrow does not
+    know (or none) holds no seconds in any status column."""
+    schema = "`group` STRING, topic STRING, partition INT, ts DOUBLE, lag LONG, " \
+        "lag_seconds DOUBLE, status STRING"
+    df = spark.createDataFrame([
+        ("g", "t", 0, 1.0, 10, 1.0, "OK"), ("g", "t", 0, 3.0, 30, 3.0, "WARN"),
+        ("g", "t", 0, 4.0, 40, 4.0, "OK"),
+        ("g", "t", None, 1.0, 5, 0.5, "STOP"), ("g", "t", None, 6.0, 7, 0.7, None),
+        ("g", "t", -3, 2.0, 8, 0.8, "BOGUS"), ("g", "t", -3, 5.0, 9, 0.9, "ERR"),
+    ], schema)
+    got = {r["partition"]: r.asDict() for r in summarize(df).collect()}
+    assert sorted(got, key=repr) == sorted([0, None, -3], key=repr)
+    assert (got[0]["samples"], got[0]["seconds_OK"], got[0]["seconds_WARN"]) == (3, 2.0, 1.0)
+    assert (got[None]["samples"], got[None]["lag_max"], got[None]["seconds_STOP"]) == (2, 7, 5.0)
+    assert (got[-3]["samples"], got[-3]["lag_min"]) == (2, 8)
+    assert sum(v for k, v in got[-3].items() if k.startswith("seconds_")) == 0.0
 
 
 def test_lag_summary_buckets_land_in_distinct_shuffle_partitions(spark: Any) -> None:
