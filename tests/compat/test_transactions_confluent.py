@@ -28,26 +28,38 @@ def _producer(bootstrap: str, transactional_id: str, **config: object) -> conflu
     return producer
 
 
-def _consumer(bootstrap: str, isolation: str, group: str | None = None) -> confluent_kafka.Consumer:
+def _consumer(bootstrap: str, isolation: str, group: str | None = None,
+              **config: object) -> confluent_kafka.Consumer:
     return confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": group or f"g-{uuid.uuid4().hex[:8]}",
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "isolation.level": isolation,
+        "isolation.level": isolation, **config,
     })
 
 
-def _read_all(bootstrap: str, topic: str, isolation: str, settle: float = 3.0) -> list[bytes]:
-    """Every value a consumer of this isolation level reads, until nothing new for `settle`."""
-    consumer = _consumer(bootstrap, isolation)
-    consumer.subscribe([topic])
+def _read_all(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
+    """Every value a consumer of this isolation level reads from the start of each partition
+    to its end as the broker answers it to that level (the high watermark, or the last stable
+    offset for read_committed): librdkafka reports the end of a partition once its fetch
+    position reaches that offset, so no quiet period has to pass."""
+    consumer = _consumer(bootstrap, isolation, **{"enable.partition.eof": True,
+                                                   "fetch.wait.max.ms": 10})
+    partitions = consumer.list_topics(topic, TIMEOUT).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in partitions])
     values: list[bytes] = []
-    quiet_since = time.monotonic()
+    at_end: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
     try:
-        while time.monotonic() - quiet_since < settle:
+        while len(at_end) < len(partitions):
+            assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation})"
             msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
+            if msg is None:
+                continue
+            if msg.error() is None:
                 values.append(msg.value())
-                quiet_since = time.monotonic()
+            elif msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                at_end.add(msg.partition())
     finally:
         consumer.close()
     return values
@@ -199,7 +211,7 @@ def test_the_coordinator_aborts_a_transaction_past_its_timeout(
     _send(other, topic, _values("later", 2))
     other.commit_transaction(TIMEOUT)
     # The forgotten transaction held back read_committed consumers until it was aborted.
-    wait_until(lambda: _read_all(broker.bootstrap, topic, "read_committed", settle=1.0)
+    wait_until(lambda: _read_all(broker.bootstrap, topic, "read_committed")
                == _values("later", 2), "the timed-out transaction to be aborted")
 
 
@@ -252,6 +264,6 @@ def test_a_transaction_open_across_a_broker_crash_commits_after_recovery(
     _send(producer, topic, _values("kept", 3))
     broker.kill()
     broker.start()
-    assert _read_all(broker.bootstrap, topic, "read_committed", settle=1.0) == []
+    assert _read_all(broker.bootstrap, topic, "read_committed") == []
     producer.commit_transaction(TIMEOUT)
     assert _read_all(broker.bootstrap, topic, "read_committed") == _values("kept", 3)
