@@ -42,8 +42,8 @@ def _read_all(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
     to its end as the broker answers it to that level (the high watermark, or the last stable
     offset for read_committed): librdkafka reports the end of a partition once its fetch
     position reaches that offset, so no quiet period has to pass."""
-    consumer = _consumer(bootstrap, isolation, **{"enable.partition.eof": True,
-                                                   "fetch.wait.max.ms": 10})
+    end_reports: dict[str, object] = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
+    consumer = _consumer(bootstrap, isolation, None, **end_reports)
     partitions = consumer.list_topics(topic, TIMEOUT).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
                      for p in partitions])
