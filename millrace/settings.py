@@ -335,6 +335,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 MILLRACE_FILE_QUEUE_TRANSPORT = "millrace.queuefiles:Transport"
 CELERY_BROKER_TRANSPORT = MILLRACE_FILE_QUEUE_TRANSPORT if _FILE_QUEUE else None
 CELERY_RESULT_BACKEND = "django-db"
+# The longest the worker's timer thread sleeps (Celery's default 1 s); its warm shutdown
+# waits for that thread to wake (millrace/README.md, "Stopping").
+CELERY_WORKER_TIMER_PRECISION = 0.2
 
 # --- Lag analytics: where laganalysis.run jobs run and write their scratch files ----------
 # local[*] on this machine; spark://host:7077 sends the same jobs to a standalone cluster.

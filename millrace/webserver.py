@@ -43,6 +43,12 @@ BACKLOG = 2048
 # producer's poll thread while the event loop parses requests: with 5 ms the reports of a
 # busy worker trickled in, and side by side 0.5 ms doubled v2 produce (bench/README.md).
 SWITCH_INTERVAL_S = 0.0005
+# How long a worker told to stop waits for its connections to close before it exits anyway
+# (uvicorn's default: forever). A TLS connection idle in a client's keep-alive pool closes
+# only when that client answers the server's close_notify, and one that never reads it (the
+# REST proxy's own registry client, in this very process) held every `--secure` platform's
+# stop for 10-11 s (README.md, "Stopping").
+GRACEFUL_SHUTDOWN_S = 3.0
 
 
 def default_workers() -> int:
@@ -145,6 +151,7 @@ def serve(app: str, fds: list[int], log_level: str, tls_fds: list[int] | None = 
         "loop": "uvloop", "http": "httptools", "ws": "websockets-sansio",
         "lifespan": "off",  # Django and Channels have no lifespan events
         "access_log": False, "log_level": log_level, "server_header": False,
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
     }
     config = uvicorn.Config(app, **options)
     config.load()  # imports the app (Django, the APIs) now, to freeze it below

@@ -29,45 +29,48 @@ def _producer(bootstrap: str, transactional_id: str, **config: object) -> conflu
     return producer
 
 
-def _consumer(bootstrap: str, isolation: str, group: str | None = None) -> confluent_kafka.Consumer:
+def _consumer(bootstrap: str, isolation: str, group: str | None = None,
+              **config: object) -> confluent_kafka.Consumer:
     return confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": group or f"g-{uuid.uuid4().hex[:8]}",
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "isolation.level": isolation,
+        "isolation.level": isolation, **config,
     })
 
 
 def _read_all(bootstrap: str, topic: str, isolation: str, open_ok: bool = False) -> list[bytes]:
-    """Every value a consumer of this isolation level reads, to the end each fetch reports
-    on every partition (the high watermark; for read_committed the last stable offset).
+    """Every value a consumer of this isolation level reads from the start of each partition
+    to its end as the broker answers it to that level (the high watermark, or the last stable
+    offset for read_committed): librdkafka reports the end of a partition once its fetch
+    position reaches that offset, so no quiet period has to pass. The partitions are
+    assigned, not subscribed: no group join to wait for.
 
     The broker answers EndTxn once the decision is logged and writes the markers after, so
     until then a read_committed end stops short of the transaction: first this waits until
     no transaction on the topic holds its end back, unless the test left one open
-    (`open_ok`). Not a quiet period: what a broker wrongly served is in the fetches before
-    the end, and the end is where the markers put it."""
+    (`open_ok`). What a broker wrongly served is in the fetches before the end, and the end
+    is where the markers put it."""
     if not open_ok:
         wait_until(lambda: no_open_transaction(bootstrap, topic, PARTITIONS),
                    f"{topic}'s markers written")
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "isolation.level": isolation, "enable.partition.eof": True,
-    })
-    consumer.subscribe([topic])
+    end_reports: dict[str, object] = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
+    consumer = _consumer(bootstrap, isolation, None, **end_reports)
+    partitions = consumer.list_topics(topic, TIMEOUT).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in partitions])
     values: list[bytes] = []
-    ended: set[int] = set()
+    at_end: set[int] = set()
     deadline = time.monotonic() + TIMEOUT
     try:
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, f"{topic}: partitions {ended} ended, not all"
+        while len(at_end) < len(partitions):
+            assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation})"
             msg = consumer.poll(0.2)
             if msg is None:
                 continue
             if msg.error() is None:
                 values.append(msg.value())
             elif msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                ended.add(msg.partition())
+                at_end.add(msg.partition())
     finally:
         consumer.close()
     return values

@@ -36,6 +36,7 @@ from tests.brokerproc import REPO
 
 README = REPO / "README.md"
 READY = ("ready", "Producing", "Press Ctrl-C")
+SERVING = re.compile(r"^millrace (cluster|broker \d+) ready\b", re.MULTILINE)
 SECURED = "tests/millrace/test_platform_secure.py starts a secured platform from a fresh data " \
     "dir and runs kcat -F on its client config"
 SKIPPED = {"make test": "the suite that runs this test",
@@ -122,8 +123,10 @@ def run(command: str, env: dict[str, str], log: Path, timeout: float = 240) -> R
             assert running.proc.returncode == 0, f"{command!r}:\n{running.text()[-3000:]}"
             return None
         text = running.text()
-        if "Press Ctrl-C" in text:  # its last line, only a command that keeps running says it
-            return running  # (`stop` checks it is still running)
+        # Lines only a command that keeps running prints last: the platform's, and a
+        # broker's or a cluster's once it serves (`stop` checks it is still running).
+        if "Press Ctrl-C" in text or SERVING.search(text):
+            return running
         if any(marker in text for marker in READY):
             try:  # a short command may say "ready" just before it ends
                 running.proc.wait(3)
