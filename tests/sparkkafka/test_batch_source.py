@@ -77,7 +77,10 @@ def test_it_reads_compressed_batches(spark: Any, kafka_bootstrap: str, compressi
 
 def test_timestamps_bound_the_read(spark: Any, kafka_bootstrap: str) -> None:
     topic = create_topic(kafka_bootstrap, 2)
-    base = 1_700_000_000_000
+    # A minute ago, whole seconds: records older than the topic's retention.ms (7 days)
+    # would be deleted by the broker's next retention check, which on the long-lived
+    # session broker can fall between the produce and the read.
+    base = (int(time.time()) - 60) * 1000
     produce(
         kafka_bootstrap,
         topic,

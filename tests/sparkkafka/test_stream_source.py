@@ -104,7 +104,10 @@ def test_a_new_query_starts_at_a_timestamp(
     spark: Any, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     topic = create_topic(kafka_bootstrap, 2)
-    base = 1_700_000_000_000
+    # A minute ago, whole seconds: records older than the topic's retention.ms (7 days)
+    # would be deleted by the broker's next retention check, which on the long-lived
+    # session broker can fall between the produce and the read.
+    base = (int(time.time()) - 60) * 1000
     records = [(i % 2, None, str(i).encode(), base + i * 1000) for i in range(20)]
     produce(kafka_bootstrap, topic, records)
     df = stream(spark, kafka_bootstrap, subscribe=topic, startingTimestamp=str(base + 12_000))
