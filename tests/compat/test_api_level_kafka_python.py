@@ -39,7 +39,7 @@ def test_list_offsets_v10_answers_every_offset_spec(kafka_bootstrap: str,
                                                      admin: KafkaAdminClient) -> None:
     topic = new_topic("kp-offsets")
     admin.create_topics([NewTopic(topic, 1, 1)])
-    messages = sample_messages(5, base_ts=1_700_000_000_000)
+    messages = sample_messages(5)  # a minute ago: within retention
     kafka_python_produce(kafka_bootstrap, topic, messages)
     tp = TopicPartition(topic, 0)
 

@@ -82,9 +82,13 @@ def _running(worker: WorkerProcess, name: str) -> bool:
 
 def _produce(bootstrap: str, topic: str, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    # Stamped a minute ago: records older than the topic's retention.ms go at the broker's
+    # next retention check (every 5 min), on either cluster, before the mirror or the test
+    # has read them (a -n 3 run's "not all replicated").
+    base = (int(time.time()) - 60) * 1000
     for i in range(count):
         producer.produce(topic, f"value-{i}".encode(), f"key-{i % 7}".encode(),
-                         partition=i % 3, timestamp=1_700_000_000_000 + i,
+                         partition=i % 3, timestamp=base + i,
                          headers=[("n", str(i).encode()), ("origin", b"A")])
     assert producer.flush(30) == 0
 
