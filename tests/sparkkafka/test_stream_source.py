@@ -124,11 +124,17 @@ def test_a_new_query_starts_at_a_timestamp(
     assert got == list(range(12, 20))
 
 
-def wait_for(check: Callable[[], bool], what: str, seconds: float = 60) -> None:
+def wait_for(check: Callable[[], bool], what: str, seconds: float = 60,
+             query: Any = None) -> None:
+    """Waits for `check`; a failure says what the running `query` last reported (its
+    exception if it stopped, its status and last progress if not)."""
     deadline = time.monotonic() + seconds
     while not check():
         if time.monotonic() > deadline:
-            pytest.fail(f"gave up waiting for {what}")
+            state = "" if query is None else (
+                f"; the query: active={query.isActive}, exception={query.exception()}, "
+                f"status={query.status}, last progress={query.lastProgress}")
+            pytest.fail(f"gave up waiting for {what}{state}")
         time.sleep(0.3)
 
 
@@ -152,10 +158,10 @@ def test_a_topic_created_under_the_pattern_joins_the_running_query(
         def seen() -> set[tuple[str, str]]:
             return {(r.topic, r.value) for r in spark.sql("SELECT * FROM pattern").collect()}
 
-        wait_for(lambda: (first, "a0") in seen(), "the first topic's record")
+        wait_for(lambda: (first, "a0") in seen(), "the first topic's record", query=query)
         second = create_topic(kafka_bootstrap, 2, f"{prefix}-b")
         produce(kafka_bootstrap, second, [(0, None, b"b0", None), (1, None, b"b1", None)])
-        wait_for(lambda: len(seen()) == 3, "the new topic's records")
+        wait_for(lambda: len(seen()) == 3, "the new topic's records", query=query)
         assert seen() == {(first, "a0"), (second, "b0"), (second, "b1")}
     finally:
         query.stop()
