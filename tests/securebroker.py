@@ -44,6 +44,22 @@ class SecuredBroker:
 
 def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None,
                          tree: Path = REPO) -> SecuredBroker:
+    """A broker with a listener of each security protocol. Its four ports are found free
+    before the broker binds them, and in between another process's outgoing connection can
+    take one of them from the ephemeral range (a -n 3 rehearsal: "address already in use"):
+    then it starts again, on four other ports, in a directory of its own."""
+    for attempt in range(3):
+        try:
+            return _start_secured_broker(data_dir / f"retry-{attempt}" if attempt else data_dir,
+                                         overrides, tree)
+        except RuntimeError as exc:
+            if "address already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_secured_broker(data_dir: Path, overrides: dict[str, str] | None,
+                          tree: Path) -> SecuredBroker:
     ca = TestCA(data_dir / "certs")
     server = ca.issue("broker", "localhost", "Millrace")
     process = BrokerProcess(data_dir, args=[
