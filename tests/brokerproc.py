@@ -24,6 +24,11 @@ from brokercluster.ports import free_base_port, free_port
 REPO = Path(__file__).resolve().parent.parent
 
 
+class PortTaken(RuntimeError):
+    """A test process could not bind a port found free for it: another process (often an
+    outgoing connection, from the same ephemeral range) took it in between."""
+
+
 class BrokerProcess:
     """A `python -m brokercore` child with its own log dir and a fixed port across restarts."""
 
@@ -63,7 +68,9 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
+                log = self.log()
+                failure = PortTaken if "address already in use" in log else RuntimeError
+                raise failure(f"broker exited with {self.proc.returncode}:\n{log}")
             if self._accepting():
                 return self
             time.sleep(0.05)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from brokercluster.ports import free_port
 from tests.brokercore.security.certs import Pair, TestCA
-from tests.brokerproc import REPO, BrokerProcess
+from tests.brokerproc import REPO, BrokerProcess, PortTaken
 
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 SCRAM_USERS = {"SCRAM-SHA-256": ("scram256", "s256-secret"),
@@ -52,8 +52,8 @@ def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None
         try:
             return _start_secured_broker(data_dir / f"retry-{attempt}" if attempt else data_dir,
                                          overrides, tree)
-        except RuntimeError as exc:
-            if "address already in use" not in str(exc) or attempt == 2:
+        except PortTaken:
+            if attempt == 2:
                 raise
     raise AssertionError("unreachable")
 

@@ -17,12 +17,9 @@ import httpx
 from confluent_kafka import Consumer, TopicPartition
 
 from brokercluster.ports import free_port
+from tests.brokerproc import PortTaken
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class PortTaken(Exception):
-    """The worker could not bind its REST port: another process took it first."""
 
 
 class WorkerProcess:
