@@ -1,7 +1,8 @@
 """The Kafka listener's TLS with large reads decrypted on a thread
 (`brokercore/security/tls_thread.py`), over real TLS sockets on 127.0.0.1: frames of every
-size arrive whole and in order while answers are written, a reader that stops taking frames
-gets them all later, and both ends may close while the thread decrypts."""
+size arrive whole and in order while answers are written (the thread reading the socket
+itself), a reader that stops taking frames gets them all later, and both ends may close
+while the thread decrypts."""
 
 from __future__ import annotations
 
@@ -92,8 +93,11 @@ async def _echo_lengths(contexts: tuple[ssl.SSLContext, ssl.SSLContext], frames:
 def test_frames_of_every_size_arrive_whole_and_in_order(
         contexts: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
     frames = _frames(1) + _frames(2)
+    descriptors = len(os.listdir("/proc/self/fd"))
     assert asyncio.run(_echo_lengths(contexts, frames, hold=False)) == frames
     assert any(t.name.startswith("tls-decrypt") for t in threading.enumerate())
+    # the thread reads the socket through a duplicate, closed with the connection
+    assert len(os.listdir("/proc/self/fd")) == descriptors
 
 
 def test_a_reader_that_stops_taking_frames_gets_them_all_later(
