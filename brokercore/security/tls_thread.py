@@ -3,9 +3,9 @@
 The broker is one event loop on one thread. Over TLS, reading and decrypting what a client
 produces (the socket's reads into OpenSSL's memory BIO, `SSLObject.read` per TLS record)
 was most of what TLS added to a produced byte on the broker, on that thread, and the loop
-was the bottleneck of a SASL_SSL producer. CPython's `_ssl` releases the GIL inside `SSL_read`,
-memory BIOs included, so the decryption can run on the other core while the loop receives
-the next bytes and handles the requests already read.
+was the bottleneck of a SASL_SSL producer. CPython's `_ssl` releases the GIL inside
+`SSL_read`, memory BIOs included, so the reading and decryption can run on the other core
+while the loop handles the requests already read.
 
 `ThreadedSSLProtocol` is asyncio's `SSLProtocol` (Python 3.11) with one change: once the
 connection is established, when the application's buffer takes at least `THREAD_BYTES` (a
@@ -27,17 +27,17 @@ transport's reading (which also cancels a read already due in that turn of the l
 resumes it when done; the application's writes wait in asyncio's write backlog; a flush or
 shutdown (the application's close, the peer's EOF) and a lost connection wait for the job.
 The socket's end is left to the loop's own next read, so asyncio reports it as it always
-has; an error reading it fails the connection as asyncio's own read would. When the job is done, on the loop: the decrypted bytes go to the
-application (`buffer_updated`), the answers written meanwhile are encrypted and sent, and
-the next read starts. So bytes reach the application in order, one job at a time per
-connection, and the application's `pause_reading` stops the next job as it stopped
-asyncio's next read.
+has; an error reading it fails the connection as asyncio's own read would. When the job is
+done, on the loop: the decrypted bytes go to the application (`buffer_updated`), the
+answers written meanwhile are encrypted and sent, and the next read starts. So bytes
+reach the application in order, one job at a time per connection, and the application's
+`pause_reading` stops the next job as it stopped asyncio's next read.
 
-It subclasses private parts of `asyncio.sslproto` (`_sslobj`, `_incoming`,
-`_do_read`, `_do_write`, `_do_flush`, `_do_shutdown`,
-`_control_ssl_reading`, the state names), as Python 3.11 has them (pyproject pins 3.11): a
-Python upgrade must re-read them; tests/brokercore/security/test_tls_thread.py drives the
-protocol through real sockets.
+It subclasses private parts of `asyncio.sslproto` (`_sslobj`, `_incoming`, `_do_read`,
+`_do_write`, `_do_flush`, `_do_shutdown`, `_control_ssl_reading`, the state names) and
+calls `ssl.SSLObject`'s C object (`_sslobj.read`), as Python 3.11 has them (pyproject pins
+3.11): a Python upgrade must re-read them; tests/brokercore/security/test_tls_thread.py
+drives the protocol through real sockets.
 """
 
 from __future__ import annotations
