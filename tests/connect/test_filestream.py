@@ -27,7 +27,7 @@ from connect.converters import build_converter
 from connect.storage import partition_key
 from connect.worker import SourceTaskRunner, TaskSetup
 
-lines = st.lists(st.text(st.characters(blacklist_characters="\n\r"), max_size=12)
+lines = st.lists(st.text(st.characters(exclude_characters="\n\r", codec="utf-8"), max_size=12)
                  | st.sampled_from(["", "\r", "é\r", "a\rb"]), max_size=40)
 
 
