@@ -180,6 +180,16 @@ def as_proxy_view(view_class: type[ProxyView], **initkwargs: Any) -> Callable[..
     on_thread = sync_to_async(sync_view, thread_sensitive=False)
 
     async def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # The cluster a v3 path selects is the request's only: asgiref copies what a view
+        # sets in its context back to the caller's, and a synchronous caller (Django's test
+        # client, a management command) would otherwise keep acting on that cluster after.
+        chosen = selected.set(None)
+        try:
+            return await _serve(request, *args, **kwargs)
+        finally:
+            selected.reset(chosen)
+
+    async def _serve(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         context = {"view": view_class, "request": request}
         if request.method in view_class.loop_methods and body_kept(request):
             token = _on_loop.set(True)

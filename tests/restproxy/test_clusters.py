@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 from django.conf import settings
 
 from clusterclient.clusters import KafkaCluster, parse_pairs
+from restproxy.api import selected
 from restproxy.client import reset_gateway
 from tests.brokerproc import ClusterProcess
 from tests.restproxy.conftest import Proxy
@@ -85,6 +86,9 @@ def test_topics_and_produce_act_on_the_named_cluster(proxy: Proxy, second: Clust
                               {"value": {"type": "BINARY", "data": value}}, content_type=APP)
         assert produced.status_code == 200, produced.content
         assert produced.json()["cluster_id"] == cid
+        # the selection was the request's: the caller (the test client's thread) still acts
+        # on the default cluster (it once kept "backup" and later tests' producers with it)
+        assert selected.get() is None
     assert read_values(kafka_bootstrap, topic, 1) == [b"to default"]
     assert read_values(second.bootstrap, topic, 1) == [b"to backup"]
     # a topic on the second cluster only: listed there, not on the default; v2 stays there
