@@ -92,7 +92,7 @@ def _decrypt_jobs() -> None:
         except BaseException as exc:  # noqa: BLE001 - the loop fails the connection with it
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop is closed: so is the connection
-            loop.call_soon_threadsafe(protocol.job_done, offset, count, error, len(buf))
+            loop.call_soon_threadsafe(protocol.job_done, offset, count, error)
 
 
 def _read_into(sslobj: ssl.SSLObject, incoming: ssl.MemoryBIO, fd: int, buf: memoryview,
@@ -182,8 +182,7 @@ class ThreadedSSLProtocol(sslproto.SSLProtocol):
             self._fd = os.dup(self._transport.get_extra_info("socket").fileno())
         _submit((self, self._loop, self._sslobj, self._incoming, self._fd, buf))
 
-    def job_done(self, offset: int, count: int, error: BaseException | None,
-                 wants: int) -> None:
+    def job_done(self, offset: int, count: int, error: BaseException | None) -> None:
         """On the loop: a job's outcome."""
         self._job = False
         if self._job_paused:
@@ -201,11 +200,11 @@ class ThreadedSSLProtocol(sslproto.SSLProtocol):
             self._fatal_error(error, "Fatal error on SSL protocol")
             return
         try:
-            self._after_job(offset, count, wants)
+            self._after_job(offset, count)
         except Exception as ex:  # noqa: BLE001 - as asyncio's _do_read: the connection fails
             self._fatal_error(ex, "Fatal error on SSL protocol")
 
-    def _after_job(self, offset: int, count: int, wants: int) -> None:
+    def _after_job(self, offset: int, count: int) -> None:
         if offset > 0:
             self._app_protocol_buffer_updated(offset)
         if not count:  # close_notify
