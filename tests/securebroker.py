@@ -6,6 +6,7 @@ Its CA and certificates are made with `cryptography` (`tests/brokercore/security
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +49,11 @@ def start_secured_broker(data_dir: Path, overrides: dict[str, str] | None = None
     before the broker binds them, and in between another process's outgoing connection can
     take one of them from the ephemeral range (a -n 3 rehearsal: "address already in use"):
     then it starts again, on four other ports, in a directory of its own."""
-    for attempt in range(3):
-        try:
-            return _start_secured_broker(data_dir / f"retry-{attempt}" if attempt else data_dir,
-                                         overrides, tree)
-        except PortTaken:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    directories = [data_dir, data_dir / "retry-1", data_dir / "retry-2"]
+    for directory in directories[:-1]:
+        with contextlib.suppress(PortTaken):
+            return _start_secured_broker(directory, overrides, tree)
+    return _start_secured_broker(directories[-1], overrides, tree)
 
 
 def _start_secured_broker(data_dir: Path, overrides: dict[str, str] | None,
